@@ -1,0 +1,196 @@
+//! `sage scenario ...`: validate, paths, route, graph.
+
+use crate::scenario::{KeyKind, Scope, Value};
+use crate::sop::{self, Values};
+use anyhow::{Context, bail};
+use clap::{Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum ScenarioCommand {
+    /// Check scenario files; prints `ok: FILE` for each valid one, the problems otherwise.
+    Validate {
+        /// Scenario YAML files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List every route of the SOP with an assignment that produces it.
+    Paths {
+        /// Scenario YAML file.
+        file: PathBuf,
+        /// Print a JSON array of {path, action, outputs, fields, variables}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the rule engine: the reference path, action and outputs for the given values.
+    Route {
+        /// Scenario YAML file.
+        file: PathBuf,
+        /// A field or variable value, e.g. `--set ConsumptionType=Enquiry --set Penalty=0`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Print {path, action, outputs} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the decision graph.
+    Graph {
+        /// Scenario YAML file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    /// Graphviz DOT.
+    Dot,
+    /// Mermaid flowchart.
+    Mermaid,
+}
+
+pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ScenarioCommand::Validate { files } => Ok(validate(&files)),
+        ScenarioCommand::Paths { file, json } => paths(&file, json),
+        ScenarioCommand::Route { file, set, json } => route(&file, &set, json),
+        ScenarioCommand::Graph { file, format } => {
+            let sop = sop::load(&file)?;
+            emit(&match format {
+                GraphFormat::Dot => sop.to_dot(),
+                GraphFormat::Mermaid => sop.to_mermaid(),
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn validate(files: &[PathBuf]) -> ExitCode {
+    let mut failed = false;
+    for file in files {
+        match sop::load(file) {
+            Ok(sop) => {
+                emit(&format!("ok: {}\n", file.display()));
+                for a in sop.unused_actions() {
+                    eprintln!(
+                        "{}: warning: action {a} is declared but no route reaches it",
+                        file.display()
+                    );
+                }
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("{e}");
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn paths(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let sop = sop::load(file)?;
+    if json {
+        emit(&(serde_json::to_string_pretty(sop.routes())? + "\n"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sc = sop.scenario();
+    let combos = sc
+        .field_combinations()
+        .map_or_else(|| "unbounded".to_string(), |n| n.to_string());
+    let mut text = format!(
+        "{}: {} routes; {} field-value combinations\n",
+        sc.id,
+        sop.routes().len(),
+        combos
+    );
+    let values = |m: &sop::Assignment| {
+        m.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (i, rc) in sop.routes().iter().enumerate() {
+        let r = &rc.route;
+        let outputs: String = r.outputs.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        text += &format!(
+            "{:>4}. {} -> {}{}\n",
+            i + 1,
+            r.path.join(" > "),
+            r.action,
+            outputs
+        );
+        text += &format!("      fields: {}\n", values(&rc.fields));
+        if !rc.variables.is_empty() {
+            text += &format!("      variables: {}\n", values(&rc.variables));
+        }
+    }
+    emit(&text);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn route(file: &Path, sets: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    let sop = sop::load(file)?;
+    let sc = sop.scenario();
+    let mut fields = Values::new();
+    let mut variables = Values::new();
+    for s in sets {
+        let (name, raw) = s
+            .split_once('=')
+            .with_context(|| format!("--set {s}: expected KEY=VALUE"))?;
+        let Some(key) = sc.keys.iter().find(|k| k.name == name) else {
+            let names: Vec<&str> = sc.keys.iter().map(|k| k.name.as_str()).collect();
+            bail!(
+                "--set {s}: unknown key `{name}`; expected one of: {}",
+                names.join(", ")
+            );
+        };
+        let value = match key.kind {
+            KeyKind::Boolean => Value::Bool(match raw {
+                "true" => true,
+                "false" => false,
+                _ => bail!("--set {s}: {name} is a boolean; expected true or false"),
+            }),
+            KeyKind::Integer { .. } => Value::Int(raw.parse().with_context(|| {
+                format!("--set {s}: {name} is an integer; expected a whole number")
+            })?),
+            KeyKind::Enum(_) => Value::Str(raw.to_string()),
+        };
+        if key.point(&value).is_none() {
+            bail!(
+                "--set {s}: `{raw}` is not a value of {name}; expected {}",
+                key.expected()
+            );
+        }
+        match key.scope {
+            Scope::Field => fields.insert(name.to_string(), value),
+            Scope::Variable => variables.insert(name.to_string(), value),
+        };
+    }
+    let r = sop
+        .route(&fields, &variables)
+        .with_context(|| file.display().to_string())?;
+    if json {
+        emit(&(serde_json::to_string(&r)? + "\n"));
+    } else {
+        let mut text = format!("path: {}\naction: {}\n", r.path.join(" -> "), r.action);
+        for (k, v) in &r.outputs {
+            text += &format!("{k}: {v}\n");
+        }
+        emit(&text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes to stdout; a closed pipe (`sage ... | head`) ends the output quietly, never a panic.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}

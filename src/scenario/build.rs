@@ -1,0 +1,944 @@
+//! From the raw YAML schema to a checked [`Scenario`]: every local rule of the format (names,
+//! types, references, case coverage, rule overlap and coverage). Problems are collected, so one
+//! run reports every mistake it can find.
+
+use super::domain::{Domain, IntSet, ValueBox, box_intersect, box_is_empty, box_subtract_all};
+use super::raw::{
+    self, CondValue, OrderedMap, RawKey, RawRule, RawScenario, RawTarget, TargetForm,
+};
+use super::{
+    Action, Adversarial, Cooperativeness, Guard, Intent, Key, KeyKind, Output, Persona, Problem,
+    Scenario, ScenarioError, Scope, Stage, StageKind, Target, Transition,
+};
+use crate::scenario::domain::MAX_OPTIONS;
+
+pub(super) fn from_yaml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario =
+        serde_saphyr::from_str(text).map_err(|e| ScenarioError::one(file, yaml_problem(&e)))?;
+    let mut b = Builder {
+        problems: Vec::new(),
+    };
+    let scenario = b.scenario(raw);
+    if b.problems.is_empty() {
+        Ok(scenario)
+    } else {
+        Err(ScenarioError {
+            file: file.to_string(),
+            problems: b.problems,
+        })
+    }
+}
+
+/// Turns a parser error into a problem with its line and column.
+fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
+    let (line, column) = e
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or((0, 0));
+    match e {
+        serde_saphyr::Error::SerdeUnknownField {
+            field, expected, ..
+        } => Problem::UnknownKey {
+            line,
+            column,
+            key: field.clone(),
+            expected: expected.join(", "),
+        },
+        serde_saphyr::Error::DuplicateMappingKey { key, .. } => Problem::DuplicateKey {
+            line,
+            column,
+            key: key.clone().unwrap_or_else(|| "?".into()),
+        },
+        _ => {
+            let message = e.to_string();
+            // Our own map type reports duplicates as a custom message.
+            if let Some(key) = message
+                .strip_prefix("duplicate key `")
+                .and_then(|rest| rest.split('`').next())
+            {
+                return Problem::DuplicateKey {
+                    line,
+                    column,
+                    key: key.to_string(),
+                };
+            }
+            Problem::Syntax {
+                line,
+                column,
+                message,
+            }
+        }
+    }
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'))
+}
+
+fn join(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    names
+        .into_iter()
+        .map(|s| s.as_ref().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An integer predicate as a set, or `None` when it does not parse.
+pub(crate) fn parse_predicate(text: &str) -> Option<IntSet> {
+    let t = text.trim();
+    let num = |s: &str| s.trim().parse::<i64>().ok();
+    let all = |lo: i64, hi: i64| Some(IntSet::range(lo, hi));
+    if let Some(n) = t.strip_prefix("==").and_then(num) {
+        all(n, n)
+    } else if let Some(n) = t.strip_prefix("!=").and_then(num) {
+        Some(IntSet::range(i64::MIN, i64::MAX).subtract(&IntSet::range(n, n)))
+    } else if let Some(n) = t.strip_prefix("<=").and_then(num) {
+        all(i64::MIN, n)
+    } else if let Some(n) = t.strip_prefix(">=").and_then(num) {
+        all(n, i64::MAX)
+    } else if let Some(n) = t.strip_prefix('<').and_then(num) {
+        Some(
+            n.checked_sub(1)
+                .map_or_else(IntSet::empty, |m| IntSet::range(i64::MIN, m)),
+        )
+    } else if let Some(n) = t.strip_prefix('>').and_then(num) {
+        Some(
+            n.checked_add(1)
+                .map_or_else(IntSet::empty, |m| IntSet::range(m, i64::MAX)),
+        )
+    } else if let Some((a, b)) = t.split_once("..") {
+        let (a, b) = (num(a)?, num(b)?);
+        (a <= b).then(|| IntSet::range(a, b))
+    } else {
+        num(t).map(|n| IntSet::range(n, n))
+    }
+}
+
+struct Builder {
+    problems: Vec<Problem>,
+}
+
+impl Builder {
+    fn problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+
+    fn scenario(&mut self, raw: RawScenario) -> Scenario {
+        if !valid_id(&raw.id) {
+            self.problem(Problem::InvalidId {
+                at: "id".into(),
+                id: raw.id.clone(),
+            });
+        }
+        let mut keys = Vec::new();
+        for (scope, map, section) in [
+            (Scope::Field, &raw.fields, "fields"),
+            (Scope::Variable, &raw.variables, "variables"),
+        ] {
+            for (name, rk) in &map.0 {
+                let at = format!("{section}.{name}");
+                if let Some(first) = keys.iter().find(|k: &&Key| k.name == *name) {
+                    let first_section = if first.scope == Scope::Field {
+                        "fields"
+                    } else {
+                        "variables"
+                    };
+                    self.problem(Problem::DuplicateId {
+                        at: at.clone(),
+                        id: name.clone(),
+                        first: format!("{first_section}.{name}"),
+                    });
+                    continue;
+                }
+                if !valid_id(name) {
+                    self.problem(Problem::InvalidId {
+                        at: at.clone(),
+                        id: name.clone(),
+                    });
+                }
+                let kind = self.key_kind(&at, rk);
+                keys.push(Key {
+                    name: name.clone(),
+                    description: rk.description.clone(),
+                    scope,
+                    kind,
+                });
+            }
+        }
+        if raw.fields.0.is_empty() {
+            self.problem(Problem::BadDeclaration {
+                at: "fields".into(),
+                found: "no fields".into(),
+                expected: "at least one classification field".into(),
+            });
+        }
+
+        let outputs = self.outputs(&raw.outputs);
+        let actions = self.actions(&raw.actions, &outputs);
+        let ctx = Ctx {
+            keys: &keys,
+            actions: &actions,
+            outputs: &outputs,
+            stage_ids: raw.sop.stages.0.iter().map(|(id, _)| id.clone()).collect(),
+        };
+        let stages: Vec<Stage> = raw
+            .sop
+            .stages
+            .0
+            .iter()
+            .map(|(id, rs)| self.stage(&ctx, id, rs))
+            .collect();
+        if stages.is_empty() {
+            self.problem(Problem::BadDeclaration {
+                at: "sop.stages".into(),
+                found: "no stages".into(),
+                expected: "at least one stage".into(),
+            });
+        }
+        let start = match ctx.stage_ids.iter().position(|s| *s == raw.sop.start) {
+            Some(i) => i,
+            None => {
+                if !stages.is_empty() {
+                    self.problem(Problem::UnknownReference {
+                        at: "sop.start".into(),
+                        kind: "stage",
+                        name: raw.sop.start.clone(),
+                        expected: join(&ctx.stage_ids),
+                    });
+                }
+                0
+            }
+        };
+        let intents = self.intents(&ctx, &raw.user.intents);
+        let personas = self.personas(&raw.user.personas);
+        Scenario {
+            id: raw.id,
+            name: raw.name,
+            domain: raw.domain,
+            description: raw.description,
+            keys,
+            actions,
+            outputs,
+            start,
+            stages,
+            intents,
+            personas,
+        }
+    }
+
+    fn key_kind(&mut self, at: &str, rk: &RawKey) -> KeyKind {
+        let ty = rk
+            .ty
+            .as_deref()
+            .unwrap_or(if rk.options.is_some() { "enum" } else { "" });
+        let bad = |found: String, expected: &str| Problem::BadDeclaration {
+            at: at.to_string(),
+            found,
+            expected: expected.to_string(),
+        };
+        let integer_only = rk.min.is_some() || rk.max.is_some() || rk.examples.is_some();
+        match ty {
+            "enum" => {
+                if integer_only {
+                    self.problem(bad(
+                        "`min`, `max` or `examples` on an enum".into(),
+                        "them only on `type: integer`",
+                    ));
+                }
+                let options: Vec<String> =
+                    rk.options.iter().flatten().map(|s| s.0.clone()).collect();
+                if rk.options.is_none() {
+                    self.problem(bad(
+                        "an enum without `options`".into(),
+                        "`options: [A, B, ...]`",
+                    ));
+                } else if options.is_empty() {
+                    self.problem(Problem::EmptyOptions { at: at.to_string() });
+                } else if options.len() > MAX_OPTIONS {
+                    self.problem(bad(
+                        format!("{} options", options.len()),
+                        "at most 64 options",
+                    ));
+                }
+                for (i, o) in options.iter().enumerate() {
+                    if options[..i].contains(o) {
+                        self.problem(Problem::DuplicateId {
+                            at: format!("{at}.options"),
+                            id: o.clone(),
+                            first: format!("an earlier option of {at}"),
+                        });
+                    }
+                }
+                KeyKind::Enum(options)
+            }
+            "boolean" => {
+                if rk.options.is_some() || integer_only {
+                    self.problem(bad(
+                        "`options`, `min`, `max` or `examples` on a boolean".into(),
+                        "only `description` and `type: boolean`",
+                    ));
+                }
+                KeyKind::Boolean
+            }
+            "integer" => {
+                if rk.options.is_some() {
+                    self.problem(bad(
+                        "`options` on an integer".into(),
+                        "`min`, `max` and `examples` only",
+                    ));
+                }
+                if let (Some(lo), Some(hi)) = (rk.min, rk.max)
+                    && lo > hi
+                {
+                    self.problem(bad(format!("min {lo} > max {hi}"), "min <= max"));
+                }
+                let examples = rk.examples.clone().unwrap_or_default();
+                for e in &examples {
+                    if rk.min.is_some_and(|lo| *e < lo) || rk.max.is_some_and(|hi| *e > hi) {
+                        self.problem(bad(
+                            format!("example {e} outside min..max"),
+                            "examples within min..max",
+                        ));
+                    }
+                }
+                KeyKind::Integer {
+                    min: rk.min,
+                    max: rk.max,
+                    examples,
+                }
+            }
+            "" => {
+                self.problem(bad(
+                    "neither `options` nor `type`".into(),
+                    "`options: [...]`, `type: boolean` or `type: integer`",
+                ));
+                KeyKind::Enum(Vec::new())
+            }
+            other => {
+                self.problem(bad(
+                    format!("type `{other}`"),
+                    "type `enum`, `boolean` or `integer`",
+                ));
+                KeyKind::Enum(Vec::new())
+            }
+        }
+    }
+
+    fn outputs(&mut self, raw: &OrderedMap<raw::RawOutput>) -> Vec<Output> {
+        raw.0
+            .iter()
+            .map(|(name, ro)| {
+                let at = format!("outputs.{name}");
+                if !valid_id(name) {
+                    self.problem(Problem::InvalidId {
+                        at: at.clone(),
+                        id: name.clone(),
+                    });
+                }
+                if ro.options.is_empty() {
+                    self.problem(Problem::EmptyOptions { at });
+                }
+                Output {
+                    name: name.clone(),
+                    description: ro.description.clone(),
+                    options: ro.options.iter().map(|s| s.0.clone()).collect(),
+                    default: ro.default.as_ref().map(|s| s.0.clone()),
+                }
+            })
+            .collect()
+    }
+
+    fn actions(&mut self, raw: &OrderedMap<raw::ActionForm>, outputs: &[Output]) -> Vec<Action> {
+        if raw.0.is_empty() {
+            self.problem(Problem::BadDeclaration {
+                at: "actions".into(),
+                found: "no actions".into(),
+                expected: "at least one action".into(),
+            });
+        }
+        raw.0
+            .iter()
+            .map(|(name, form)| {
+                let at = format!("actions.{name}");
+                if !valid_id(name) {
+                    self.problem(Problem::InvalidId {
+                        at: at.clone(),
+                        id: name.clone(),
+                    });
+                }
+                let mut carried = Vec::new();
+                for o in &form.0.outputs {
+                    match outputs.iter().position(|d| d.name == *o) {
+                        Some(i) => carried.push(i),
+                        None => self.problem(Problem::UnknownReference {
+                            at: format!("{at}.outputs"),
+                            kind: "output",
+                            name: o.clone(),
+                            expected: join(outputs.iter().map(|d| &d.name)),
+                        }),
+                    }
+                }
+                Action {
+                    name: name.clone(),
+                    description: form.0.description.clone(),
+                    outputs: carried,
+                }
+            })
+            .collect()
+    }
+
+    fn stage(&mut self, ctx: &Ctx, id: &str, rs: &raw::RawStage) -> Stage {
+        let at = format!("sop.stages.{id}");
+        if !valid_id(id) {
+            self.problem(Problem::InvalidId {
+                at: at.clone(),
+                id: id.to_string(),
+            });
+        }
+        let mut kinds = Vec::new();
+        if rs.next.is_some() {
+            kinds.push("`next`");
+        }
+        if rs.branch_on.is_some() || rs.cases.is_some() {
+            kinds.push("`branch_on`/`cases`");
+        }
+        if rs.rules.is_some() {
+            kinds.push("`rules`");
+        }
+        let mut stage = Stage {
+            id: id.to_string(),
+            title: rs.title.clone(),
+            description: rs.description.clone(),
+            kind: StageKind::Next,
+            transitions: Vec::new(),
+        };
+        if kinds.len() != 1 {
+            let found = if kinds.is_empty() {
+                "none of them".to_string()
+            } else {
+                format!("{} together", kinds.join(" and "))
+            };
+            self.problem(Problem::BadStage { at, found });
+            return stage;
+        }
+        if let Some(next) = &rs.next {
+            if let Some(t) = self.target(ctx, &format!("{at}.next"), next) {
+                stage.transitions.push(Transition {
+                    guard: Guard::Always,
+                    target: t.0,
+                    set: t.1,
+                    label: "next".into(),
+                });
+            }
+        } else if let Some(rules) = &rs.rules {
+            self.rules(ctx, &at, rules, &mut stage);
+        } else {
+            self.branch(ctx, &at, rs, &mut stage);
+        }
+        stage
+    }
+
+    fn key_ref(&mut self, ctx: &Ctx, at: &str, name: &str) -> Option<usize> {
+        let found = ctx.keys.iter().position(|k| k.name == name);
+        if found.is_none() {
+            self.problem(Problem::UnknownReference {
+                at: at.to_string(),
+                kind: "field or variable",
+                name: name.to_string(),
+                expected: join(ctx.keys.iter().map(|k| &k.name)),
+            });
+        }
+        found
+    }
+
+    fn target(
+        &mut self,
+        ctx: &Ctx,
+        at: &str,
+        form: &TargetForm,
+    ) -> Option<(Target, Vec<(usize, String)>)> {
+        let RawTarget { stage, action, set } = &form.0;
+        let target = match (stage, action) {
+            (Some(s), None) => match ctx.stage_ids.iter().position(|x| x == s) {
+                Some(i) => Some(Target::Stage(i)),
+                None => {
+                    self.problem(Problem::UnknownReference {
+                        at: at.to_string(),
+                        kind: "stage",
+                        name: s.clone(),
+                        expected: join(&ctx.stage_ids),
+                    });
+                    None
+                }
+            },
+            (None, Some(a)) => match ctx.actions.iter().position(|x| x.name == *a) {
+                Some(i) => Some(Target::Action(i)),
+                None => {
+                    self.problem(Problem::UnknownReference {
+                        at: at.to_string(),
+                        kind: "action",
+                        name: a.clone(),
+                        expected: join(ctx.actions.iter().map(|x| &x.name)),
+                    });
+                    None
+                }
+            },
+            (Some(_), Some(_)) => {
+                self.problem(Problem::BadTarget {
+                    at: at.to_string(),
+                    found: "both `stage` and `action`".into(),
+                });
+                None
+            }
+            (None, None) => {
+                self.problem(Problem::BadTarget {
+                    at: at.to_string(),
+                    found: "neither `stage` nor `action`".into(),
+                });
+                None
+            }
+        };
+        let mut sets = Vec::new();
+        for (name, value) in &set.0 {
+            let Some(i) = ctx.outputs.iter().position(|o| o.name == *name) else {
+                self.problem(Problem::UnknownReference {
+                    at: format!("{at}.set"),
+                    kind: "output",
+                    name: name.clone(),
+                    expected: join(ctx.outputs.iter().map(|o| &o.name)),
+                });
+                continue;
+            };
+            if !ctx.outputs[i].options.contains(&value.0) {
+                self.problem(Problem::UnknownValue {
+                    at: format!("{at}.set"),
+                    key: name.clone(),
+                    value: value.0.clone(),
+                    expected: join(&ctx.outputs[i].options),
+                });
+                continue;
+            }
+            sets.push((i, value.0.clone()));
+        }
+        target.map(|t| (t, sets))
+    }
+
+    /// The domain of a condition value (one value or several) on a key.
+    fn condition(&mut self, ctx: &Ctx, at: &str, key: usize, values: &[String]) -> Option<Domain> {
+        let k = &ctx.keys[key];
+        if values.is_empty() {
+            self.problem(Problem::UnknownValue {
+                at: at.to_string(),
+                key: k.name.clone(),
+                value: "[]".into(),
+                expected: k.expected(),
+            });
+            return None;
+        }
+        let mut d = match k.kind {
+            KeyKind::Integer { .. } => Domain::Ints(IntSet::empty()),
+            _ => Domain::Set(0),
+        };
+        let mut ok = true;
+        for v in values {
+            match self.value_domain(at, k, v, false) {
+                Some(x) => d = d.union(&x),
+                None => ok = false,
+            }
+        }
+        ok.then(|| d.intersect(&k.full_domain()))
+    }
+
+    /// The domain of one value (an option, a boolean, an integer predicate) on a key.
+    fn value_domain(&mut self, at: &str, k: &Key, v: &str, else_allowed: bool) -> Option<Domain> {
+        match &k.kind {
+            KeyKind::Integer { .. } => match parse_predicate(v) {
+                Some(s) => Some(Domain::Ints(s)),
+                None => {
+                    self.problem(Problem::BadPredicate {
+                        at: at.to_string(),
+                        key: k.name.clone(),
+                        text: v.to_string(),
+                        else_hint: if else_allowed { ", or `else`" } else { "" },
+                    });
+                    None
+                }
+            },
+            _ => match k.options().iter().position(|o| o == v) {
+                Some(i) => Some(Domain::option(i)),
+                None => {
+                    self.problem(Problem::UnknownValue {
+                        at: at.to_string(),
+                        key: k.name.clone(),
+                        value: v.to_string(),
+                        expected: k.options().join(", "),
+                    });
+                    None
+                }
+            },
+        }
+    }
+
+    fn branch(&mut self, ctx: &Ctx, at: &str, rs: &raw::RawStage, stage: &mut Stage) {
+        let (Some(key_name), Some(cases)) = (&rs.branch_on, &rs.cases) else {
+            let found = if rs.branch_on.is_some() {
+                "`branch_on` without `cases`"
+            } else {
+                "`cases` without `branch_on`"
+            };
+            self.problem(Problem::BadStage {
+                at: at.to_string(),
+                found: found.into(),
+            });
+            return;
+        };
+        let Some(key) = self.key_ref(ctx, &format!("{at}.branch_on"), key_name) else {
+            return;
+        };
+        stage.kind = StageKind::Branch { key };
+        let k = &ctx.keys[key];
+        let is_int = matches!(k.kind, KeyKind::Integer { .. });
+        let mut seen: Vec<(String, Domain)> = Vec::new();
+        let mut has_else = false;
+        let mut all_ok = true;
+        for (label, form) in &cases.0 {
+            let case_at = format!("{at}.cases.{label}");
+            let target = self.target(ctx, &case_at, form);
+            if is_int && label.trim() == "else" {
+                has_else = true;
+                if let Some((t, set)) = target {
+                    stage.transitions.push(Transition {
+                        guard: Guard::Otherwise,
+                        target: t,
+                        set,
+                        label: "else".into(),
+                    });
+                }
+                continue;
+            }
+            let Some(d) = self.value_domain(&format!("{at}.cases"), k, label, true) else {
+                all_ok = false;
+                continue;
+            };
+            let d = d.intersect(&k.full_domain());
+            for (other, od) in &seen {
+                let both = d.intersect(od);
+                if !both.is_empty() {
+                    all_ok = false;
+                    match &both {
+                        Domain::Ints(s) => self.problem(Problem::OverlappingCases {
+                            at: format!("{at}.cases"),
+                            key: k.name.clone(),
+                            first: other.clone(),
+                            second: label.clone(),
+                            example: s.pick(&[]).unwrap_or_default(),
+                        }),
+                        Domain::Set(_) => self.problem(Problem::DuplicateCase {
+                            at: format!("{at}.cases"),
+                            key: k.name.clone(),
+                            value: label.clone(),
+                        }),
+                    }
+                }
+            }
+            seen.push((label.clone(), d.clone()));
+            if let Some((t, set)) = target {
+                stage.transitions.push(Transition {
+                    guard: Guard::When(vec![(key, d)]),
+                    target: t,
+                    set,
+                    label: label.clone(),
+                });
+            }
+        }
+        if !all_ok || has_else {
+            return;
+        }
+        let covered = seen.iter().fold(
+            match k.kind {
+                KeyKind::Integer { .. } => Domain::Ints(IntSet::empty()),
+                _ => Domain::Set(0),
+            },
+            |acc, (_, d)| acc.union(d),
+        );
+        let missing = k.full_domain().subtract(&covered);
+        if missing.is_empty() {
+            return;
+        }
+        if is_int {
+            self.problem(Problem::CaseGap {
+                at: format!("{at}.cases"),
+                key: k.name.clone(),
+                gap: k.describe(&missing),
+                range: k.describe(&k.full_domain()),
+            });
+        } else {
+            self.problem(Problem::MissingCases {
+                at: format!("{at}.cases"),
+                key: k.name.clone(),
+                missing: k.describe(&missing).replace('|', ", "),
+                expected: k.options().join(", "),
+            });
+        }
+    }
+
+    fn rules(&mut self, ctx: &Ctx, at: &str, rules: &[RawRule], stage: &mut Stage) {
+        let full: ValueBox = ctx.keys.iter().map(Key::full_domain).collect();
+        let mut mentioned: Vec<usize> = Vec::new();
+        let mut boxes: Vec<(usize, ValueBox)> = Vec::new();
+        let mut has_otherwise = false;
+        let mut all_ok = true;
+        if rules.is_empty() {
+            self.problem(Problem::BadStage {
+                at: at.to_string(),
+                found: "an empty `rules` list".into(),
+            });
+            return;
+        }
+        for (i, rule) in rules.iter().enumerate() {
+            let rule_at = format!("{at}.rules[{}]", i + 1);
+            match (&rule.when, &rule.then, &rule.otherwise) {
+                (None, None, Some(target)) => {
+                    if i + 1 != rules.len() {
+                        all_ok = false;
+                        self.problem(Problem::BadRule {
+                            at: rule_at.clone(),
+                            found: "`otherwise` before the last rule".into(),
+                            expected: "at most one `otherwise`, as the last rule".into(),
+                        });
+                    }
+                    has_otherwise = true;
+                    if let Some((t, set)) =
+                        self.target(ctx, &format!("{rule_at}.otherwise"), target)
+                    {
+                        stage.transitions.push(Transition {
+                            guard: Guard::Otherwise,
+                            target: t,
+                            set,
+                            label: "otherwise".into(),
+                        });
+                    }
+                }
+                (Some(when), Some(then), None) => {
+                    if when.0.is_empty() {
+                        all_ok = false;
+                        self.problem(Problem::BadRule {
+                            at: rule_at.clone(),
+                            found: "an empty `when`".into(),
+                            expected: "at least one condition (use `otherwise` for a catch-all)"
+                                .into(),
+                        });
+                        continue;
+                    }
+                    let mut conds = Vec::new();
+                    let mut labels = Vec::new();
+                    let mut b = full.clone();
+                    for (name, CondValue(values)) in &when.0 {
+                        let Some(key) = self.key_ref(ctx, &format!("{rule_at}.when"), name) else {
+                            all_ok = false;
+                            continue;
+                        };
+                        let Some(d) =
+                            self.condition(ctx, &format!("{rule_at}.when.{name}"), key, values)
+                        else {
+                            all_ok = false;
+                            continue;
+                        };
+                        if !mentioned.contains(&key) {
+                            mentioned.push(key);
+                        }
+                        b[key] = d.clone();
+                        labels.push(format!("{}={}", name, values.join("|")));
+                        conds.push((key, d));
+                    }
+                    let target = self.target(ctx, &format!("{rule_at}.then"), then);
+                    for (j, other) in &boxes {
+                        let both = box_intersect(other, &b);
+                        if !box_is_empty(&both) {
+                            all_ok = false;
+                            self.problem(Problem::OverlappingRules {
+                                at: format!("{at}.rules"),
+                                first: j + 1,
+                                second: i + 1,
+                                example: describe_example(ctx.keys, &both, &mentioned),
+                            });
+                        }
+                    }
+                    boxes.push((i, b));
+                    if let Some((t, set)) = target {
+                        stage.transitions.push(Transition {
+                            guard: Guard::When(conds),
+                            target: t,
+                            set,
+                            label: labels.join(", "),
+                        });
+                    }
+                }
+                _ => {
+                    all_ok = false;
+                    self.problem(Problem::BadRule {
+                        at: rule_at,
+                        found: "a rule that is neither `{when, then}` nor `{otherwise}`".into(),
+                        expected: "`{when: {...}, then: TARGET}` or `{otherwise: TARGET}`".into(),
+                    });
+                }
+            }
+        }
+        stage.kind = StageKind::Rules {
+            keys: mentioned.clone(),
+        };
+        if all_ok && !has_otherwise {
+            let uncovered = box_subtract_all(&full, boxes.iter().map(|(_, b)| b));
+            if let Some(first) = uncovered.first() {
+                self.problem(Problem::UncoveredRules {
+                    at: format!("{at}.rules"),
+                    example: describe_example(ctx.keys, first, &mentioned),
+                    keys: join(mentioned.iter().map(|&k| &ctx.keys[k].name)),
+                });
+            }
+        }
+    }
+
+    fn intents(&mut self, ctx: &Ctx, raw: &[raw::RawIntent]) -> Vec<Intent> {
+        let mut out: Vec<Intent> = Vec::new();
+        for (i, ri) in raw.iter().enumerate() {
+            let at = format!("user.intents[{}] ({})", i + 1, ri.id);
+            if out.iter().any(|x| x.id == ri.id) {
+                self.problem(Problem::DuplicateId {
+                    at: at.clone(),
+                    id: ri.id.clone(),
+                    first: "an earlier intent".into(),
+                });
+            }
+            let adversarial = match ri.adversarial.as_str() {
+                "zero" => Adversarial::Zero,
+                "weak" => Adversarial::Weak,
+                "strong" => Adversarial::Strong,
+                other => {
+                    self.problem(Problem::BadDeclaration {
+                        at: format!("{at}.adversarial"),
+                        found: format!("`{other}`"),
+                        expected: "zero, weak or strong".into(),
+                    });
+                    Adversarial::Zero
+                }
+            };
+            let mut implies = Vec::new();
+            for (name, CondValue(values)) in &ri.implies.0 {
+                let Some(key) = self.key_ref(ctx, &format!("{at}.implies"), name) else {
+                    continue;
+                };
+                if let Some(d) = self.condition(ctx, &format!("{at}.implies.{name}"), key, values) {
+                    if d.is_empty() {
+                        self.problem(Problem::EmptyIntent {
+                            at: at.clone(),
+                            key: name.clone(),
+                        });
+                    }
+                    implies.push((key, d));
+                }
+            }
+            out.push(Intent {
+                id: ri.id.clone(),
+                description: ri.description.clone(),
+                adversarial,
+                implies,
+                facts: ri.facts.clone(),
+                context: ri
+                    .context
+                    .0
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.0.clone()))
+                    .collect(),
+            });
+        }
+        out
+    }
+
+    fn personas(&mut self, raw: &[raw::RawPersona]) -> Vec<Persona> {
+        let mut out: Vec<Persona> = Vec::new();
+        for (i, rp) in raw.iter().enumerate() {
+            let at = format!("user.personas[{}] ({})", i + 1, rp.id);
+            if out.iter().any(|x| x.id == rp.id) {
+                self.problem(Problem::DuplicateId {
+                    at: at.clone(),
+                    id: rp.id.clone(),
+                    first: "an earlier persona".into(),
+                });
+            }
+            let cooperativeness = match rp.cooperativeness.as_str() {
+                "high" => Cooperativeness::High,
+                "medium" => Cooperativeness::Medium,
+                "low" => Cooperativeness::Low,
+                other => {
+                    self.problem(Problem::BadDeclaration {
+                        at: format!("{at}.cooperativeness"),
+                        found: format!("`{other}`"),
+                        expected: "high, medium or low".into(),
+                    });
+                    Cooperativeness::Medium
+                }
+            };
+            out.push(Persona {
+                id: rp.id.clone(),
+                traits: rp.traits.clone(),
+                communication_style: rp.communication_style.clone(),
+                cooperativeness,
+            });
+        }
+        out
+    }
+}
+
+/// Names, in the scenario's declaration order, that the stage builder resolves against.
+struct Ctx<'a> {
+    keys: &'a [Key],
+    actions: &'a [Action],
+    outputs: &'a [Output],
+    stage_ids: Vec<String>,
+}
+
+/// One concrete assignment of the listed keys inside a box, e.g. `CoreDemand=Inqury, memberLevel=VIP`.
+fn describe_example(keys: &[Key], b: &[Domain], which: &[usize]) -> String {
+    which
+        .iter()
+        .map(|&k| {
+            let v = keys[k]
+                .pick(&b[k])
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "?".into());
+            format!("{}={}", keys[k].name, v)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_predicate;
+    use crate::scenario::IntSet;
+
+    #[test]
+    fn predicates() {
+        assert_eq!(parse_predicate("== 0"), Some(IntSet::range(0, 0)));
+        assert_eq!(parse_predicate(" >= 3 "), Some(IntSet::range(3, i64::MAX)));
+        assert_eq!(parse_predicate("> 3"), Some(IntSet::range(4, i64::MAX)));
+        assert_eq!(parse_predicate("< 3"), Some(IntSet::range(i64::MIN, 2)));
+        assert_eq!(parse_predicate("<= 3"), Some(IntSet::range(i64::MIN, 3)));
+        assert_eq!(parse_predicate("10..20"), Some(IntSet::range(10, 20)));
+        assert_eq!(parse_predicate("7"), Some(IntSet::range(7, 7)));
+        assert_eq!(
+            parse_predicate("!= 0").map(|s| s.ranges().to_vec()),
+            Some(vec![(i64::MIN, -1), (1, i64::MAX)])
+        );
+        assert_eq!(parse_predicate("20..10"), None);
+        assert_eq!(parse_predicate("=> 3"), None);
+        assert_eq!(
+            parse_predicate("< -9223372036854775808"),
+            Some(IntSet::empty())
+        );
+    }
+}
