@@ -13,8 +13,14 @@ use super::{
 use crate::scenario::domain::MAX_OPTIONS;
 
 pub(super) fn from_yaml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let raw: RawScenario =
-        serde_saphyr::from_str(text).map_err(|e| ScenarioError::one(file, yaml_problem(&e)))?;
+    // YAML 1.2 booleans only: `yes`, `no`, `on`, `off`, `y`, `n` stay text (options, descriptions).
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
+        with_snippet: false,
+    };
+    let raw: RawScenario = serde_saphyr::from_str_with_options(text, options)
+        .map_err(|e| ScenarioError::one(file, yaml_problem(&e)))?;
     let mut b = Builder {
         problems: Vec::new(),
     };
@@ -50,7 +56,20 @@ fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
             key: key.clone().unwrap_or_else(|| "?".into()),
         },
         _ => {
-            let message = e.to_string();
+            let full = e.to_string();
+            // The parser prefixes its own location; ours is in the problem already.
+            let message = full
+                .strip_prefix("error: ")
+                .map(|rest| match rest.split_once(": ") {
+                    Some((loc, msg)) if loc.starts_with("line ") => msg,
+                    _ => rest,
+                })
+                .unwrap_or(&full);
+            let suffix = format!(" at line {line}, column {column}");
+            let message = message
+                .strip_suffix(suffix.as_str())
+                .unwrap_or(message)
+                .to_string();
             // Our own map type reports duplicates as a custom message.
             if let Some(key) = message
                 .strip_prefix("duplicate key `")
@@ -71,6 +90,12 @@ fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
     }
 }
 
+/// Names of fields, variables, actions, outputs and stages: letters, digits, `_ - + .`
+/// (action names such as `Comfort+Compensation` are kept verbatim).
+const NAME_CHARS: &str = "letters, digits, `_`, `-`, `+` or `.`";
+/// The scenario id also names result folders and NATS subjects: ASCII only, no `+` or `.`.
+const SCENARIO_ID_CHARS: &str = "ASCII letters, digits, `_` or `-`";
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id
@@ -78,12 +103,21 @@ fn valid_id(id: &str) -> bool {
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'))
 }
 
+fn valid_scenario_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+}
+
+/// The names, comma-separated; `(none declared)` for none.
 fn join(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    names
-        .into_iter()
-        .map(|s| s.as_ref().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let all: Vec<String> = names.into_iter().map(|s| s.as_ref().to_string()).collect();
+    if all.is_empty() {
+        "(none declared)".into()
+    } else {
+        all.join(", ")
+    }
 }
 
 /// An integer predicate as a set, or `None` when it does not parse.
@@ -127,10 +161,11 @@ impl Builder {
     }
 
     fn scenario(&mut self, raw: RawScenario) -> Scenario {
-        if !valid_id(&raw.id) {
+        if !valid_scenario_id(&raw.id) {
             self.problem(Problem::InvalidId {
                 at: "id".into(),
                 id: raw.id.clone(),
+                expected: SCENARIO_ID_CHARS,
             });
         }
         let mut keys = Vec::new();
@@ -157,6 +192,7 @@ impl Builder {
                     self.problem(Problem::InvalidId {
                         at: at.clone(),
                         id: name.clone(),
+                        expected: NAME_CHARS,
                     });
                 }
                 let kind = self.key_kind(&at, rk);
@@ -263,16 +299,19 @@ impl Builder {
                         "at most 64 options",
                     ));
                 }
-                for (i, o) in options.iter().enumerate() {
-                    if options[..i].contains(o) {
+                let mut unique: Vec<String> = Vec::with_capacity(options.len());
+                for o in options {
+                    if unique.contains(&o) {
                         self.problem(Problem::DuplicateId {
                             at: format!("{at}.options"),
-                            id: o.clone(),
+                            id: o,
                             first: format!("an earlier option of {at}"),
                         });
+                    } else {
+                        unique.push(o);
                     }
                 }
-                KeyKind::Enum(options)
+                KeyKind::Enum(unique)
             }
             "boolean" => {
                 if rk.options.is_some() || integer_only {
@@ -336,6 +375,7 @@ impl Builder {
                     self.problem(Problem::InvalidId {
                         at: at.clone(),
                         id: name.clone(),
+                        expected: NAME_CHARS,
                     });
                 }
                 if ro.options.is_empty() {
@@ -367,6 +407,7 @@ impl Builder {
                     self.problem(Problem::InvalidId {
                         at: at.clone(),
                         id: name.clone(),
+                        expected: NAME_CHARS,
                     });
                 }
                 let mut carried = Vec::new();
@@ -396,6 +437,7 @@ impl Builder {
             self.problem(Problem::InvalidId {
                 at: at.clone(),
                 id: id.to_string(),
+                expected: NAME_CHARS,
             });
         }
         let mut kinds = Vec::new();
@@ -417,7 +459,7 @@ impl Builder {
         };
         if kinds.len() != 1 {
             let found = if kinds.is_empty() {
-                "none of them".to_string()
+                "no `next`, `branch_on` or `rules`".to_string()
             } else {
                 format!("{} together", kinds.join(" and "))
             };
@@ -777,11 +819,24 @@ impl Builder {
                         });
                     }
                 }
-                _ => {
+                (when, then, otherwise) => {
                     all_ok = false;
+                    let present: Vec<&str> = [
+                        ("`when`", when.is_some()),
+                        ("`then`", then.is_some()),
+                        ("`otherwise`", otherwise.is_some()),
+                    ]
+                    .into_iter()
+                    .filter_map(|(name, there)| there.then_some(name))
+                    .collect();
+                    let found = if present.is_empty() {
+                        "an empty rule".to_string()
+                    } else {
+                        format!("a rule with {}", present.join(" and "))
+                    };
                     self.problem(Problem::BadRule {
                         at: rule_at,
-                        found: "a rule that is neither `{when, then}` nor `{otherwise}`".into(),
+                        found,
                         expected: "`{when: {...}, then: TARGET}` or `{otherwise: TARGET}`".into(),
                     });
                 }

@@ -85,13 +85,15 @@ pub enum Problem {
         /// Where the first declaration is.
         first: String,
     },
-    /// An id with characters other than letters, digits, `_`, `-`, `+` and `.`.
-    #[error("{at}: invalid id `{id}`; expected letters, digits, `_`, `-`, `+` or `.`")]
+    /// An id with characters that are not allowed there.
+    #[error("{at}: invalid id `{id}`; expected {expected}")]
     InvalidId {
         /// Where.
         at: String,
         /// The id found.
         id: String,
+        /// The characters allowed.
+        expected: &'static str,
     },
     /// An enum with no options.
     #[error("{at}: empty options list; expected at least one option")]
@@ -287,9 +289,11 @@ pub enum Problem {
     },
     /// A route ends in an action that carries an output the route never sets.
     #[error(
-        "actions.{action}: carries output {output}, but the route {path} reaches it without setting {output}; expected every route to {action} to set it"
+        "actions.{action}: carries output {output}, but the route {path} reaches it through case {case} without setting {output}; expected every route to {action} to set it"
     )]
     OutputNotSet {
+        /// The case(s) that lead into the action, and their stage.
+        case: String,
         /// The action.
         action: String,
         /// The output.

@@ -79,7 +79,7 @@ pub(super) fn enumerate(sop: &Sop) -> SearchResult {
         problems: Vec::new(),
         leaves: 0,
     };
-    search.visit(sc.start, full);
+    search.visit(sc.start, vec![full]);
     if search.leaves > MAX_SEARCH_LEAVES {
         search.problems.push(Problem::BadDeclaration {
             at: "sop".into(),
@@ -131,56 +131,104 @@ pub fn representative(sop: &Sop, b: &[crate::scenario::Domain]) -> (Assignment, 
     (fields, variables)
 }
 
+/// Adds a box to a region (a union of disjoint boxes), merging it into a box that differs from
+/// it in one key only, so that parallel cases (`o0: next`, `o1: next`) do not multiply boxes.
+fn push_merged(region: &mut Vec<ValueBox>, b: ValueBox) {
+    for e in region.iter_mut() {
+        let mut differ = e.iter().zip(&b).enumerate().filter(|(_, (x, y))| x != y);
+        match (differ.next(), differ.next()) {
+            (None, _) => return,
+            (Some((i, _)), None) => {
+                e[i] = e[i].union(&b[i]);
+                return;
+            }
+            _ => {}
+        }
+    }
+    region.push(b);
+}
+
+/// The branches leaving a stage: per distinct (target, outputs set), the labels of its cases and
+/// the region of assignments that take it.
+struct Branch {
+    to: Node,
+    set: Vec<(usize, String)>,
+    labels: Vec<String>,
+    region: Vec<ValueBox>,
+}
+
 impl Search<'_> {
-    fn visit(&mut self, stage: usize, b: ValueBox) {
+    fn visit(&mut self, stage: usize, region: Vec<ValueBox>) {
         if self.leaves > MAX_SEARCH_LEAVES || self.problems.len() >= 20 {
             return;
         }
         self.visited[stage] = true;
         self.on_path[stage] = true;
         self.path.push(stage);
-        let edges: Vec<_> = self
-            .sop
-            .transitions(stage)
-            .map(|(e, n)| (e.clone(), n))
-            .collect();
-        for (edge, to) in edges {
-            let branches = match &edge.guard {
-                Guard::Always => vec![b.clone()],
-                Guard::When(conds) => {
-                    let mut nb = b.clone();
-                    for (k, d) in conds {
-                        nb[*k] = nb[*k].intersect(d);
-                    }
-                    if box_is_empty(&nb) { vec![] } else { vec![nb] }
-                }
-                Guard::Otherwise => box_subtract_all(&b, &self.when_boxes[stage]),
-            };
-            for nb in branches {
-                let saved: Vec<Option<String>> = edge
-                    .set
+        let mut branches: Vec<Branch> = Vec::new();
+        for (edge, to) in self.sop.transitions(stage) {
+            let part: Vec<ValueBox> = match &edge.guard {
+                Guard::Always => region.clone(),
+                Guard::When(conds) => region
                     .iter()
-                    .map(|(o, _)| self.sets[*o].clone())
-                    .collect();
-                for (o, v) in &edge.set {
-                    self.sets[*o] = Some(v.clone());
+                    .map(|b| {
+                        let mut nb = b.clone();
+                        for (k, d) in conds {
+                            nb[*k] = nb[*k].intersect(d);
+                        }
+                        nb
+                    })
+                    .filter(|nb| !box_is_empty(nb))
+                    .collect(),
+                Guard::Otherwise => region
+                    .iter()
+                    .flat_map(|b| box_subtract_all(b, &self.when_boxes[stage]))
+                    .collect(),
+            };
+            if part.is_empty() {
+                continue;
+            }
+            let i = match branches
+                .iter()
+                .position(|br| br.to == to && br.set == edge.set)
+            {
+                Some(i) => i,
+                None => {
+                    branches.push(Branch {
+                        to,
+                        set: edge.set.clone(),
+                        labels: Vec::new(),
+                        region: Vec::new(),
+                    });
+                    branches.len() - 1
                 }
-                match to {
-                    Node::Action(a) => self.leaf(a, nb),
-                    Node::Stage(s) if self.on_path[s] => self.report_loop(s, &nb),
-                    Node::Stage(s) => self.visit(s, nb),
-                    Node::Start => {}
-                }
-                for ((o, _), old) in edge.set.iter().zip(saved) {
-                    self.sets[*o] = old;
-                }
+            };
+            branches[i].labels.push(edge.label.clone());
+            for b in part {
+                push_merged(&mut branches[i].region, b);
+            }
+        }
+        for br in branches {
+            let saved: Vec<Option<String>> =
+                br.set.iter().map(|(o, _)| self.sets[*o].clone()).collect();
+            for (o, v) in &br.set {
+                self.sets[*o] = Some(v.clone());
+            }
+            match br.to {
+                Node::Action(a) => self.leaf(a, br.region, &br.labels),
+                Node::Stage(s) if self.on_path[s] => self.report_loop(s, &br.region[0]),
+                Node::Stage(s) => self.visit(s, br.region),
+                Node::Start => {}
+            }
+            for ((o, _), old) in br.set.iter().zip(saved) {
+                self.sets[*o] = old;
             }
         }
         self.path.pop();
         self.on_path[stage] = false;
     }
 
-    fn leaf(&mut self, action: usize, b: ValueBox) {
+    fn leaf(&mut self, action: usize, region: Vec<ValueBox>, labels: &[String]) {
         self.leaves += 1;
         let sc = self.sop.scenario();
         let ids: Vec<String> = self.path.iter().map(|&s| sc.stages[s].id.clone()).collect();
@@ -190,6 +238,11 @@ impl Search<'_> {
                     action: sc.actions[action].name.clone(),
                     output: sc.outputs[o].name.clone(),
                     path: format!("[{}]", ids.join(", ")),
+                    case: format!(
+                        "{} at {}",
+                        labels.join(" | "),
+                        ids.last().map_or("", String::as_str)
+                    ),
                 };
                 if !self.problems.contains(&p) {
                     self.problems.push(p);
@@ -200,10 +253,14 @@ impl Search<'_> {
         let sets: Vec<Option<&str>> = self.sets.iter().map(|s| s.as_deref()).collect();
         let route = self.sop.finish(ids, action, &sets);
         match self.index.get(&route) {
-            Some(&i) => self.found[i].1.push(b),
+            Some(&i) => {
+                for b in region {
+                    push_merged(&mut self.found[i].1, b);
+                }
+            }
             None => {
                 self.index.insert(route.clone(), self.found.len());
-                self.found.push((route, vec![b]));
+                self.found.push((route, region));
             }
         }
     }

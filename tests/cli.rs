@@ -1,0 +1,279 @@
+//! The `sage scenario` commands, run as a user would (the built binary, from the repository root).
+
+use std::process::{Command, Output};
+
+fn sage(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run sage")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const BUNDLED: [&str; 6] = [
+    "scenarios/airline_refund.yaml",
+    "scenarios/ecommerce_refund.yaml",
+    "scenarios/logistics_delivery.yaml",
+    "scenarios/online_education.yaml",
+    "scenarios/property_service.yaml",
+    "scenarios/telecom_package.yaml",
+];
+
+#[test]
+fn validate_accepts_every_bundled_scenario() {
+    let mut args = vec!["scenario", "validate"];
+    args.extend(BUNDLED);
+    let o = sage(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want: String = BUNDLED.iter().map(|f| format!("ok: {f}\n")).collect();
+    assert_eq!(stdout(&o), want);
+    assert_eq!(stderr(&o), "", "no warnings on bundled scenarios");
+}
+
+#[test]
+fn validate_fails_on_a_missing_file() {
+    let o = sage(&[
+        "scenario",
+        "validate",
+        "scenarios/telecom_package.yaml",
+        "scenarios/nope.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "ok: scenarios/telecom_package.yaml\n");
+    assert!(
+        stderr(&o).starts_with("scenarios/nope.yaml: cannot read the file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn paths_lists_routes_with_assignments() {
+    let o = sage(&["scenario", "paths", "scenarios/telecom_package.yaml"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("telecom_package: 12 routes; 36 field-value combinations\n"),
+        "{text}"
+    );
+    assert!(text.contains("step1 > step2 > step3 > step6 > step4 -> ChangeOrder"));
+}
+
+#[test]
+fn paths_json_has_the_documented_shape() {
+    let o = sage(&[
+        "scenario",
+        "paths",
+        "scenarios/telecom_package.yaml",
+        "--json",
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let routes = v.as_array().unwrap();
+    assert_eq!(routes.len(), 12);
+    for r in routes {
+        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["path", "action", "outputs", "fields", "variables"]);
+        let fields: Vec<&str> = r["fields"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "ConsumptionType",
+                "ApplicationTendency",
+                "ConsumptionProfile",
+                "EmotionTag"
+            ]
+        );
+        assert!(r["variables"]["Penalty"].is_i64());
+        assert_eq!(r["outputs"], serde_json::json!({}));
+    }
+    let oe = sage(&[
+        "scenario",
+        "paths",
+        "scenarios/online_education.yaml",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&oe.stdout).unwrap();
+    let plans: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outputs"]["PLAN"].as_str().unwrap())
+        .collect();
+    for p in [
+        "PLAN_A", "PLAN_B", "PLAN_C", "PLAN_D", "PLAN_E", "PLAN_F", "none",
+    ] {
+        assert!(plans.contains(&p), "{p} missing from {plans:?}");
+    }
+    assert!(v[0]["fields"]["DescriptionClear"].is_boolean());
+}
+
+#[test]
+fn route_json_for_the_papers_first_example() {
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "ConsumptionType=Enquiry",
+        "--set",
+        "ApplicationTendency=Agree",
+        "--set",
+        "ConsumptionProfile=Data",
+        "--set",
+        "EmotionTag=Calm",
+        "--set",
+        "PackageStatus=NoContract",
+        "--set",
+        "Penalty=0",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "{\"path\":[\"step1\",\"step2\",\"step3\",\"step6\",\"step4\"],\"action\":\"ChangeOrder\",\"outputs\":{}}\n"
+    );
+}
+
+#[test]
+fn route_with_booleans_and_outputs() {
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/online_education.yaml",
+        "--set",
+        "DescriptionClear=true",
+        "--set",
+        "QuestionRelevance=false",
+        "--set",
+        "ResolveDependency=HighDependency",
+        "--set",
+        "RegardingRefund=false",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["action"], "PLAN");
+    assert_eq!(v["outputs"], serde_json::json!({"PLAN": "PLAN_D"}));
+    let human = sage(&[
+        "scenario",
+        "route",
+        "scenarios/online_education.yaml",
+        "--set",
+        "DescriptionClear=false",
+    ]);
+    assert_eq!(
+        stdout(&human),
+        "path: step1 -> step2\naction: GUIDE\nPLAN: none\n"
+    );
+}
+
+#[test]
+fn route_errors_name_the_problem() {
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "ConsumptionType=Change",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("stage step4 needs variable PackageStatus, which is missing"),
+        "{e}"
+    );
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "Colour=red",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("unknown key `Colour`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "Penalty=lots",
+    ]);
+    assert!(
+        stderr(&o).contains("Penalty is an integer"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "ConsumptionType=Upgrade",
+    ]);
+    assert!(
+        stderr(&o).contains("`Upgrade` is not a value of ConsumptionType"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn graph_exports_dot_and_mermaid() {
+    let dot = stdout(&sage(&[
+        "scenario",
+        "graph",
+        "scenarios/telecom_package.yaml",
+        "--format",
+        "dot",
+    ]));
+    assert!(dot.starts_with("digraph \"telecom_package\" {\n"));
+    assert!(dot.ends_with("}\n"));
+    assert!(
+        dot.contains("stage_1 -> stage_2 [label=\"Enquiry\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("stage_4 -> action_0 [label=\"== 0\"];"),
+        "{dot}"
+    );
+    assert!(dot.contains("start -> stage_0;"));
+    // 1 start edge + 14 stage edges (1+3+1+2+2+3+2) in the Telecom SOP.
+    assert_eq!(dot.matches(" -> ").count(), 15);
+    let mermaid = stdout(&sage(&[
+        "scenario",
+        "graph",
+        "scenarios/telecom_package.yaml",
+        "--format",
+        "mermaid",
+    ]));
+    assert!(mermaid.starts_with("flowchart TD\n"));
+    assert!(
+        mermaid.contains("  stage_1 -->|\"Enquiry\"| stage_2\n"),
+        "{mermaid}"
+    );
+    assert_eq!(mermaid.matches("-->").count(), 15);
+    let oe = stdout(&sage(&[
+        "scenario",
+        "graph",
+        "scenarios/online_education.yaml",
+    ]));
+    assert!(oe.contains("PLAN := PLAN_A"), "{oe}");
+}

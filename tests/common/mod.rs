@@ -1,0 +1,68 @@
+//! Test and benchmark helpers shared by tests/ and benches/.
+
+use std::fmt::Write;
+
+/// A synthetic scenario with `n` enum fields of `k` options each (k >= 5) and one integer
+/// variable: k^n combinations of field values (5^24 ≈ 6e16 with the defaults), a small number of
+/// routes. A brute-force validator could never finish it; the symbolic one must take milliseconds.
+///
+/// Shape: a triage stage decides on six fields at once (rules with `otherwise`); then stage
+/// `c{i}` branches on field `F{i}`: `o0`/`o1` go on to `c{i+1}`, `o2` accepts, `o3` rejects, and
+/// every other option goes to a detour `d{i}` that decides on the next two fields; after the last
+/// field, a stage branches on the integer variable.
+pub fn wide_scenario(n: usize, k: usize) -> String {
+    assert!(n >= 6 && k >= 5);
+    let opts: Vec<String> = (0..k).map(|j| format!("o{j}")).collect();
+    let mut y = String::from(
+        "id: wide\nname: Wide\ndomain: synthetic\ndescription: many fields, few routes\nfields:\n",
+    );
+    for i in 0..n {
+        let _ = writeln!(
+            y,
+            "  F{i}: {{description: field {i}, options: [{}]}}",
+            opts.join(", ")
+        );
+    }
+    y.push_str("variables:\n  V: {description: an amount, type: integer, min: 0, max: 1000, examples: [50, 200, 800]}\n");
+    y.push_str("actions:\n  Accept: accept\n  Reject: reject\n  Escalate: escalate\n  Review: review\n  Done: done\n");
+    y.push_str("sop:\n  start: triage\n  stages:\n    triage:\n      title: Triage on six fields\n      rules:\n");
+    y.push_str("        - {when: {F0: o0, F1: o0, F2: [o0, o1]}, then: {action: Escalate}}\n");
+    y.push_str("        - {when: {F0: o0, F1: o0, F2: [o2, o3]}, then: {action: Review}}\n");
+    y.push_str(
+        "        - {when: {F3: o4, F4: o4, F5: o4, F0: [o1, o2]}, then: {action: Reject}}\n",
+    );
+    y.push_str("        - {otherwise: c0}\n");
+    let rest = opts[3..].join(", ");
+    for i in 0..n {
+        let next = if i + 1 == n {
+            "last".to_string()
+        } else {
+            format!("c{}", i + 1)
+        };
+        let _ = writeln!(
+            y,
+            "    c{i}:\n      title: Field {i}\n      branch_on: F{i}\n      cases:"
+        );
+        let _ = writeln!(
+            y,
+            "        o0: {next}\n        o1: {next}\n        o2: {{action: Accept}}\n        o3: {{action: Reject}}"
+        );
+        for o in &opts[4..] {
+            let _ = writeln!(y, "        {o}: d{i}");
+        }
+        let (a, b) = ((i + 1) % n, (i + 2) % n);
+        let _ = writeln!(y, "    d{i}:\n      title: Detour {i}\n      rules:");
+        let _ = writeln!(
+            y,
+            "        - {{when: {{F{a}: [o0, o1], F{b}: o0}}, then: {{action: Escalate}}}}"
+        );
+        let _ = writeln!(
+            y,
+            "        - {{when: {{F{a}: [{rest}]}}, then: {{action: Review}}}}"
+        );
+        let _ = writeln!(y, "        - {{otherwise: {{action: Done}}}}");
+    }
+    y.push_str("    last:\n      title: Amount\n      branch_on: V\n      cases:\n");
+    y.push_str("        \"< 100\": {action: Done}\n        \"100..499\": {action: Review}\n        else: {action: Escalate}\n");
+    y
+}
