@@ -2,24 +2,13 @@
 //! code) are the oracle: for every entry, some completion of its null (irrelevant) values routes
 //! to exactly its expected path and finals.
 
+mod common;
+
+use common::{SCENARIOS, load};
 use sage::scenario::Value;
-use sage::sop::{self, RouteError, Sop, Values};
+use sage::sop::{RouteError, Sop, Values};
 use serde_json::Value as Json;
 use std::path::Path;
-
-const SCENARIOS: [&str; 6] = [
-    "airline_refund",
-    "ecommerce_refund",
-    "logistics_delivery",
-    "online_education",
-    "property_service",
-    "telecom_package",
-];
-
-fn load(id: &str) -> Sop {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sop::load(&root.join(format!("scenarios/{id}.yaml"))).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn path_list(id: &str) -> Json {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -1,24 +1,12 @@
 //! The rule engine on the bundled scenarios: the paper's worked examples, error reporting, and
 //! the round trip between enumeration (inverse configuration) and routing.
 
+mod common;
+
+use common::{SCENARIOS, load};
 use proptest::prelude::*;
 use sage::scenario::{Domain, Point, Value};
-use sage::sop::{self, RouteError, Sop, Values};
-use std::path::Path;
-
-const SCENARIOS: [&str; 6] = [
-    "airline_refund",
-    "ecommerce_refund",
-    "logistics_delivery",
-    "online_education",
-    "property_service",
-    "telecom_package",
-];
-
-fn load(id: &str) -> Sop {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sop::load(&root.join(format!("scenarios/{id}.yaml"))).unwrap_or_else(|e| panic!("{e}"))
-}
+use sage::sop::{RouteError, Sop, Values};
 
 fn vals(pairs: &[(&str, Value)]) -> Values {
     pairs

@@ -160,6 +160,39 @@ impl Builder {
         self.problems.push(p);
     }
 
+    /// Reports `id` when it is among the ids declared before it.
+    fn unique<'a>(
+        &mut self,
+        mut earlier: impl Iterator<Item = &'a str>,
+        id: &str,
+        at: &str,
+        first: &str,
+    ) {
+        if earlier.any(|x| x == id) {
+            self.problem(Problem::DuplicateId {
+                at: at.to_string(),
+                id: id.to_string(),
+                first: first.to_string(),
+            });
+        }
+    }
+
+    /// One of a fixed set of keywords; an unknown one is reported (and the first is used).
+    fn keyword<T: Copy>(&mut self, at: &str, found: &str, allowed: &[(&str, T)]) -> T {
+        match allowed.iter().find(|(name, _)| *name == found) {
+            Some((_, v)) => *v,
+            None => {
+                let names: Vec<&str> = allowed.iter().map(|(n, _)| *n).collect();
+                self.problem(Problem::BadDeclaration {
+                    at: at.to_string(),
+                    found: format!("`{found}`"),
+                    expected: format!("one of: {}", names.join(", ")),
+                });
+                allowed[0].1
+            }
+        }
+    }
+
     fn scenario(&mut self, raw: RawScenario) -> Scenario {
         if !valid_scenario_id(&raw.id) {
             self.problem(Problem::InvalidId {
@@ -861,26 +894,21 @@ impl Builder {
         let mut out: Vec<Intent> = Vec::new();
         for (i, ri) in raw.iter().enumerate() {
             let at = format!("user.intents[{}] ({})", i + 1, ri.id);
-            if out.iter().any(|x| x.id == ri.id) {
-                self.problem(Problem::DuplicateId {
-                    at: at.clone(),
-                    id: ri.id.clone(),
-                    first: "an earlier intent".into(),
-                });
-            }
-            let adversarial = match ri.adversarial.as_str() {
-                "zero" => Adversarial::Zero,
-                "weak" => Adversarial::Weak,
-                "strong" => Adversarial::Strong,
-                other => {
-                    self.problem(Problem::BadDeclaration {
-                        at: format!("{at}.adversarial"),
-                        found: format!("`{other}`"),
-                        expected: "zero, weak or strong".into(),
-                    });
-                    Adversarial::Zero
-                }
-            };
+            self.unique(
+                out.iter().map(|x| x.id.as_str()),
+                &ri.id,
+                &at,
+                "an earlier intent",
+            );
+            let adversarial = self.keyword(
+                &format!("{at}.adversarial"),
+                &ri.adversarial,
+                &[
+                    ("zero", Adversarial::Zero),
+                    ("weak", Adversarial::Weak),
+                    ("strong", Adversarial::Strong),
+                ],
+            );
             let mut implies = Vec::new();
             for (name, CondValue(values)) in &ri.implies.0 {
                 let Some(key) = self.key_ref(ctx, &format!("{at}.implies"), name) else {
@@ -917,26 +945,21 @@ impl Builder {
         let mut out: Vec<Persona> = Vec::new();
         for (i, rp) in raw.iter().enumerate() {
             let at = format!("user.personas[{}] ({})", i + 1, rp.id);
-            if out.iter().any(|x| x.id == rp.id) {
-                self.problem(Problem::DuplicateId {
-                    at: at.clone(),
-                    id: rp.id.clone(),
-                    first: "an earlier persona".into(),
-                });
-            }
-            let cooperativeness = match rp.cooperativeness.as_str() {
-                "high" => Cooperativeness::High,
-                "medium" => Cooperativeness::Medium,
-                "low" => Cooperativeness::Low,
-                other => {
-                    self.problem(Problem::BadDeclaration {
-                        at: format!("{at}.cooperativeness"),
-                        found: format!("`{other}`"),
-                        expected: "high, medium or low".into(),
-                    });
-                    Cooperativeness::Medium
-                }
-            };
+            self.unique(
+                out.iter().map(|x| x.id.as_str()),
+                &rp.id,
+                &at,
+                "an earlier persona",
+            );
+            let cooperativeness = self.keyword(
+                &format!("{at}.cooperativeness"),
+                &rp.cooperativeness,
+                &[
+                    ("high", Cooperativeness::High),
+                    ("medium", Cooperativeness::Medium),
+                    ("low", Cooperativeness::Low),
+                ],
+            );
             out.push(Persona {
                 id: rp.id.clone(),
                 traits: rp.traits.clone(),

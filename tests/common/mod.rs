@@ -1,6 +1,24 @@
 //! Test and benchmark helpers shared by tests/ and benches/.
+#![allow(dead_code)] // each test binary uses a different part
 
 use std::fmt::Write;
+use std::path::Path;
+
+/// The ids of the six bundled SAGE scenarios.
+pub const SCENARIOS: [&str; 6] = [
+    "airline_refund",
+    "ecommerce_refund",
+    "logistics_delivery",
+    "online_education",
+    "property_service",
+    "telecom_package",
+];
+
+/// Loads and compiles a bundled scenario by id.
+pub fn load(id: &str) -> sage::sop::Sop {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sage::sop::load(&root.join(format!("scenarios/{id}.yaml"))).unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// A synthetic scenario with `n` enum fields of `k` options each (k >= 5) and one integer
 /// variable: k^n combinations of field values (5^24 ≈ 6e16 with the defaults), a small number of
