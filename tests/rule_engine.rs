@@ -266,3 +266,35 @@ proptest! {
         prop_assert_eq!(&holders[0].route, &route);
     }
 }
+
+#[test]
+fn intents_match_the_released_code_per_adversarial_level() {
+    use sage::scenario::Adversarial::{Strong, Weak, Zero};
+    // (zero, weak, strong) intents per scenario, from sage-bench-sops.md.
+    let expected = [
+        ("airline_refund", (2, 12, 5)),
+        ("ecommerce_refund", (2, 5, 3)),
+        ("logistics_delivery", (1, 10, 7)),
+        ("online_education", (1, 2, 2)),
+        ("property_service", (6, 10, 7)),
+        ("telecom_package", (4, 5, 2)),
+    ];
+    for (id, (zero, weak, strong)) in expected {
+        let sop = load(id);
+        let count = |level| {
+            sop.scenario()
+                .intents
+                .iter()
+                .filter(|i| i.adversarial == level)
+                .count()
+        };
+        assert_eq!(
+            (count(Zero), count(Weak), count(Strong)),
+            (zero, weak, strong),
+            "{id}"
+        );
+        for i in &sop.scenario().intents {
+            assert!(!i.facts.is_empty(), "{id}: intent {} has no facts", i.id);
+        }
+    }
+}
