@@ -23,5 +23,9 @@
 //! ```
 
 pub mod cli;
+pub mod llm;
+pub mod protocol;
 pub mod scenario;
+pub mod scoring;
+pub mod prompts;
 pub mod sop;

@@ -1,0 +1,1 @@
+//! Prompt templates rendered from a scenario (appendix B.3.2). Pure.

@@ -1,0 +1,374 @@
+//! Messages and records shared by every actor, port and transport, and the parsing of the service
+//! agent's answer into a typed turn or a typed format error. Pure: serde types and functions.
+//!
+//! Everything here crosses process boundaries in the distributed mode (JSON over NATS), so every
+//! type is `Serialize + Deserialize` and carries what the receiving side needs, nothing more.
+
+pub mod parse;
+
+use crate::scenario::{Adversarial, Value};
+use crate::sop::{Assignment, Route};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use parse::{FormatError, parse_agent_output};
+
+/// The roles of a dialogue, as reached through the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Drives one dialogue turn by turn.
+    Dialogue,
+    /// The simulated customer.
+    User,
+    /// The agent under test.
+    Service,
+    /// The panel of three judges.
+    Judge,
+    /// The rule engine.
+    Rule,
+}
+
+impl Role {
+    /// The role's name as used in subjects, metrics and config (`user`, `service`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Dialogue => "dialogue",
+            Role::User => "user",
+            Role::Service => "service",
+            Role::Judge => "judge",
+            Role::Rule => "rule",
+        }
+    }
+}
+
+/// Who said a line of the dialogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    /// The customer (user simulator).
+    User,
+    /// The service agent under test (its `chat` text).
+    Agent,
+}
+
+/// One line of the dialogue as both sides see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    /// Who said it.
+    pub speaker: Speaker,
+    /// What was said.
+    pub text: String,
+}
+
+/// One dialogue to run: everything that fixes it, so any process can run it and get the same
+/// result for the same seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DialogueJob {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Stable id within the run, e.g. `telecom_package/0007/sim-strong/r0`.
+    pub dialogue_id: String,
+    /// Scenario id.
+    pub scenario: String,
+    /// The target route (the reference for the complete information of this job).
+    pub target: Route,
+    /// The job's ground truth for the classification fields.
+    pub fields: Assignment,
+    /// The system variables (known to the agent, the judges and the rule engine).
+    pub variables: Assignment,
+    /// User intent id.
+    pub intent: String,
+    /// Persona id.
+    pub persona: String,
+    /// Adversarial level (the intent's).
+    pub adversarial: Adversarial,
+    /// The service model under test (a model name from the run's configuration).
+    pub service_model: String,
+    /// The user-simulator model.
+    pub user_model: String,
+    /// The three judge models.
+    pub judge_models: Vec<String>,
+    /// Most user turns.
+    pub max_turns: u32,
+    /// The dialogue's seed (derived from the run seed and the dialogue id).
+    pub seed: u64,
+    /// Repeat index (0-based) when cases are run several times.
+    pub repeat: u32,
+}
+
+/// Token usage of model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+    }
+}
+
+/// One model call as recorded in the results: the request, the response or the error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Model name (from the configuration).
+    pub model: String,
+    /// True for the built-in simulated backends.
+    pub simulated: bool,
+    /// The messages sent, as (role, content).
+    pub request: Vec<(String, String)>,
+    /// The text returned (absent on error).
+    pub response: Option<String>,
+    /// Why the model stopped (`stop`, `length`, ...), when known.
+    pub finish_reason: Option<String>,
+    /// The error after retries, when the call failed.
+    pub error: Option<String>,
+    /// Attempts made (1 when the first succeeded).
+    pub attempts: u32,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Cost in US dollars from the configured prices.
+    pub cost_usd: f64,
+    /// Served from the response cache.
+    pub cached: bool,
+    /// Wall-clock latency of the call including retries, milliseconds.
+    pub latency_ms: u64,
+}
+
+/// What the service agent answered in one turn, parsed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentTurn {
+    /// Its classification of each field.
+    pub classification: BTreeMap<String, Value>,
+    /// Its reasoning (not judged).
+    pub cot: String,
+    /// The stages it says it traversed (`now_path`).
+    pub path: Vec<String>,
+    /// The action it took (`finals.Action`).
+    pub action: String,
+    /// Extra finals (e.g. PLAN).
+    pub outputs: BTreeMap<String, String>,
+    /// Its reply to the user.
+    pub chat: String,
+}
+
+/// The five chat-quality dimensions a judge scores, each 3, 6 or 9 (appendix B.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatScores {
+    /// Linguistic quality (weight 20%).
+    pub linguistic_quality: u8,
+    /// Anthropomorphism and emotion (25%).
+    pub anthropomorphism_emotion: u8,
+    /// Content utility (25%).
+    pub content_utility: u8,
+    /// User satisfaction (15%).
+    pub user_satisfaction: u8,
+    /// Instruction compliance (15%).
+    pub instruction_compliance: u8,
+}
+
+/// One judge's verdict on one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgment {
+    /// The judge's classification of every field.
+    pub classification: BTreeMap<String, Value>,
+    /// Its chat-quality scores.
+    pub chat: ChatScores,
+}
+
+/// Request to the user role: the next customer message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserRequest {
+    /// The job.
+    pub job: DialogueJob,
+    /// 1-based turn about to be played.
+    pub turn: u32,
+    /// The dialogue so far.
+    pub history: Vec<Line>,
+    /// The agent's last action (its state), if any turn was parsed.
+    pub last_action: Option<String>,
+}
+
+/// The user role's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserReply {
+    /// The next message, or `None` when the customer ends the dialogue.
+    pub message: Option<String>,
+    /// The model calls made (with retries).
+    pub calls: Vec<CallRecord>,
+    /// Set when the user side could not produce a message after retries.
+    pub infra_error: Option<String>,
+}
+
+/// Request to the service role: the agent under test answers one user message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceRequest {
+    /// The job.
+    pub job: DialogueJob,
+    /// 1-based turn.
+    pub turn: u32,
+    /// The dialogue before this user message.
+    pub history: Vec<Line>,
+    /// The user message to answer.
+    pub user_message: String,
+}
+
+/// The outcome of a service turn: a valid answer, a typed format error, or an infrastructure
+/// error (the model could not be reached after retries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServiceOutcome {
+    /// The answer parsed and every value is valid.
+    Valid {
+        /// The parsed answer.
+        turn: AgentTurn,
+    },
+    /// The model answered, but not in the required format.
+    FormatError {
+        /// What is wrong.
+        error: FormatError,
+        /// The reply shown to the user (the raw text, or the `chat` value when it could be read).
+        chat: String,
+    },
+    /// The model could not be reached (after retries).
+    InfraError {
+        /// The last error.
+        error: String,
+    },
+}
+
+/// The service role's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceReply {
+    /// What the agent did.
+    pub outcome: ServiceOutcome,
+    /// The raw model output (when there was one).
+    pub raw: Option<String>,
+    /// The model calls made.
+    pub calls: Vec<CallRecord>,
+}
+
+/// Request to the judge panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRequest {
+    /// The job.
+    pub job: DialogueJob,
+    /// 1-based turn.
+    pub turn: u32,
+    /// The dialogue before this turn.
+    pub history: Vec<Line>,
+    /// The user message of this turn.
+    pub user_message: String,
+    /// The agent's reply to judge.
+    pub agent_chat: String,
+}
+
+/// The panel's answer: each judge's verdict (or its failure), the majority classification and
+/// the mean chat score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeReply {
+    /// Per judge (in the job's judge order): its verdict, or the error after retries.
+    pub judgments: Vec<Result<Judgment, String>>,
+    /// Majority vote per field over the judges that answered (ties: the first judge's value).
+    pub consensus: Option<BTreeMap<String, Value>>,
+    /// The model calls made.
+    pub calls: Vec<CallRecord>,
+}
+
+/// Request to the rule engine: the reference for a classification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleRequest {
+    /// Scenario id.
+    pub scenario: String,
+    /// The (consensus) classification.
+    pub fields: BTreeMap<String, Value>,
+    /// The system variables.
+    pub variables: BTreeMap<String, Value>,
+}
+
+/// The rule engine's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleReply {
+    /// The reference route, or why there is none.
+    pub route: Result<Route, String>,
+}
+
+/// The per-turn scores (0-100), as the paper defines them (eqs. 5-9), plus the released code's
+/// variant of the path score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TurnScores {
+    /// Classification accuracy against the judges' consensus, 0-1.
+    pub acc_cls: f64,
+    /// |p ∩ p*| / |p*|, 0-1.
+    pub sim_path: f64,
+    /// Action correctness, 0-1 (0.7 action + 0.3 outputs where the scenario has outputs).
+    pub acc_action: f64,
+    /// 0.4 acc_cls + 0.4 sim_path + 0.2 acc_action, 0-100.
+    pub logic: f64,
+    /// Mean over judges of the weighted chat scores, 0-100.
+    pub chat: f64,
+    /// 0.8 logic + 0.2 chat, 0-100.
+    pub overall: f64,
+    /// The released code's path score: 1 on an exact match, else common prefix / longer length.
+    pub sim_path_prefix: f64,
+}
+
+/// Everything recorded about one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// 1-based turn.
+    pub turn: u32,
+    /// The customer's message.
+    pub user_message: String,
+    /// The raw service output, if any.
+    pub raw_output: Option<String>,
+    /// What the agent did.
+    pub outcome: ServiceOutcome,
+    /// The panel's verdicts and consensus (absent when the agent side failed).
+    pub judges: Option<JudgeReply>,
+    /// The reference route for the consensus classification.
+    pub reference: Option<Result<Route, String>>,
+    /// The scores (absent for an infrastructure error: such a turn is not scored).
+    pub scores: Option<TurnScores>,
+    /// Set when the turn could not be scored for infrastructure reasons (user, agent or judges
+    /// unreachable after retries).
+    pub infra_error: Option<String>,
+    /// Every model call of the turn (user, service, judges).
+    pub calls: Vec<CallRecord>,
+}
+
+/// How a dialogue ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogueEnd {
+    /// The customer ended it after the agent took the target action.
+    Resolved,
+    /// The customer ended it before the agent took the target action.
+    UserEndedEarly,
+    /// It reached the configured maximum of turns.
+    MaxTurns,
+    /// The user side failed (infrastructure) and the dialogue could not go on.
+    InfraError,
+}
+
+/// One finished dialogue: the line written to dialogues.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DialogueRecord {
+    /// The job that was run.
+    pub job: DialogueJob,
+    /// Every turn.
+    pub turns: Vec<TurnRecord>,
+    /// How it ended.
+    pub end: DialogueEnd,
+    /// Whether the service model is a built-in simulated one.
+    pub simulated: bool,
+    /// Total tokens.
+    pub usage: Usage,
+    /// Total cost in US dollars.
+    pub cost_usd: f64,
+}

@@ -1,0 +1,1 @@
+//! The SAGE paper's formulas (eqs. 5-9), aggregation and statistics. Pure.
