@@ -22,10 +22,14 @@
 //! assert_eq!(sop.routes().len(), 12);
 //! ```
 
+pub mod actors;
 pub mod cli;
 pub mod llm;
+pub mod plan;
+pub mod prompts;
 pub mod protocol;
 pub mod scenario;
 pub mod scoring;
-pub mod prompts;
 pub mod sop;
+pub mod store;
+pub mod transport;

@@ -1,5 +1,6 @@
 //! The command line: parses arguments, wires the layers, prints. No logic of its own.
 
+mod run;
 mod scenario;
 
 use clap::{Parser, Subcommand};
@@ -18,6 +19,28 @@ enum Command {
     /// Validate, inspect and route scenarios (SOP decision graphs).
     #[command(subcommand)]
     Scenario(scenario::ScenarioCommand),
+    /// Run dialogues and score them (embedded; with no arguments: the bundled scenarios against
+    /// the bundled simulated models).
+    Run(run::RunArgs),
+    /// Rebuild summary.json and leaderboard.md of a results folder from dialogues.jsonl.
+    Report {
+        /// The results folder (results/<run-id>).
+        dir: std::path::PathBuf,
+    },
+    /// Export a run's dialogues as training data.
+    Export {
+        /// The results folder.
+        dir: std::path::PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: run::ExportFormat,
+        /// Keep only agent turns whose logic score (0-100) is at least this.
+        #[arg(long, default_value_t = 0.0)]
+        min_logic: f64,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 /// Runs the command line with the process arguments; the exit code of the binary.
@@ -25,6 +48,20 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Scenario(cmd) => scenario::run(cmd),
+        Command::Run(args) => run::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Report { dir } => crate::store::RunDir::open(&dir)
+            .map_err(anyhow::Error::from)
+            .and_then(|r| run::report(&r))
+            .map(|table| {
+                println!("{table}");
+                ExitCode::SUCCESS
+            }),
+        Command::Export {
+            dir,
+            format,
+            min_logic,
+            out,
+        } => run::export(&dir, format, min_logic, out.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

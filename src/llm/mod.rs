@@ -76,6 +76,9 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// Ask for a JSON object (OpenAI `response_format`), when the endpoint supports it.
     pub json: bool,
+    /// Content retries of the same call by a role (0 for the first): a retry after an
+    /// unusable answer is a different request, so it is part of the cache key when > 0.
+    pub attempt: u32,
     /// The structured facts a simulated backend plays from; never sent to a real model and not
     /// part of the cache key.
     pub sim: Option<Arc<sim::SimContext>>,
@@ -138,7 +141,9 @@ impl LlmError {
     /// The server's Retry-After, if it sent one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after } | LlmError::Status { retry_after, .. } => *retry_after,
+            LlmError::RateLimited { retry_after } | LlmError::Status { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }

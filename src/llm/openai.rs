@@ -1,1 +1,525 @@
-//! (in progress)
+//! OpenAI-compatible chat completions (`POST {base_url}/chat/completions`): OpenAI itself, vLLM,
+//! Ollama, llama.cpp server and gateways that speak the same API.
+//!
+//! This module also holds the HTTP plumbing every HTTP backend shares ([`HttpCore`]): one pooled
+//! `reqwest::Client` per backend, the API key read once from the configured environment variable
+//! (never printed), the per-attempt timeout and the mapping of HTTP outcomes onto [`LlmError`].
+
+use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
+use crate::protocol::Usage;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// The base URL used when an OpenAI configuration names none.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// How much of an error body is kept in [`LlmError::Status`] (characters).
+const BODY_SNIPPET_CHARS: usize = 300;
+
+/// An API key read from the environment. Its `Debug` never shows the value.
+#[derive(Clone)]
+pub(crate) struct ApiKey(String);
+
+impl ApiKey {
+    /// The key itself (only for building the auth header).
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Reads the API key from the variable `config.api_key_env` names: `Ok(None)` when no variable is
+/// configured (local servers), a [`LlmError::Config`] naming the variable (never a value) when it
+/// is configured but unset, empty or not Unicode.
+pub(crate) fn read_api_key(config: &ModelConfig) -> Result<Option<ApiKey>, LlmError> {
+    let Some(var) = config.api_key_env.as_deref() else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey(v.trim().to_string()))),
+        Ok(_) => Err(LlmError::Config(format!(
+            "model `{}`: the API key variable {var} is empty",
+            config.name
+        ))),
+        Err(std::env::VarError::NotPresent) => Err(LlmError::Config(format!(
+            "model `{}`: the API key variable {var} is not set",
+            config.name
+        ))),
+        Err(std::env::VarError::NotUnicode(_)) => Err(LlmError::Config(format!(
+            "model `{}`: the API key variable {var} is not valid Unicode",
+            config.name
+        ))),
+    }
+}
+
+/// A header value holding a secret: marked sensitive so that `http`'s own `Debug` hides it.
+pub(crate) fn secret_header(config: &ModelConfig, value: &str) -> Result<HeaderValue, LlmError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| {
+        LlmError::Config(format!(
+            "model `{}`: the API key in {} contains characters not allowed in an HTTP header",
+            config.name,
+            config.api_key_env.as_deref().unwrap_or("its variable")
+        ))
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// The per-attempt timeout of a configuration (must be positive and finite).
+pub(crate) fn timeout_of(config: &ModelConfig) -> Result<Duration, LlmError> {
+    if !(config.timeout_secs.is_finite() && config.timeout_secs > 0.0) {
+        return Err(LlmError::Config(format!(
+            "model `{}`: timeout_secs must be a positive number of seconds, not {}",
+            config.name, config.timeout_secs
+        )));
+    }
+    Duration::try_from_secs_f64(config.timeout_secs).map_err(|_| {
+        LlmError::Config(format!(
+            "model `{}`: timeout_secs {} is out of range",
+            config.name, config.timeout_secs
+        ))
+    })
+}
+
+/// `base` without trailing slashes, or `default`.
+pub(crate) fn base_url_or(config: &ModelConfig, default: Option<&str>) -> Result<String, LlmError> {
+    let url = match (config.base_url.as_deref(), default) {
+        (Some(u), _) => u,
+        (None, Some(d)) => d,
+        (None, None) => {
+            return Err(LlmError::Config(format!(
+                "model `{}`: base_url is required for provider {:?}",
+                config.name, config.provider
+            )));
+        }
+    };
+    let url = url.trim().trim_end_matches('/');
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(LlmError::Config(format!(
+            "model `{}`: base_url must start with http:// or https://",
+            config.name
+        )));
+    }
+    Ok(url.to_string())
+}
+
+/// True when `url` points at this machine (no proxy is used for it).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map(|(_, h)| h)
+        .unwrap_or(authority);
+    let host = if let Some(stripped) = host.strip_prefix('[') {
+        stripped.split(']').next().unwrap_or("")
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+/// Makes sure rustls has a process-wide crypto provider (ring, the project's choice): reqwest is
+/// built with `rustls-no-provider` and panics when building a client without one.
+fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // An error means another thread installed one first: fine either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// What every HTTP backend shares: the pooled client, the URL, the fixed headers (with the
+/// secret, marked sensitive), the timeout, and the key for redacting server echoes.
+pub(crate) struct HttpCore {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    timeout: Duration,
+    key: Option<ApiKey>,
+}
+
+impl fmt::Debug for HttpCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpCore")
+            .field("url", &self.url)
+            .field("timeout", &self.timeout)
+            .field("api_key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl HttpCore {
+    /// A client for `url` with these extra headers (besides `content-type: application/json`).
+    pub(crate) fn new(
+        config: &ModelConfig,
+        url: String,
+        extra: Vec<(HeaderName, HeaderValue)>,
+        key: Option<ApiKey>,
+    ) -> Result<HttpCore, LlmError> {
+        let timeout = timeout_of(config)?;
+        ensure_crypto_provider();
+        let mut builder = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true);
+        if is_loopback(&url) {
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| {
+            LlmError::Config(format!(
+                "model `{}`: cannot build the HTTP client: {e}",
+                config.name
+            ))
+        })?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (k, v) in extra {
+            headers.insert(k, v);
+        }
+        Ok(HttpCore {
+            client,
+            url,
+            headers,
+            timeout,
+            key,
+        })
+    }
+
+    /// The URL requests go to.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One POST of a JSON body; the body of a 2xx answer, or the mapped error.
+    pub(crate) async fn post(&self, body: Vec<u8>) -> Result<bytes::Bytes, LlmError> {
+        let response = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.map_error(e))?;
+        let status = response.status();
+        if status.is_success() {
+            return response.bytes().await.map_err(|e| self.map_error(e));
+        }
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        // Read the body so the connection can go back to the pool (and for the error text).
+        let body = response.bytes().await.unwrap_or_default();
+        if status.as_u16() == 429 {
+            return Err(LlmError::RateLimited { retry_after });
+        }
+        Err(LlmError::Status {
+            status: status.as_u16(),
+            body: self.snippet(&body),
+            retry_after,
+        })
+    }
+
+    /// The start of a server's text, with the key blanked should the server echo it.
+    pub(crate) fn snippet(&self, body: &[u8]) -> String {
+        let text = String::from_utf8_lossy(body);
+        let mut text = truncate_chars(text.trim(), BODY_SNIPPET_CHARS);
+        if let Some(key) = &self.key
+            && !key.expose().is_empty()
+            && text.contains(key.expose())
+        {
+            text = text.replace(key.expose(), "<redacted>");
+        }
+        text
+    }
+
+    /// A reqwest failure as an [`LlmError`].
+    fn map_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            return LlmError::Timeout(self.timeout);
+        }
+        let e = e.without_url();
+        if e.is_decode() {
+            return LlmError::InvalidResponse(error_chain(&e));
+        }
+        if e.is_builder() {
+            return LlmError::Config(error_chain(&e));
+        }
+        // connect, request, body, redirect and anything else: the connection failed or broke.
+        LlmError::Connection(error_chain(&e))
+    }
+}
+
+/// The snippet helper for parse failures: `InvalidResponse` with the start of the body.
+pub(crate) fn invalid(
+    core: &HttpCore,
+    what: &str,
+    err: &serde_json::Error,
+    body: &[u8],
+) -> LlmError {
+    #[derive(Deserialize)]
+    struct ErrorEnvelope {
+        error: ErrorBody,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ErrorBody {
+        Object { message: String },
+        Text(String),
+    }
+    if let Ok(env) = serde_json::from_slice::<ErrorEnvelope>(body) {
+        let message = match env.error {
+            ErrorBody::Object { message } | ErrorBody::Text(message) => message,
+        };
+        return LlmError::InvalidResponse(format!(
+            "the server answered an error instead of {what}: {}",
+            core.snippet(message.as_bytes())
+        ));
+    }
+    LlmError::InvalidResponse(format!("not {what} ({err}): {}", core.snippet(body)))
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// At most `n` characters of `s`, with `…` when cut.
+pub(crate) fn truncate_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// A `Retry-After` value: delay-seconds (integer or decimal) or an HTTP-date (a date in the past
+/// means now).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// An OpenAI-compatible chat-completions backend.
+///
+/// Sends `model`, `messages`, `temperature`, `seed`, `max_tokens` (not
+/// `max_completion_tokens`, which llama.cpp ignores) and, when the request wants JSON and the
+/// configuration allows it, `response_format: {"type": "json_object"}`. The API key, when
+/// configured, goes in `Authorization: Bearer`; without one no header is sent (local servers).
+pub struct OpenAiChat {
+    core: HttpCore,
+    model: String,
+    temperature: Option<f32>,
+    seed: Option<u64>,
+    max_tokens: Option<u32>,
+    json_mode: bool,
+}
+
+impl fmt::Debug for OpenAiChat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiChat")
+            .field("core", &self.core)
+            .field("model", &self.model)
+            .field("temperature", &self.temperature)
+            .field("seed", &self.seed)
+            .field("max_tokens", &self.max_tokens)
+            .field("json_mode", &self.json_mode)
+            .finish()
+    }
+}
+
+impl OpenAiChat {
+    /// A backend for this configuration; reads the API key variable once, here.
+    pub fn new(config: &ModelConfig) -> Result<OpenAiChat, LlmError> {
+        let base = base_url_or(config, Some(DEFAULT_BASE_URL))?;
+        let key = read_api_key(config)?;
+        let mut extra = Vec::new();
+        if let Some(key) = &key {
+            extra.push((
+                reqwest::header::AUTHORIZATION,
+                secret_header(config, &format!("Bearer {}", key.expose()))?,
+            ));
+        }
+        Ok(OpenAiChat {
+            core: HttpCore::new(config, format!("{base}/chat/completions"), extra, key)?,
+            model: config.model_id().to_string(),
+            temperature: config.temperature,
+            seed: config.seed,
+            max_tokens: config.max_tokens,
+            json_mode: config.json_mode,
+        })
+    }
+
+    /// The URL calls go to.
+    pub fn url(&self) -> &str {
+        self.core.url()
+    }
+}
+
+#[derive(Serialize)]
+struct CompletionRequest<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat>,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<CompletionUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<AssistantMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AssistantMessage {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CompletionUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+#[async_trait::async_trait]
+impl ChatModel for OpenAiChat {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = CompletionRequest {
+            model: &self.model,
+            messages: &request.messages,
+            temperature: self.temperature,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            response_format: (request.json && self.json_mode).then_some(ResponseFormat {
+                kind: "json_object",
+            }),
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
+        let bytes = self.core.post(body).await?;
+        let completion: Completion = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(&self.core, "a chat completion", &e, &bytes))?;
+        let Some(choice) = completion.choices.into_iter().next() else {
+            return Err(LlmError::InvalidResponse(
+                "the chat completion has no choices".into(),
+            ));
+        };
+        let text = choice.message.and_then(|m| m.content).unwrap_or_default();
+        let usage = completion
+            .usage
+            .map(|u| Usage {
+                input_tokens: u.prompt_tokens.unwrap_or(0),
+                output_tokens: u.completion_tokens.unwrap_or(0),
+            })
+            .unwrap_or_default();
+        Ok(ChatResponse {
+            text,
+            finish_reason: choice.finish_reason,
+            usage,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        assert_eq!(parse_retry_after("1"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_retry_after(" 120 "), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("-3"), None);
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(30));
+        let d = parse_retry_after(&later).expect("a date");
+        assert!(
+            d > Duration::from_secs(25) && d <= Duration::from_secs(30),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost/v1"));
+        assert!(is_loopback("http://[::1]:9/x"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("http://10.0.0.1:80"));
+    }
+
+    #[test]
+    fn truncation_keeps_char_boundaries() {
+        assert_eq!(truncate_chars("héllo", 2), "hé…");
+        assert_eq!(truncate_chars("ok", 5), "ok");
+    }
+
+    #[test]
+    fn api_key_debug_is_redacted() {
+        let k = ApiKey("sk-secret".into());
+        assert_eq!(format!("{k:?}"), "<redacted>");
+    }
+}

@@ -1,10 +1,18 @@
-//! Parsing the service agent's answer (appendix B.3.2's JSON contract): tolerant of surrounding
-//! text and code fences, strict about content. Every input gets exactly one outcome: a valid
-//! [`AgentTurn`] or a typed [`FormatError`]; no input panics.
+//! Parsing the service agent's answer (appendix B.3.2's JSON contract) and a judge's verdict:
+//! tolerant of surrounding text and code fences, strict about content. Every input gets exactly
+//! one outcome: a valid [`AgentTurn`] (or [`Judgment`]) or a typed [`FormatError`]; no input
+//! panics.
+//!
+//! Both parsers share the same steps: [`extract_object`] finds the first balanced JSON object in
+//! the text (respecting strings and escapes) that parses; then each required key is read with its
+//! type, and each classification field is checked against its options.
 
-use super::AgentTurn;
+use super::{AgentTurn, ChatScores, Judgment};
+use crate::scenario::{Key, Value};
 use crate::sop::Sop;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+use std::collections::BTreeMap;
 
 /// Why an agent answer is not a valid turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -60,7 +68,270 @@ pub enum FormatError {
 
 /// Parses a raw agent answer against a scenario. `truncated` is true when the model reported
 /// that it stopped at its token limit.
+///
+/// Checks, in this order: the JSON object; `classification_output` (an object holding every
+/// field with one of its values; booleans may be `true`/`"true"`, integers numbers or numeric
+/// strings); `cot` (string); `now_path` (array of known stage ids); `finals` (object) with
+/// `Action` (a known action) and each declared output (required when the action carries it; when
+/// given, one of its options or its default); `chat` (string). Unknown extra keys are ignored.
+///
+/// In the turn, field values are canonical (booleans as JSON booleans, integers as numbers), and
+/// `outputs` holds every output the agent gave plus, for an output its action does not carry and
+/// that it omitted, the output's default, so it compares directly with
+/// [`Route::outputs`](crate::sop::Route).
 pub fn parse_agent_output(sop: &Sop, raw: &str, truncated: bool) -> Result<AgentTurn, FormatError> {
-    let _ = (sop, raw, truncated);
-    todo!("implemented by the parsing work")
+    let obj = extract_object(raw, truncated)?;
+    let classification = classification(sop, &obj, "classification_output")?;
+    let cot = string(&obj, "cot", "cot")?;
+    let path = now_path(sop, &obj)?;
+    let finals = object(&obj, "finals", "finals")?;
+    let action = string(finals, "Action", "finals.Action")?;
+    let Some(carried) = sop.scenario().actions.iter().find(|a| a.name == action) else {
+        return Err(FormatError::UnknownAction { action });
+    };
+    let mut outputs = BTreeMap::new();
+    for (i, output) in sop.scenario().outputs.iter().enumerate() {
+        let value = match finals.get(&output.name) {
+            Some(Json::String(s)) => s.clone(),
+            Some(other) => return Err(not_an_option(&output.name, other)),
+            None if carried.outputs.contains(&i) => {
+                return Err(missing(&format!("finals.{}", output.name)));
+            }
+            None => match &output.default {
+                Some(default) => default.clone(),
+                None => continue,
+            },
+        };
+        if !output.options.contains(&value) && output.default.as_ref() != Some(&value) {
+            return Err(FormatError::ValueNotAnOption {
+                field: output.name.clone(),
+                value,
+            });
+        }
+        outputs.insert(output.name.clone(), value);
+    }
+    let chat = string(&obj, "chat", "chat")?;
+    Ok(AgentTurn {
+        classification,
+        cot,
+        path,
+        action,
+        outputs,
+        chat,
+    })
+}
+
+/// Parses a judge's verdict (appendix B.3.2's judge output): `classification` holds every field
+/// with one of its values (as in [`parse_agent_output`]), and `chat_quality_dimensions` holds
+/// the five dimensions, each exactly 3, 6 or 9 (a number or a numeric string). The reasoning
+/// texts are not required; unknown extra keys are ignored.
+pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
+    let obj = extract_object(raw, false)?;
+    let classification = classification(sop, &obj, "classification")?;
+    let dims = object(&obj, "chat_quality_dimensions", "chat_quality_dimensions")?;
+    let score = |name: &str| dimension_score(dims, name);
+    let chat = ChatScores {
+        linguistic_quality: score("linguistic_quality")?,
+        anthropomorphism_emotion: score("anthropomorphism_emotion")?,
+        content_utility: score("content_utility")?,
+        user_satisfaction: score("user_satisfaction")?,
+        instruction_compliance: score("instruction_compliance")?,
+    };
+    Ok(Judgment {
+        classification,
+        chat,
+    })
+}
+
+/// The `chat` text of an answer whose JSON object can be read, even when the answer is otherwise
+/// invalid: what to show the user after a format error. `None` when there is no readable object
+/// or its `chat` is not a string.
+pub fn extract_chat(raw: &str) -> Option<String> {
+    let obj = extract_object(raw, false).ok()?;
+    match obj.get("chat") {
+        Some(Json::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The first balanced `{...}` span of the text that parses as a JSON object. Spans that do not
+/// parse are skipped whole (their inner objects are not tried). When no span parses: `Truncated`
+/// if the text ends inside an unclosed object or `truncated` is set, else `InvalidJson` (a span
+/// was found) or `NoJsonObject` (none was).
+fn extract_object(raw: &str, truncated: bool) -> Result<Map<String, Json>, FormatError> {
+    let mut first_error = None;
+    let mut from = 0;
+    while let Some(offset) = raw[from..].find('{') {
+        let start = from + offset;
+        let Some(end) = balanced_end(raw.as_bytes(), start) else {
+            return Err(FormatError::Truncated);
+        };
+        match serde_json::from_str::<Map<String, Json>>(&raw[start..end]) {
+            Ok(obj) => return Ok(obj),
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                from = end;
+            }
+        }
+    }
+    match first_error {
+        _ if truncated => Err(FormatError::Truncated),
+        Some(message) => Err(FormatError::InvalidJson { message }),
+        None => Err(FormatError::NoJsonObject),
+    }
+}
+
+/// The end (exclusive) of the object opening at `start`, counting braces outside JSON strings;
+/// `None` when the text ends first. Works on bytes: the characters it looks at are ASCII, which
+/// never occur inside a multi-byte UTF-8 character.
+fn balanced_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in text.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every classification field of the scenario, read from the object under `key` and resolved
+/// against its options (canonical values: booleans as booleans, integers as numbers).
+fn classification(
+    sop: &Sop,
+    obj: &Map<String, Json>,
+    key: &str,
+) -> Result<BTreeMap<String, Value>, FormatError> {
+    let given = object(obj, key, key)?;
+    sop.scenario()
+        .fields()
+        .map(|field| {
+            let dotted = format!("{key}.{}", field.name);
+            let json = given.get(&field.name).ok_or_else(|| missing(&dotted))?;
+            field_value(field, json).map(|v| (field.name.clone(), v))
+        })
+        .collect()
+}
+
+/// A field's value, canonical, or `ValueNotAnOption`.
+fn field_value(field: &Key, json: &Json) -> Result<Value, FormatError> {
+    let value = match json {
+        Json::Bool(b) => Some(Value::Bool(*b)),
+        Json::Number(n) => Some(
+            n.as_i64()
+                .map_or_else(|| Value::Str(n.to_string()), Value::Int),
+        ),
+        Json::String(s) => Some(Value::Str(s.clone())),
+        _ => None,
+    };
+    value
+        .and_then(|v| field.point(&v))
+        .map(|p| field.value_at(p))
+        .ok_or_else(|| not_an_option(&field.name, json))
+}
+
+/// `now_path`: an array of stage ids the SOP has.
+fn now_path(sop: &Sop, obj: &Map<String, Json>) -> Result<Vec<String>, FormatError> {
+    let wrong = || FormatError::WrongType {
+        key: "now_path".into(),
+        expected: "an array of strings".into(),
+    };
+    let items = match obj.get("now_path") {
+        None => return Err(missing("now_path")),
+        Some(Json::Array(items)) => items,
+        Some(_) => return Err(wrong()),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let stage = item.as_str().ok_or_else(wrong)?;
+            match sop.scenario().stage_index(stage) {
+                Some(_) => Ok(stage.to_string()),
+                None => Err(FormatError::UnknownStage {
+                    stage: stage.to_string(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// One chat-quality dimension: 3, 6 or 9, as a number or a numeric string.
+fn dimension_score(dims: &Map<String, Json>, name: &str) -> Result<u8, FormatError> {
+    let dotted = format!("chat_quality_dimensions.{name}");
+    let json = dims.get(name).ok_or_else(|| missing(&dotted))?;
+    let number = match json {
+        Json::Number(n) => n.as_f64(),
+        Json::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match number {
+        Some(x) if x == 3.0 => Ok(3),
+        Some(x) if x == 6.0 => Ok(6),
+        Some(x) if x == 9.0 => Ok(9),
+        _ => Err(not_an_option(&dotted, json)),
+    }
+}
+
+/// The object under `key`; `dotted` names it in errors.
+fn object<'a>(
+    obj: &'a Map<String, Json>,
+    key: &str,
+    dotted: &str,
+) -> Result<&'a Map<String, Json>, FormatError> {
+    match obj.get(key) {
+        None => Err(missing(dotted)),
+        Some(Json::Object(inner)) => Ok(inner),
+        Some(_) => Err(wrong_type(dotted, "an object")),
+    }
+}
+
+/// The string under `key`; `dotted` names it in errors.
+fn string(obj: &Map<String, Json>, key: &str, dotted: &str) -> Result<String, FormatError> {
+    match obj.get(key) {
+        None => Err(missing(dotted)),
+        Some(Json::String(s)) => Ok(s.clone()),
+        Some(_) => Err(wrong_type(dotted, "a string")),
+    }
+}
+
+fn missing(key: &str) -> FormatError {
+    FormatError::MissingKey {
+        key: key.to_string(),
+    }
+}
+
+fn wrong_type(key: &str, expected: &str) -> FormatError {
+    FormatError::WrongType {
+        key: key.to_string(),
+        expected: expected.to_string(),
+    }
+}
+
+/// `ValueNotAnOption` for a JSON value: strings as their text, anything else as JSON.
+fn not_an_option(field: &str, json: &Json) -> FormatError {
+    FormatError::ValueNotAnOption {
+        field: field.to_string(),
+        value: match json {
+            Json::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    }
 }

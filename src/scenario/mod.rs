@@ -5,6 +5,7 @@
 //! [`crate::sop`], which compiles a `Scenario` into the decision graph.
 
 mod build;
+pub mod bundled;
 pub mod domain;
 mod error;
 mod raw;

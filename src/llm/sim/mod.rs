@@ -1,12 +1,30 @@
 //! The built-in simulated models: offline, deterministic for a seed, labelled simulated in every
 //! output. They play from the structured [`SimContext`] a role attaches to its request (the
-//! job's facts and ground truth), not from the prompt text.
+//! job's facts and ground truth), not from the prompt text, and answer in the same text formats
+//! a real model must use, so their answers go through the same parsers.
+//!
+//! * [`agent`]: service-agent profiles with named, tunable skills (classification accuracy,
+//!   action derivation, format errors, chat verbosity, degradation with adversarial level and
+//!   turn depth). The bundled profiles reproduce the paper's phenomena: the execution gap, the
+//!   inverted U over turns, empathy resilience.
+//! * [`user`]: a customer who reveals the intent's facts gradually and behaves per adversarial
+//!   level.
+//! * [`judge`]: an oracle judge that returns the job's ground truth (optionally with noise) and
+//!   scores chat quality from the reply's text.
 
-use super::{ChatModel, LlmError, ModelConfig};
-use crate::protocol::{DialogueJob, Role};
+pub mod agent;
+pub mod judge;
+pub mod user;
+
+use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
+use crate::protocol::{DialogueJob, Role, Usage};
 use crate::sop::Sop;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a simulated model is told about the call (never sent to a real model).
 #[derive(Debug, Clone)]
@@ -25,18 +43,175 @@ pub struct SimContext {
     pub last_action: Option<String>,
     /// For judges: the agent reply being judged.
     pub agent_chat: Option<String>,
+    /// Content retries of the same call (0 for the first): varies the draw.
+    pub attempt: u32,
+}
+
+impl SimContext {
+    /// A generator seeded by (dialogue seed, role, turn, judge, attempt, salt): every random
+    /// choice of a simulated model draws from its own stream, so results never depend on
+    /// scheduling.
+    pub fn rng(&self, salt: &str) -> ChaCha8Rng {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            self.job.seed,
+            self.role.as_str(),
+            self.turn,
+            self.judge_index,
+            self.attempt,
+            salt,
+        )
+            .hash(&mut h);
+        ChaCha8Rng::seed_from_u64(h.finish())
+    }
+}
+
+/// Simulated latency per call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum Latency {
+    /// The same delay for every call.
+    FixedMs(u64),
+    /// Uniform between two bounds (milliseconds), drawn deterministically per call.
+    UniformMs(u64, u64),
 }
 
 /// Which simulated model, and its settings (`sim:` in a model's configuration).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimSpec {
-    /// `agent`, `user` or `judge`.
-    pub kind: String,
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
+pub enum SimSpec {
+    /// A service agent with a bundled profile (`strong`, `balanced`, `weak`), optionally with
+    /// skills overridden.
+    Agent {
+        /// Bundled profile name.
+        #[serde(default = "default_profile")]
+        profile: String,
+        /// Skill overrides.
+        #[serde(default)]
+        skills: agent::SkillOverrides,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
+    /// The customer.
+    User {
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+        /// Probability per call of an empty reply (to exercise retries).
+        #[serde(default)]
+        empty_rate: f64,
+    },
+    /// An oracle judge.
+    Judge {
+        /// Probability that a field's label is replaced by another option.
+        #[serde(default)]
+        noise: f64,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+        /// Probability per call of an unparsable reply (to exercise retries).
+        #[serde(default)]
+        garbage_rate: f64,
+    },
+}
+
+fn default_profile() -> String {
+    "balanced".into()
 }
 
 /// Builds the simulated backend a configuration describes.
 pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let _ = config;
-    Err(LlmError::Config("simulated models are not built yet".into()))
+    let spec = config.sim.clone().ok_or_else(|| {
+        LlmError::Config(format!(
+            "model {}: provider simulated needs a `sim:` section",
+            config.name
+        ))
+    })?;
+    Ok(match spec {
+        SimSpec::Agent {
+            profile,
+            skills,
+            latency,
+        } => {
+            let base = agent::Skills::profile(&profile).ok_or_else(|| {
+                LlmError::Config(format!(
+                    "model {}: unknown simulated agent profile `{profile}`; expected one of: {}",
+                    config.name,
+                    agent::Skills::PROFILES.join(", ")
+                ))
+            })?;
+            Arc::new(Simulated {
+                model: agent::SimAgent {
+                    skills: skills.apply(base),
+                },
+                latency,
+            })
+        }
+        SimSpec::User {
+            latency,
+            empty_rate,
+        } => Arc::new(Simulated {
+            model: user::SimUser { empty_rate },
+            latency,
+        }),
+        SimSpec::Judge {
+            noise,
+            latency,
+            garbage_rate,
+        } => Arc::new(Simulated {
+            model: judge::OracleJudge {
+                noise,
+                garbage_rate,
+            },
+            latency,
+        }),
+    })
+}
+
+/// A simulated model's text answer for a call.
+pub trait Play: Send + Sync {
+    /// The answer text and why it stopped (`stop` or `length`).
+    fn play(&self, ctx: &SimContext) -> (String, &'static str);
+}
+
+struct Simulated<P> {
+    model: P,
+    latency: Option<Latency>,
+}
+
+#[async_trait::async_trait]
+impl<P: Play> ChatModel for Simulated<P> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let ctx = request.sim.as_ref().ok_or_else(|| {
+            LlmError::Config("a simulated model needs the call's simulation context".into())
+        })?;
+        if let Some(latency) = self.latency {
+            let ms = match latency {
+                Latency::FixedMs(ms) => ms,
+                Latency::UniformMs(lo, hi) => {
+                    use rand::Rng;
+                    ctx.rng("latency").random_range(lo..=hi.max(lo))
+                }
+            };
+            if ms > 0 {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+        }
+        let (text, finish) = self.model.play(ctx);
+        // Token counts as a real tokenizer would roughly give them (4 characters a token).
+        let input: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        Ok(ChatResponse {
+            usage: Usage {
+                input_tokens: (input / 4) as u64,
+                output_tokens: (text.len() / 4) as u64,
+            },
+            text,
+            finish_reason: Some(finish.to_string()),
+        })
+    }
+
+    fn is_simulated(&self) -> bool {
+        true
+    }
 }

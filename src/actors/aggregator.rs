@@ -1,0 +1,85 @@
+//! The aggregator: receives every finished dialogue, appends it to the results store at once,
+//! and keeps the run's progress. Summaries are computed from the stored records (in dialogue-id
+//! order), so they never depend on the order dialogues finished in.
+
+use crate::protocol::{DialogueEnd, DialogueRecord};
+use crate::store::{DialogueWriter, StoreError};
+use actix::{Actor, Context, Handler, Message, MessageResult};
+
+/// A finished dialogue to store.
+pub struct Finished(pub DialogueRecord);
+
+impl Message for Finished {
+    type Result = Result<(), StoreError>;
+}
+
+/// Ask for the counts so far.
+pub struct Progress;
+
+impl Message for Progress {
+    type Result = Counts;
+}
+
+/// What the aggregator has seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Dialogues stored.
+    pub dialogues: usize,
+    /// Turns stored.
+    pub turns: usize,
+    /// Dialogues the user side ended before the agent took the target action.
+    pub user_ended_early: usize,
+    /// Dialogues ended by an infrastructure error.
+    pub infra_errors: usize,
+}
+
+/// The aggregator actor.
+pub struct Aggregator {
+    writer: DialogueWriter,
+    counts: Counts,
+    progress: Option<indicatif::ProgressBar>,
+}
+
+impl Aggregator {
+    /// An aggregator appending to `writer`, ticking `progress` if given.
+    pub fn new(writer: DialogueWriter, progress: Option<indicatif::ProgressBar>) -> Aggregator {
+        Aggregator {
+            writer,
+            counts: Counts::default(),
+            progress,
+        }
+    }
+}
+
+impl Actor for Aggregator {
+    type Context = Context<Self>;
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(super::MAILBOX);
+    }
+}
+
+impl Handler<Finished> for Aggregator {
+    type Result = Result<(), StoreError>;
+    fn handle(&mut self, msg: Finished, _: &mut Context<Self>) -> Self::Result {
+        let record = msg.0;
+        self.writer.append(&record)?;
+        self.counts.dialogues += 1;
+        self.counts.turns += record.turns.len();
+        match record.end {
+            DialogueEnd::UserEndedEarly => self.counts.user_ended_early += 1,
+            DialogueEnd::InfraError => self.counts.infra_errors += 1,
+            _ => {}
+        }
+        if let Some(p) = &self.progress {
+            p.inc(1);
+        }
+        Ok(())
+    }
+}
+
+impl Handler<Progress> for Aggregator {
+    type Result = MessageResult<Progress>;
+    fn handle(&mut self, _: Progress, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.counts)
+    }
+}

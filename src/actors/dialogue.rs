@@ -1,0 +1,206 @@
+//! The dialogue driver: plays one dialogue turn by turn through a [`Transport`] (user, service,
+//! judge panel, rule engine), scores each turn, and returns the finished record.
+
+use crate::protocol::{
+    DialogueEnd, DialogueJob, DialogueRecord, JudgeRequest, Line, RuleRequest, ServiceOutcome,
+    ServiceRequest, Speaker, TurnRecord, Usage, UserRequest,
+};
+use crate::scoring;
+use crate::sop::Sop;
+use crate::transport::Transport;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A turn record for a turn that could not be played or scored.
+fn infra_turn(
+    turn: u32,
+    user_message: String,
+    error: String,
+    calls: Vec<crate::protocol::CallRecord>,
+) -> TurnRecord {
+    TurnRecord {
+        turn,
+        user_message,
+        raw_output: None,
+        outcome: ServiceOutcome::InfraError {
+            error: error.clone(),
+        },
+        judges: None,
+        reference: None,
+        scores: None,
+        infra_error: Some(error),
+        calls,
+    }
+}
+
+/// Plays one dialogue to its end and scores every turn. Never fails: whatever goes wrong on the
+/// way is recorded in the turns and the end reason.
+pub async fn run_dialogue(
+    transport: &dyn Transport,
+    sops: &HashMap<String, Arc<Sop>>,
+    job: DialogueJob,
+) -> DialogueRecord {
+    let sop = sops.get(&job.scenario).cloned();
+    let mut history: Vec<Line> = Vec::with_capacity(2 * job.max_turns as usize);
+    let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
+    let mut last_action: Option<String> = None;
+    let mut end = DialogueEnd::MaxTurns;
+    for turn in 1..=job.max_turns {
+        let user = transport
+            .user(UserRequest {
+                job: job.clone(),
+                turn,
+                history: history.clone(),
+                last_action: last_action.clone(),
+            })
+            .await;
+        let user = match user {
+            Ok(u) => u,
+            Err(e) => {
+                turns.push(infra_turn(turn, String::new(), e.to_string(), Vec::new()));
+                end = DialogueEnd::InfraError;
+                break;
+            }
+        };
+        let mut calls = user.calls;
+        if let Some(error) = user.infra_error {
+            turns.push(infra_turn(turn, String::new(), error, calls));
+            end = DialogueEnd::InfraError;
+            break;
+        }
+        let Some(user_message) = user.message else {
+            end = if last_action.as_deref() == Some(job.target.action.as_str()) {
+                DialogueEnd::Resolved
+            } else {
+                DialogueEnd::UserEndedEarly
+            };
+            break;
+        };
+        let service = transport
+            .service(ServiceRequest {
+                job: job.clone(),
+                turn,
+                history: history.clone(),
+                user_message: user_message.clone(),
+            })
+            .await;
+        let service = match service {
+            Ok(s) => s,
+            Err(e) => {
+                history.push(Line {
+                    speaker: Speaker::User,
+                    text: user_message.clone(),
+                });
+                turns.push(infra_turn(turn, user_message, e.to_string(), calls));
+                continue;
+            }
+        };
+        calls.extend(service.calls);
+        let agent_chat = match &service.outcome {
+            ServiceOutcome::Valid { turn } => turn.chat.clone(),
+            ServiceOutcome::FormatError { chat, .. } => chat.clone(),
+            ServiceOutcome::InfraError { error } => {
+                let error = error.clone();
+                history.push(Line {
+                    speaker: Speaker::User,
+                    text: user_message.clone(),
+                });
+                turns.push(infra_turn(turn, user_message, error, calls));
+                continue;
+            }
+        };
+        let judges = transport
+            .judge(JudgeRequest {
+                job: job.clone(),
+                turn,
+                history: history.clone(),
+                user_message: user_message.clone(),
+                agent_chat: agent_chat.clone(),
+            })
+            .await;
+        let mut record = TurnRecord {
+            turn,
+            user_message: user_message.clone(),
+            raw_output: service.raw,
+            outcome: service.outcome,
+            judges: None,
+            reference: None,
+            scores: None,
+            infra_error: None,
+            calls: Vec::new(),
+        };
+        match judges {
+            Err(e) => record.infra_error = Some(e.to_string()),
+            Ok(panel) => {
+                calls.extend(panel.calls.iter().cloned());
+                match &panel.consensus {
+                    None => {
+                        let why: Vec<String> = panel
+                            .judgments
+                            .iter()
+                            .filter_map(|j| j.as_ref().err().cloned())
+                            .collect();
+                        record.infra_error = Some(format!("no judge answered: {}", why.join("; ")));
+                    }
+                    Some(consensus) => {
+                        let reference = transport
+                            .rule(RuleRequest {
+                                scenario: job.scenario.clone(),
+                                fields: consensus.clone(),
+                                variables: job
+                                    .variables
+                                    .iter()
+                                    .map(|(k, v)| (k.clone(), v.clone()))
+                                    .collect(),
+                            })
+                            .await;
+                        match reference {
+                            Ok(r) => record.reference = Some(r.route),
+                            Err(e) => record.infra_error = Some(e.to_string()),
+                        }
+                    }
+                }
+                record.judges = Some(crate::protocol::JudgeReply {
+                    calls: Vec::new(),
+                    ..panel
+                });
+            }
+        }
+        record.calls = calls;
+        if record.infra_error.is_none() {
+            record.scores = sop
+                .as_deref()
+                .and_then(|sop| scoring::turn::score_record(&record, sop));
+        }
+        if let ServiceOutcome::Valid { turn } = &record.outcome {
+            last_action = Some(turn.action.clone());
+        }
+        history.push(Line {
+            speaker: Speaker::User,
+            text: user_message,
+        });
+        history.push(Line {
+            speaker: Speaker::Agent,
+            text: agent_chat,
+        });
+        turns.push(record);
+    }
+    let mut usage = Usage::default();
+    let mut cost_usd = 0.0;
+    let mut simulated = true;
+    for call in turns.iter().flat_map(|t| &t.calls) {
+        usage += call.usage;
+        cost_usd += call.cost_usd;
+        if call.model == job.service_model {
+            simulated &= call.simulated;
+        }
+    }
+    DialogueRecord {
+        job,
+        turns,
+        end,
+        simulated,
+        usage,
+        cost_usd,
+    }
+}

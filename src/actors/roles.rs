@@ -1,0 +1,367 @@
+//! What each role does with a request, as plain structs (the actors around them are thin):
+//! render the prompt, call the model through its endpoint, parse the answer.
+//!
+//! * An empty, unparsable or refused user or judge answer is asked again (up to
+//!   `content_attempts`), and after that is an infrastructure error for the turn: never a crash,
+//!   never silently a pass. A judge failure repeats that judge's call only.
+//! * The agent's answer is parsed once: a bad answer is the model's own format error, not retried.
+//! * A model that cannot be reached (after the endpoint's retries) is an infrastructure error,
+//!   recorded distinctly from format errors.
+
+use crate::llm::sim::SimContext;
+use crate::llm::{ChatMessage, ChatRequest, Endpoint};
+use crate::prompts;
+use crate::protocol::parse::{parse_agent_output, parse_judge_output};
+use crate::protocol::{
+    CallRecord, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply, RuleRequest,
+    ServiceOutcome, ServiceReply, ServiceRequest, UserReply, UserRequest,
+};
+use crate::scenario::Value;
+use crate::sop::{Sop, Values};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The scenarios and model endpoints a process serves.
+pub struct Registry {
+    /// Compiled scenarios by id.
+    pub sops: HashMap<String, Arc<Sop>>,
+    /// Model endpoints by name.
+    pub endpoints: HashMap<String, Arc<Endpoint>>,
+    /// Attempts at a user or judge answer that is empty, unparsable or a refusal.
+    pub content_attempts: u32,
+    /// Keep every request's full messages in the records (large); otherwise only their hash.
+    pub record_prompts: bool,
+}
+
+impl Registry {
+    fn sop(&self, id: &str) -> Result<&Arc<Sop>, String> {
+        self.sops
+            .get(id)
+            .ok_or_else(|| format!("scenario `{id}` is not loaded in this process"))
+    }
+
+    fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
+        self.endpoints
+            .get(name)
+            .ok_or_else(|| format!("model `{name}` is not configured in this process"))
+    }
+}
+
+/// A call record with the request reduced to the SHA-256 of its messages, unless full prompts
+/// are recorded: prompts are rendered deterministically from the scenario, the job and the
+/// history (all in the record), and keeping them would make records grow with the square of the
+/// dialogue's length.
+fn compact(mut record: CallRecord, keep: bool) -> CallRecord {
+    if !keep {
+        let mut h = Sha256::new();
+        for (role, content) in &record.request {
+            h.update(role.as_bytes());
+            h.update([0]);
+            h.update(content.as_bytes());
+            h.update([0]);
+        }
+        record.request = vec![("prompt_sha256".into(), hex::encode(h.finalize()))];
+    }
+    record
+}
+
+fn context(sop: &Arc<Sop>, job: &DialogueJob, role: Role, turn: u32) -> SimContext {
+    SimContext {
+        sop: sop.clone(),
+        job: job.clone(),
+        role,
+        turn,
+        judge_index: 0,
+        last_action: None,
+        agent_chat: None,
+        attempt: 0,
+    }
+}
+
+/// Asks a model until `accept` takes its answer, at most `attempts` times. Returns the accepted
+/// value, or the last reason it failed, with every call made.
+async fn ask_until<T>(
+    reg: &Registry,
+    endpoint: &Endpoint,
+    messages: Vec<ChatMessage>,
+    json: bool,
+    mut ctx: SimContext,
+    attempts: u32,
+    accept: impl Fn(&str) -> Result<T, String>,
+) -> (Result<T, String>, Vec<CallRecord>) {
+    let mut calls = Vec::new();
+    let mut last = String::from("no attempt made");
+    for attempt in 0..attempts.max(1) {
+        ctx.attempt = attempt;
+        let request = ChatRequest {
+            messages: messages.clone(),
+            json,
+            attempt,
+            sim: Some(Arc::new(ctx.clone())),
+        };
+        let called = endpoint.call(&request).await;
+        calls.push(compact(called.record, reg.record_prompts));
+        match called.result {
+            // The endpoint already retried what is worth retrying.
+            Err(e) => return (Err(format!("{} unreachable: {e}", endpoint.name())), calls),
+            Ok(response) => match accept(&response.text) {
+                Ok(v) => return (Ok(v), calls),
+                Err(why) => last = why,
+            },
+        }
+    }
+    (
+        Err(format!(
+            "{} gave no usable answer in {} attempts: {last}",
+            endpoint.name(),
+            attempts.max(1)
+        )),
+        calls,
+    )
+}
+
+/// The simulated customer's side.
+pub struct UserRole(pub Arc<Registry>);
+
+impl UserRole {
+    /// The next customer message, or the end of the dialogue.
+    pub async fn handle(&self, req: UserRequest) -> UserReply {
+        let reg = &self.0;
+        let (sop, endpoint) = match (
+            reg.sop(&req.job.scenario),
+            reg.endpoint(&req.job.user_model),
+        ) {
+            (Ok(s), Ok(e)) => (s, e),
+            (Err(e), _) | (_, Err(e)) => {
+                return UserReply {
+                    message: None,
+                    calls: Vec::new(),
+                    infra_error: Some(e),
+                };
+            }
+        };
+        let messages = prompts::user_messages(sop, &req.job, &req.history);
+        let mut ctx = context(sop, &req.job, Role::User, req.turn);
+        ctx.last_action = req.last_action.clone();
+        let (result, calls) = ask_until(
+            reg,
+            endpoint,
+            messages,
+            false,
+            ctx,
+            reg.content_attempts,
+            |text| prompts::parse_user_output(text).map_err(|e| e.to_string()),
+        )
+        .await;
+        match result {
+            Ok(message) => UserReply {
+                message,
+                calls,
+                infra_error: None,
+            },
+            Err(e) => UserReply {
+                message: None,
+                calls,
+                infra_error: Some(e),
+            },
+        }
+    }
+}
+
+/// The agent under test.
+pub struct ServiceRole(pub Arc<Registry>);
+
+impl ServiceRole {
+    /// The agent's answer to one user message: valid, a format error, or unreachable.
+    pub async fn handle(&self, req: ServiceRequest) -> ServiceReply {
+        let reg = &self.0;
+        let (sop, endpoint) = match (
+            reg.sop(&req.job.scenario),
+            reg.endpoint(&req.job.service_model),
+        ) {
+            (Ok(s), Ok(e)) => (s, e),
+            (Err(e), _) | (_, Err(e)) => {
+                return ServiceReply {
+                    outcome: ServiceOutcome::InfraError { error: e },
+                    raw: None,
+                    calls: Vec::new(),
+                };
+            }
+        };
+        let messages =
+            prompts::agent_messages(sop, &req.job.variables, &req.history, &req.user_message);
+        let request = ChatRequest {
+            messages,
+            json: true,
+            attempt: 0,
+            sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
+        };
+        let called = endpoint.call(&request).await;
+        let calls = vec![compact(called.record, reg.record_prompts)];
+        match called.result {
+            Err(e) => ServiceReply {
+                outcome: ServiceOutcome::InfraError {
+                    error: format!("{} unreachable: {e}", endpoint.name()),
+                },
+                raw: None,
+                calls,
+            },
+            Ok(response) => {
+                let truncated = response.finish_reason.as_deref() == Some("length");
+                let outcome = match parse_agent_output(sop, &response.text, truncated) {
+                    Ok(turn) => ServiceOutcome::Valid { turn },
+                    Err(error) => ServiceOutcome::FormatError {
+                        error,
+                        chat: response.text.chars().take(600).collect(),
+                    },
+                };
+                ServiceReply {
+                    outcome,
+                    raw: Some(response.text),
+                    calls,
+                }
+            }
+        }
+    }
+}
+
+/// The panel of three judges.
+pub struct JudgePanel(pub Arc<Registry>);
+
+/// Majority vote per field over the judgments given (ties: the first judge's value).
+pub fn consensus(judgments: &[&Judgment]) -> Option<BTreeMap<String, Value>> {
+    let first = judgments.first()?;
+    Some(
+        first
+            .classification
+            .keys()
+            .map(|field| {
+                let votes: Vec<&Value> = judgments
+                    .iter()
+                    .filter_map(|j| j.classification.get(field))
+                    .collect();
+                let best = votes
+                    .iter()
+                    .max_by_key(|v| {
+                        (
+                            votes.iter().filter(|w| w == v).count(),
+                            std::cmp::Reverse(votes.iter().position(|w| w == *v)),
+                        )
+                    })
+                    .map(|v| (*v).clone())
+                    .unwrap_or(Value::Str(String::new()));
+                (field.clone(), best)
+            })
+            .collect(),
+    )
+}
+
+impl JudgePanel {
+    /// Every judge's verdict (each retried on its own), the majority classification and the
+    /// calls made.
+    pub async fn handle(&self, req: JudgeRequest) -> JudgeReply {
+        let reg = &self.0;
+        let sop = match reg.sop(&req.job.scenario) {
+            Ok(s) => s,
+            Err(e) => {
+                return JudgeReply {
+                    judgments: vec![Err(e)],
+                    consensus: None,
+                    calls: Vec::new(),
+                };
+            }
+        };
+        let messages = prompts::judge_messages(
+            sop,
+            &req.job,
+            &req.history,
+            &req.user_message,
+            &req.agent_chat,
+        );
+        let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
+            let messages = messages.clone();
+            let mut ctx = context(sop, &req.job, Role::Judge, req.turn);
+            ctx.judge_index = i;
+            ctx.agent_chat = Some(req.agent_chat.clone());
+            async move {
+                match reg.endpoint(name) {
+                    Err(e) => (Err(e), Vec::new()),
+                    Ok(endpoint) => {
+                        ask_until(
+                            reg,
+                            endpoint,
+                            messages,
+                            true,
+                            ctx,
+                            reg.content_attempts,
+                            |text| parse_judge_output(sop, text).map_err(|e| e.to_string()),
+                        )
+                        .await
+                    }
+                }
+            }
+        });
+        let results = futures::future::join_all(asks).await;
+        let mut calls = Vec::new();
+        let mut judgments = Vec::new();
+        for (result, c) in results {
+            calls.extend(c);
+            judgments.push(result);
+        }
+        let answered: Vec<&Judgment> = judgments.iter().filter_map(|j| j.as_ref().ok()).collect();
+        JudgeReply {
+            consensus: consensus(&answered),
+            judgments,
+            calls,
+        }
+    }
+}
+
+/// The rule engine.
+pub struct RuleRole(pub Arc<Registry>);
+
+impl RuleRole {
+    /// The reference route for a classification.
+    pub fn handle(&self, req: RuleRequest) -> RuleReply {
+        let route = self.0.sop(&req.scenario).and_then(|sop| {
+            let fields: Values = req.fields;
+            let variables: Values = req.variables;
+            sop.route(&fields, &variables).map_err(|e| e.to_string())
+        });
+        RuleReply { route }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ChatScores;
+
+    fn judgment(pairs: &[(&str, &str)]) -> Judgment {
+        Judgment {
+            classification: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::Str(v.to_string())))
+                .collect(),
+            chat: ChatScores {
+                linguistic_quality: 9,
+                anthropomorphism_emotion: 9,
+                content_utility: 9,
+                user_satisfaction: 9,
+                instruction_compliance: 9,
+            },
+        }
+    }
+
+    #[test]
+    fn majority_vote_per_field_with_first_judge_breaking_ties() {
+        let a = judgment(&[("X", "a"), ("Y", "p")]);
+        let b = judgment(&[("X", "b"), ("Y", "q")]);
+        let c = judgment(&[("X", "b"), ("Y", "r")]);
+        let m = consensus(&[&a, &b, &c]).unwrap();
+        assert_eq!(m["X"], Value::Str("b".into()));
+        assert_eq!(m["Y"], Value::Str("p".into()));
+        assert_eq!(consensus(&[]), None);
+    }
+}

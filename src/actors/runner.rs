@@ -1,0 +1,105 @@
+//! Runs a set of dialogue jobs embedded in this process: the role actors, the dialogue driver
+//! and the aggregator, with at most `concurrency` dialogues in flight. Jobs whose dialogue is
+//! already stored are skipped (resume).
+
+use super::aggregator::{Aggregator, Counts, Finished, Progress};
+use super::roles::Registry;
+use super::{DialogueActor, RunDialogue, start_local_roles};
+use crate::llm::{Endpoint, LlmError};
+use crate::plan::RunConfig;
+use crate::protocol::DialogueJob;
+use crate::sop::Sop;
+use crate::store::{RunDir, StoreError};
+use actix::Actor;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A model endpoint could not be set up.
+    #[error("model {model}: {source}")]
+    Model {
+        /// The model name.
+        model: String,
+        /// Why.
+        source: LlmError,
+    },
+    /// The results could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An actor went away.
+    #[error("runtime: {0}")]
+    Runtime(String),
+}
+
+/// The model endpoints of a configuration.
+pub fn endpoints(config: &RunConfig) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    config
+        .models
+        .iter()
+        .map(|m| {
+            Endpoint::new(m.clone(), config.cache_dir.clone())
+                .map(|e| (m.name.clone(), Arc::new(e)))
+                .map_err(|source| RunError::Model {
+                    model: m.name.clone(),
+                    source,
+                })
+        })
+        .collect()
+}
+
+/// Plays every job not yet stored in `run_dir` and stores its record. Must run inside an actix
+/// `System`. Returns the aggregator's counts for this session.
+pub async fn run_embedded(
+    config: &RunConfig,
+    sops: &[Arc<Sop>],
+    jobs: Vec<DialogueJob>,
+    run_dir: &RunDir,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<Counts, RunError> {
+    let done = run_dir.finished_ids()?;
+    let todo: Vec<DialogueJob> = jobs
+        .into_iter()
+        .filter(|j| !done.contains(&j.dialogue_id))
+        .collect();
+    if let Some(p) = &progress {
+        p.set_length((todo.len() + done.len()) as u64);
+        p.set_position(done.len() as u64);
+    }
+    let sops: HashMap<String, Arc<Sop>> = sops
+        .iter()
+        .map(|s| (s.scenario().id.clone(), s.clone()))
+        .collect();
+    let registry = Arc::new(Registry {
+        sops: sops.clone(),
+        endpoints: endpoints(config)?,
+        content_attempts: config.content_attempts,
+        record_prompts: config.record_prompts,
+    });
+    let transport = Arc::new(start_local_roles(registry));
+    let driver = DialogueActor {
+        transport,
+        sops: Arc::new(sops),
+    }
+    .start();
+    let aggregator = Aggregator::new(run_dir.writer()?, progress.clone()).start();
+    let mut finished = futures::stream::iter(todo)
+        .map(|job| driver.send(RunDialogue(job)))
+        .buffer_unordered(config.concurrency.max(1));
+    while let Some(record) = finished.next().await {
+        let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
+        aggregator
+            .send(Finished(record))
+            .await
+            .map_err(|e| RunError::Runtime(e.to_string()))??;
+    }
+    if let Some(p) = &progress {
+        p.finish_and_clear();
+    }
+    aggregator
+        .send(Progress)
+        .await
+        .map_err(|e| RunError::Runtime(e.to_string()))
+}

@@ -1,0 +1,247 @@
+//! `sage run`, `sage report`, `sage export`: wiring only.
+
+use crate::actors::runner::run_embedded;
+use crate::plan::{self, RunConfig};
+use crate::scenario::bundled::BUNDLED;
+use crate::scoring::{self, Bootstrap};
+use crate::sop::{self, Sop};
+use crate::store::export::{self, Format};
+use crate::store::{Manifest, RunDir, now_utc};
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Options of `sage run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A run configuration (docs/run-config.md); without it, the bundled scenarios against
+    /// the bundled simulated models.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Continue a stopped run from its results folder (finished dialogues are kept).
+    #[arg(long, conflicts_with = "config")]
+    resume: Option<PathBuf>,
+    /// Cases per scenario (overrides the configuration).
+    #[arg(long)]
+    dialogues: Option<usize>,
+    /// Runs of each case (medians across repeats are reported).
+    #[arg(long)]
+    repeats: Option<u32>,
+    /// Run seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Most dialogues in flight.
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Most user turns per dialogue.
+    #[arg(long)]
+    max_turns: Option<u32>,
+    /// Where results/<run-id>/ goes.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The run id (default: date-time and seed).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Loads the scenarios a configuration names (`bundled`, or files).
+pub fn load_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>, String)>> {
+    let mut out = Vec::new();
+    for entry in &config.scenarios {
+        if entry == "bundled" {
+            for (name, text) in BUNDLED {
+                out.push((Arc::new(sop::from_yaml(text, name)?), text.to_string()));
+            }
+        } else {
+            let text =
+                std::fs::read_to_string(entry).with_context(|| format!("scenario {entry}"))?;
+            out.push((Arc::new(sop::from_yaml(&text, entry)?), text));
+        }
+    }
+    Ok(out)
+}
+
+fn sha256(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Summarizes a run folder from dialogues.jsonl alone and writes summary.json and
+/// leaderboard.md; returns the terminal table.
+pub fn report(run: &RunDir) -> anyhow::Result<String> {
+    let manifest = run.read_manifest()?;
+    let mut records = Vec::new();
+    run.scan_dialogues(|mut r| {
+        for t in &mut r.turns {
+            t.calls.iter_mut().for_each(|c| {
+                c.request.clear();
+                c.response = None;
+            });
+        }
+        records.push(r);
+    })?;
+    let bootstrap = Bootstrap {
+        seed: manifest.config.seed,
+        ..Bootstrap::default()
+    };
+    let summary = scoring::summarize(&records, &bootstrap);
+    run.write_json("summary.json", &summary)?;
+    run.write_text("leaderboard.md", &scoring::leaderboard_markdown(&summary))?;
+    Ok(scoring::leaderboard_text(&summary))
+}
+
+/// `sage run`.
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let (config, run_dir) = match &args.resume {
+        Some(dir) => {
+            let run = RunDir::open(dir)?;
+            let mut config = run.read_manifest()?.config;
+            if let Some(c) = args.concurrency {
+                config.concurrency = c;
+            }
+            (config, run)
+        }
+        None => {
+            let mut config = match &args.config {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("{}", path.display()))?;
+                    RunConfig::from_yaml(&text, &path.display().to_string())?
+                }
+                None => RunConfig::default(),
+            };
+            if let Some(n) = args.dialogues {
+                config.dialogues_per_scenario = n;
+            }
+            if let Some(n) = args.repeats {
+                config.repeats = n;
+            }
+            if let Some(n) = args.seed {
+                config.seed = n;
+            }
+            if let Some(n) = args.concurrency {
+                config.concurrency = n;
+            }
+            if let Some(n) = args.max_turns {
+                config.max_turns = n;
+            }
+            if let Some(out) = &args.out {
+                config.output_dir = out.clone();
+            }
+            config.check("command line")?;
+            let run_id = args
+                .run_id
+                .clone()
+                .unwrap_or_else(|| format!("{}-s{}", now_utc().1, config.seed));
+            let run = RunDir::create(&config.output_dir, &run_id)?;
+            (config, run)
+        }
+    };
+    let scenarios = load_scenarios(&config)?;
+    let run_id = run_dir
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
+    let jobs = plan::jobs(&config, &run_id, &sops);
+    if args.resume.is_none() {
+        let simulated_models = config
+            .models
+            .iter()
+            .filter(|m| m.provider == crate::llm::Provider::Simulated)
+            .map(|m| m.name.clone())
+            .collect();
+        run_dir.write_manifest(&Manifest {
+            run_id: run_id.clone(),
+            created_at: now_utc().0,
+            sage_version: env!("CARGO_PKG_VERSION").into(),
+            config: config.clone(),
+            scenarios: scenarios
+                .iter()
+                .map(|(s, text)| (s.scenario().id.clone(), sha256(text)))
+                .collect(),
+            jobs: jobs.len(),
+            simulated_models,
+        })?;
+    }
+    let progress = (!args.quiet).then(|| {
+        let p = indicatif::ProgressBar::new(jobs.len() as u64);
+        p.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bar:40} {pos}/{len} dialogues {elapsed_precise} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        p
+    });
+    eprintln!(
+        "run {run_id}: {} dialogues -> {}",
+        jobs.len(),
+        run_dir.path().display()
+    );
+    let counts = actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    })
+    .block_on(run_embedded(&config, &sops, jobs, &run_dir, progress))?;
+    if counts.user_ended_early > 0 || counts.infra_errors > 0 {
+        eprintln!(
+            "{} dialogues ended by the user before the target action; {} ended by infrastructure errors",
+            counts.user_ended_early, counts.infra_errors
+        );
+    }
+    let table = report(&run_dir)?;
+    println!("{table}");
+    println!("results: {}", run_dir.path().display());
+    Ok(())
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    /// OpenAI chat fine-tuning JSONL.
+    Openai,
+    /// ShareGPT JSON.
+    Sharegpt,
+}
+
+/// `sage export`.
+pub fn export(
+    dir: &Path,
+    format: ExportFormat,
+    min_logic: f64,
+    out: Option<&Path>,
+) -> anyhow::Result<()> {
+    let run = RunDir::open(dir)?;
+    let manifest = run.read_manifest()?;
+    let sops: HashMap<String, Arc<Sop>> = load_scenarios(&manifest.config)?
+        .into_iter()
+        .map(|(s, _)| (s.scenario().id.clone(), s))
+        .collect();
+    let records = run.read_dialogues()?;
+    let format = match format {
+        ExportFormat::Openai => Format::Openai,
+        ExportFormat::Sharegpt => Format::Sharegpt,
+    };
+    let (text, stats) = export::export(&records, &sops, format, min_logic);
+    match out {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("{}", path.display()))?,
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "{} examples; {} agent turns left out (below --min-logic {min_logic}, format or infrastructure errors)",
+        stats.examples, stats.skipped
+    );
+    if stats.examples == 0 && records.is_empty() {
+        bail!("{}: no dialogues to export", dir.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! The run configuration (`sage run --config run.yaml`, documented in docs/run-config.md). With
+//! no file, [`RunConfig::default`] is the embedded run: the bundled scenarios, three simulated
+//! agent profiles, a simulated customer and three simulated judges.
+
+use crate::llm::sim::{SimSpec, agent::SkillOverrides};
+use crate::llm::{ModelConfig, Provider};
+use crate::scenario::Adversarial;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Every model endpoint the run uses (agents under test, the user simulator, the judges).
+    pub models: Vec<ModelConfig>,
+    /// The models under test (names from `models`).
+    pub service_models: Vec<String>,
+    /// The user-simulator model.
+    pub user_model: String,
+    /// The three judge models.
+    pub judge_models: Vec<String>,
+    /// Scenario files, or `bundled` for the six SAGE scenarios.
+    pub scenarios: Vec<String>,
+    /// Intent-balanced cases per scenario (each run against every model under test).
+    pub dialogues_per_scenario: usize,
+    /// Every route gets at least this many cases (supplemented by inverse configuration).
+    pub min_per_route: usize,
+    /// Adversarial levels to run (cases of other levels are left out).
+    pub adversarial_levels: Vec<Adversarial>,
+    /// Most user turns per dialogue.
+    pub max_turns: u32,
+    /// Runs of each case (medians across repeats are reported when > 1).
+    pub repeats: u32,
+    /// The run seed: same seed and configuration, same results.
+    pub seed: u64,
+    /// Most dialogues in flight.
+    pub concurrency: usize,
+    /// Where results/<run-id>/ folders go.
+    pub output_dir: PathBuf,
+    /// The opt-in response cache (content-addressed); none when absent.
+    pub cache_dir: Option<PathBuf>,
+    /// Attempts at a user or judge reply that is empty, unparsable or a refusal.
+    pub content_attempts: u32,
+    /// Keep every model request's full messages in dialogues.jsonl (large); by default only
+    /// their SHA-256 (prompts are rendered again from the scenario, the job and the history).
+    pub record_prompts: bool,
+}
+
+fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
+    ModelConfig {
+        sim: Some(sim),
+        ..ModelConfig::new(name, Provider::Simulated)
+    }
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        let agent = |profile: &str| SimSpec::Agent {
+            profile: profile.into(),
+            skills: SkillOverrides::default(),
+            latency: None,
+        };
+        let judge = |noise: f64| SimSpec::Judge {
+            noise,
+            latency: None,
+            garbage_rate: 0.0,
+        };
+        RunConfig {
+            models: vec![
+                simulated("sim-strong", agent("strong")),
+                simulated("sim-balanced", agent("balanced")),
+                simulated("sim-weak", agent("weak")),
+                simulated(
+                    "sim-user",
+                    SimSpec::User {
+                        latency: None,
+                        empty_rate: 0.0,
+                    },
+                ),
+                simulated("sim-judge-1", judge(0.0)),
+                simulated("sim-judge-2", judge(0.03)),
+                simulated("sim-judge-3", judge(0.06)),
+            ],
+            service_models: vec![
+                "sim-strong".into(),
+                "sim-balanced".into(),
+                "sim-weak".into(),
+            ],
+            user_model: "sim-user".into(),
+            judge_models: vec![
+                "sim-judge-1".into(),
+                "sim-judge-2".into(),
+                "sim-judge-3".into(),
+            ],
+            scenarios: vec!["bundled".into()],
+            dialogues_per_scenario: 60,
+            min_per_route: 2,
+            adversarial_levels: vec![Adversarial::Zero, Adversarial::Weak, Adversarial::Strong],
+            max_turns: 16,
+            repeats: 1,
+            seed: 42,
+            concurrency: 256,
+            output_dir: PathBuf::from("results"),
+            cache_dir: None,
+            content_attempts: 3,
+            record_prompts: false,
+        }
+    }
+}
+
+/// A configuration that cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {problem}")]
+pub struct ConfigError {
+    /// The file (or `<default>`).
+    pub file: String,
+    /// What is wrong, naming the key.
+    pub problem: String,
+}
+
+impl RunConfig {
+    /// Parses run.yaml text; `file` labels errors.
+    pub fn from_yaml(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
+        let config: RunConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError {
+            file: file.into(),
+            problem: e.to_string(),
+        })?;
+        config.check(file)?;
+        Ok(config)
+    }
+
+    /// Checks names and numbers: every referenced model declared, three judges, sane counts.
+    pub fn check(&self, file: &str) -> Result<(), ConfigError> {
+        let err = |problem: String| {
+            Err(ConfigError {
+                file: file.into(),
+                problem,
+            })
+        };
+        let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
+        for (i, m) in self.models.iter().enumerate() {
+            if declared[..i].contains(&m.name.as_str()) {
+                return err(format!(
+                    "models: `{}` is declared twice; expected unique names",
+                    m.name
+                ));
+            }
+        }
+        let known = |key: &str, name: &str| -> Result<(), ConfigError> {
+            if declared.contains(&name) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    file: file.into(),
+                    problem: format!(
+                        "{key}: unknown model `{name}`; expected one of: {}",
+                        declared.join(", ")
+                    ),
+                })
+            }
+        };
+        if self.service_models.is_empty() {
+            return err("service_models: empty; expected at least one model under test".into());
+        }
+        for m in &self.service_models {
+            known("service_models", m)?;
+        }
+        known("user_model", &self.user_model)?;
+        if self.judge_models.len() != 3 {
+            return err(format!(
+                "judge_models: {} given; expected exactly three judges",
+                self.judge_models.len()
+            ));
+        }
+        for m in &self.judge_models {
+            known("judge_models", m)?;
+        }
+        if self.scenarios.is_empty() {
+            return err("scenarios: empty; expected `bundled` or scenario files".into());
+        }
+        if self.max_turns == 0 || self.concurrency == 0 || self.content_attempts == 0 {
+            return err("max_turns, concurrency and content_attempts must be at least 1".into());
+        }
+        if self.adversarial_levels.is_empty() {
+            return err("adversarial_levels: empty; expected some of zero, weak, strong".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,307 @@
+//! What to run: the run configuration (run.yaml) and the dialogue jobs it expands to, sampled
+//! intent-balanced and then supplemented so that every route of every scenario is exercised
+//! (the paper's path coverage, section 3.2.1). Pure and deterministic for a seed.
+
+pub mod config;
+
+pub use config::RunConfig;
+
+use crate::protocol::DialogueJob;
+use crate::scenario::{Domain, ValueBox};
+use crate::sop::{Assignment, Sop, symbolic};
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// A stable 64-bit seed from any hashable parts (the run seed and a dialogue's coordinates).
+pub fn derive_seed(parts: impl Hash) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// One test case of a scenario: the truth and the customer, before it is crossed with models
+/// and repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Index within the scenario.
+    pub index: usize,
+    /// Index of the target route in `Sop::routes()`.
+    pub route: usize,
+    /// Intent id.
+    pub intent: String,
+    /// Persona id.
+    pub persona: String,
+    /// Field values (ground truth).
+    pub fields: Assignment,
+    /// Variable values.
+    pub variables: Assignment,
+    /// True when added to cover a route the balanced sample missed.
+    pub supplemented: bool,
+}
+
+/// A random complete assignment inside a region (a random box, then a random value per key;
+/// integers prefer the key's examples).
+fn sample(sop: &Sop, region: &[ValueBox], rng: &mut ChaCha8Rng) -> (Assignment, Assignment) {
+    let b = region.choose(rng).expect("regions are never empty");
+    let sc = sop.scenario();
+    let narrowed: ValueBox = sc
+        .keys
+        .iter()
+        .zip(b)
+        .map(|(k, d)| match d {
+            Domain::Set(m) => {
+                let bits: Vec<u32> = (0..64).filter(|i| m & (1u64 << i) != 0).collect();
+                Domain::Set(1u64 << bits.choose(rng).copied().unwrap_or(0))
+            }
+            Domain::Ints(s) => {
+                let examples = match &k.kind {
+                    crate::scenario::KeyKind::Integer { examples, .. } => examples.clone(),
+                    _ => Vec::new(),
+                };
+                let fitting: Vec<i64> = examples.into_iter().filter(|e| s.contains(*e)).collect();
+                let v = match fitting.choose(rng) {
+                    Some(v) => *v,
+                    None => {
+                        let (lo, hi) = s.ranges()[0];
+                        let (lo, hi) = (
+                            lo.max(-1_000_000),
+                            hi.min(lo.max(-1_000_000).saturating_add(1_000_000)),
+                        );
+                        rng.random_range(lo..=hi.max(lo))
+                    }
+                };
+                Domain::Ints(crate::scenario::IntSet::range(v, v))
+            }
+        })
+        .collect();
+    symbolic::representative(sop, &narrowed)
+}
+
+/// The cases of one scenario: `n` intent-balanced cases (intents in turn; within an intent, the
+/// route exercised least so far), then extra cases for every route exercised fewer than
+/// `min_per_route` times, each with a compatible intent where one exists (inverse configuration).
+pub fn cases(sop: &Sop, n: usize, min_per_route: usize, seed: u64) -> Vec<Case> {
+    let sc = sop.scenario();
+    let routes = sop.routes();
+    let mut counts = vec![0usize; routes.len()];
+    let mut out: Vec<Case> = Vec::new();
+    let index_of =
+        |rc: &symbolic::RouteCase| routes.iter().position(|r| std::ptr::eq(r, rc)).unwrap_or(0);
+    // Per intent: the routes it can reach, with the part of each route's region it covers.
+    let per_intent: Vec<Vec<(usize, Vec<ValueBox>)>> = sc
+        .intents
+        .iter()
+        .map(|i| {
+            sop.routes_within(&sop.intent_box(i))
+                .into_iter()
+                .map(|(rc, parts)| (index_of(rc), parts))
+                .collect()
+        })
+        .collect();
+    let persona_of = |rng: &mut ChaCha8Rng| {
+        sc.personas
+            .choose(rng)
+            .map(|p| p.id.clone())
+            .unwrap_or_else(|| "default".into())
+    };
+    let push = |route: usize,
+                intent: usize,
+                region: &[ValueBox],
+                supplemented: bool,
+                out: &mut Vec<Case>,
+                counts: &mut Vec<usize>| {
+        let index = out.len();
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed((seed, &sc.id, index)));
+        let (fields, variables) = sample(sop, region, &mut rng);
+        counts[route] += 1;
+        out.push(Case {
+            index,
+            route,
+            intent: sc
+                .intents
+                .get(intent)
+                .map(|i| i.id.clone())
+                .unwrap_or_else(|| "unspecified".into()),
+            persona: persona_of(&mut rng),
+            fields,
+            variables,
+            supplemented,
+        });
+    };
+    if !sc.intents.is_empty() {
+        for k in 0..n {
+            let intent = k % sc.intents.len();
+            let candidates = &per_intent[intent];
+            let Some(least) = candidates.iter().map(|(r, _)| counts[*r]).min() else {
+                continue;
+            };
+            let (route, parts) = candidates
+                .iter()
+                .find(|(r, _)| counts[*r] == least)
+                .expect("a minimum exists");
+            let parts = parts.clone();
+            push(*route, intent, &parts, false, &mut out, &mut counts);
+        }
+    }
+    for route in 0..routes.len() {
+        while counts[route] < min_per_route {
+            // A compatible intent, the least used one; else the route alone.
+            let compatible: Vec<(usize, &Vec<ValueBox>)> = per_intent
+                .iter()
+                .enumerate()
+                .filter_map(|(i, rs)| {
+                    rs.iter()
+                        .find(|(r, _)| *r == route)
+                        .map(|(_, parts)| (i, parts))
+                })
+                .collect();
+            let used = |i: usize| {
+                out.iter()
+                    .filter(|c| sc.intents.get(i).is_some_and(|x| x.id == c.intent))
+                    .count()
+            };
+            match compatible.iter().min_by_key(|(i, _)| used(*i)) {
+                Some((intent, parts)) => {
+                    let parts = (*parts).clone();
+                    push(route, *intent, &parts, true, &mut out, &mut counts);
+                }
+                None => {
+                    let region = routes[route].region.clone();
+                    push(route, usize::MAX, &region, true, &mut out, &mut counts);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The jobs of a run: every case of every scenario, crossed with the service models and the
+/// repeats. Dialogue ids are `scenario/case/model/rN`; the seed depends on the case and the
+/// repeat but not on the model, so models meet the same customers (paired comparison).
+pub fn jobs(config: &RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Vec<DialogueJob> {
+    let mut out = Vec::new();
+    for sop in sops {
+        let sc = sop.scenario();
+        let cases = cases(
+            sop,
+            config.dialogues_per_scenario,
+            config.min_per_route,
+            derive_seed((config.seed, &sc.id)),
+        );
+        for case in &cases {
+            let intent = sc.intents.iter().find(|i| i.id == case.intent);
+            let adversarial = intent
+                .map(|i| i.adversarial)
+                .unwrap_or(crate::scenario::Adversarial::Zero);
+            if !config.adversarial_levels.contains(&adversarial) {
+                continue;
+            }
+            for model in &config.service_models {
+                for repeat in 0..config.repeats.max(1) {
+                    out.push(DialogueJob {
+                        run_id: run_id.to_string(),
+                        dialogue_id: format!("{}/{:04}/{}/r{}", sc.id, case.index, model, repeat),
+                        scenario: sc.id.clone(),
+                        target: sop.routes()[case.route].route.clone(),
+                        fields: case.fields.clone(),
+                        variables: case.variables.clone(),
+                        intent: case.intent.clone(),
+                        persona: case.persona.clone(),
+                        adversarial,
+                        service_model: model.clone(),
+                        user_model: config.user_model.clone(),
+                        judge_models: config.judge_models.clone(),
+                        max_turns: config.max_turns,
+                        seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
+                        repeat,
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.dialogue_id.cmp(&b.dialogue_id));
+    out
+}
+
+/// How many cases exercise each route of a scenario: `path > ... -> action` to count.
+pub fn coverage(sop: &Sop, cases: &[Case]) -> BTreeMap<String, usize> {
+    sop.routes()
+        .iter()
+        .enumerate()
+        .map(|(i, rc)| {
+            let r = &rc.route;
+            let outputs: String = r.outputs.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+            (
+                format!("{} -> {}{}", r.path.join(">"), r.action, outputs),
+                cases.iter().filter(|c| c.route == i).count(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sop::Values;
+
+    fn telecom() -> Sop {
+        crate::sop::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/telecom_package.yaml"
+        )))
+        .unwrap()
+    }
+
+    #[test]
+    fn cases_cover_every_route_and_route_to_their_target() {
+        let sop = telecom();
+        let cases = cases(&sop, 22, 2, 7);
+        let cov = coverage(&sop, &cases);
+        assert_eq!(cov.len(), sop.routes().len());
+        assert!(cov.values().all(|n| *n >= 2), "{cov:?}");
+        for c in &cases {
+            let f: Values = c.fields.clone().into_iter().collect();
+            let v: Values = c.variables.clone().into_iter().collect();
+            assert_eq!(sop.route(&f, &v).unwrap(), sop.routes()[c.route].route);
+            // The intent's implied values hold.
+            let intent = sop
+                .scenario()
+                .intents
+                .iter()
+                .find(|i| i.id == c.intent)
+                .unwrap();
+            for (k, d) in &intent.implies {
+                let key = &sop.scenario().keys[*k];
+                let value = c
+                    .fields
+                    .get(&key.name)
+                    .or_else(|| c.variables.get(&key.name))
+                    .unwrap();
+                assert!(
+                    d.contains(key.point(value).unwrap()),
+                    "{} {:?}",
+                    c.intent,
+                    value
+                );
+            }
+        }
+        // Intent-balanced: the first 22 cases cycle through the 11 intents twice.
+        for i in 0..11 {
+            assert_eq!(
+                cases
+                    .iter()
+                    .take(22)
+                    .filter(|c| c.intent == sop.scenario().intents[i].id)
+                    .count(),
+                2
+            );
+        }
+        // Deterministic for a seed.
+        assert_eq!(cases, super::cases(&sop, 22, 2, 7));
+        assert_ne!(cases, super::cases(&sop, 22, 2, 8));
+    }
+}

@@ -1,0 +1,164 @@
+//! The judges' prompt (appendix B.3.2, "Judge Prompt Template"): classify every field and score
+//! the agent's reply on five chat-quality dimensions, each 3, 6 or 9. A judge sees the system
+//! information S, the history, the user message and the agent's `chat` only: never the agent's
+//! reasoning, path or action. Its answer is parsed by
+//! [`crate::protocol::parse::parse_judge_output`].
+
+use super::agent::system_information;
+use super::{classification_template, field_lines, system_information_section};
+use crate::llm::{ChatMessage, ChatRole};
+use crate::protocol::{DialogueJob, Line, Speaker};
+use crate::sop::Sop;
+use std::fmt::Write;
+
+/// One chat-quality dimension of the judge's rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dimension {
+    /// Its key in `chat_quality_dimensions` (e.g. `linguistic_quality`).
+    pub key: &'static str,
+    /// Its name in the prompt.
+    pub name: &'static str,
+    /// Its weight in the chat score, percent (the five sum to 100).
+    pub weight: u8,
+    /// What 9, 6 and 3 points mean, in that order.
+    pub rubric: [&'static str; 3],
+}
+
+/// The five dimensions, in the paper's order, with their weights and rubrics.
+pub const DIMENSIONS: [Dimension; 5] = [
+    Dimension {
+        key: "linguistic_quality",
+        name: "Linguistic Quality",
+        weight: 20,
+        rubric: [
+            "Fluent, professional, grammatically perfect",
+            "Generally clear with minor issues",
+            "Poor grammar, unclear expression",
+        ],
+    },
+    Dimension {
+        key: "anthropomorphism_emotion",
+        name: "Anthropomorphism & Emotion",
+        weight: 25,
+        rubric: [
+            "Natural, empathetic, human-like interaction",
+            "Somewhat robotic but appropriate tone",
+            "Completely mechanical, inappropriate emotion",
+        ],
+    },
+    Dimension {
+        key: "content_utility",
+        name: "Content Utility",
+        weight: 25,
+        rubric: [
+            "Accurate, comprehensive, directly addresses user needs",
+            "Partially relevant, some information missing",
+            "Irrelevant or incorrect information",
+        ],
+    },
+    Dimension {
+        key: "user_satisfaction",
+        name: "User Satisfaction",
+        weight: 15,
+        rubric: [
+            "Fully resolves user concerns, polite and helpful",
+            "Partially addresses concerns",
+            "Fails to address user needs, potentially frustrating",
+        ],
+    },
+    Dimension {
+        key: "instruction_compliance",
+        name: "Instruction Compliance",
+        weight: 15,
+        rubric: [
+            "Perfectly follows SOP and action requirements",
+            "Minor deviations from instructions",
+            "Significant violations of instructions",
+        ],
+    },
+];
+
+/// The judges' system prompt for a job: the task, every field with its values, the system
+/// information, the five dimensions with weights and 3/6/9 rubrics, and the JSON output format.
+pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
+    let sc = sop.scenario();
+    let field_names: Vec<&str> = sc.fields().map(|k| k.name.as_str()).collect();
+    let mut p = format!(
+        "You are an expert evaluator assessing the quality of customer service agent responses \
+         in a {} scenario.\nScenario: {}\n\n\
+         [Your Task]\n\
+         Evaluate the agent's response based on the dialogue history, the user message and the \
+         agent's reply. Provide:\n\
+         1. Classification of dialogue fields ({})\n\
+         2. Chat quality evaluation across five dimensions\n\n\
+         [Dialogue Fields]\n\
+         Classify each field from the dialogue history, the user message and the system \
+         information, using exactly one of its values:\n{}\n",
+        sc.domain,
+        sc.description,
+        field_names.join(", "),
+        field_lines(sop, "")
+    );
+    p.push_str(&system_information_section(
+        sop,
+        &system_information(sop, job),
+    ));
+    p.push_str("\n[Chat Quality Dimensions]\nEach dimension is scored on a 3-level scale:\n");
+    for (i, d) in DIMENSIONS.iter().enumerate() {
+        let _ = writeln!(p, "{}. {} (Weight: {}%)", i + 1, d.name, d.weight);
+        for (points, meaning) in [9, 6, 3].iter().zip(d.rubric) {
+            let _ = writeln!(p, "- {points} points: {meaning}");
+        }
+    }
+    let dimensions: Vec<String> = DIMENSIONS
+        .iter()
+        .map(|d| format!("    \"{}\": 3 or 6 or 9", d.key))
+        .collect();
+    let _ = write!(
+        p,
+        "\n[Output Format]\n{{\n  \"classification\": {},\n  \
+         \"chat_quality_dimensions\": {{\n{}\n  }},\n  \
+         \"classification_reasoning\": \"Explanation for classification decisions\",\n  \
+         \"chat_quality_reasoning\": \"Explanation for each dimension's score (e.g., 9 points \
+         means..., 6 points means..., 3 points means...)\"\n}}\n\n\
+         [Requirements]\n\
+         1. Only output valid JSON\n\
+         2. Scores must be exactly 3, 6, or 9 for each dimension\n\
+         3. Every field must have exactly one of the values listed for it\n\
+         4. Provide clear reasoning for both classification and quality evaluation\n",
+        classification_template(sop),
+        dimensions.join(",\n")
+    );
+    p
+}
+
+/// The judges' conversation: the system prompt, then one user message holding the dialogue
+/// history, the user message of this turn and the agent's reply (its `chat` only).
+pub fn judge_messages(
+    sop: &Sop,
+    job: &DialogueJob,
+    history: &[Line],
+    user_message: &str,
+    agent_chat: &str,
+) -> Vec<ChatMessage> {
+    let mut transcript = String::new();
+    for line in history {
+        let who = match line.speaker {
+            Speaker::User => "User",
+            Speaker::Agent => "Agent",
+        };
+        let _ = writeln!(transcript, "{who}: {}", line.text);
+    }
+    if transcript.is_empty() {
+        transcript.push_str("(none)\n");
+    }
+    let content = format!(
+        "[Dialogue History]\n{transcript}\n[User Message]\n{user_message}\n\n\
+         [Agent Reply]\n{agent_chat}\n\n\
+         Evaluate the agent reply now. Output only the JSON object."
+    );
+    vec![
+        ChatMessage::new(ChatRole::System, judge_system_prompt(sop, job)),
+        ChatMessage::new(ChatRole::User, content),
+    ]
+}

@@ -1,0 +1,488 @@
+//! The summary rendered: leaderboard.md (the paper's Table 1 and smaller tables) and a plain-text
+//! main table for the terminal. Numbers are rounded here, never in the summary.
+
+use super::stats::Metric;
+use super::summary::{
+    GroupStats, ModelSummary, RELEASED_BOTH, RELEASED_DROP_FORMAT_ERRORS, RELEASED_PREFIX_PATH,
+    Summary, TURN_DEPTHS,
+};
+use std::fmt::Write;
+
+/// The paper's scenarios with their Table 1 abbreviations, in its column order.
+pub const SCENARIO_ABBREVIATIONS: [(&str, &str); 6] = [
+    ("ecommerce_refund", "ER"),
+    ("telecom_package", "TP"),
+    ("property_service", "PS"),
+    ("logistics_delivery", "LD"),
+    ("airline_refund", "AR"),
+    ("online_education", "OE"),
+];
+
+/// A scenario's column name: the paper's abbreviation, or the id itself.
+pub fn scenario_abbreviation(id: &str) -> &str {
+    SCENARIO_ABBREVIATIONS
+        .iter()
+        .find(|(sc, _)| *sc == id)
+        .map_or(id, |(_, abbr)| abbr)
+}
+
+/// The whole leaderboard as Markdown: the main table in the shape of the paper's Table 1, then
+/// the execution gap, chat sub-dimensions, turn depth, adversarial level, judge agreement,
+/// released-code variants, dialogues, repeats (when any), tokens and cost, route coverage.
+pub fn leaderboard_markdown(summary: &Summary) -> String {
+    let models = ranked(summary);
+    let b = &summary.bootstrap;
+    let mut out = String::from("# SAGE-RS leaderboard\n\n");
+    let _ = writeln!(
+        out,
+        "Scores are 0-100 means over every scored turn (a format-error turn counts with Logic 0). \
+         `±` is half the {:.0}% interval of a cluster bootstrap over dialogues (B = {}, seed {}). \
+         Scenario columns give OA. {} dialogues.\n",
+        b.confidence * 100.0,
+        b.resamples,
+        b.seed,
+        summary.dialogues
+    );
+    out.push_str(&main_table(&models).markdown());
+    if models.iter().any(|m| m.simulated) {
+        out.push_str("\n(simulated): a built-in simulated backend, not a real language model.\n");
+    }
+    let sections = [
+        (
+            "Execution gap (Acc_cls - Acc_action, per scenario)",
+            gap_table(&models),
+        ),
+        ("Chat sub-dimensions", dimensions_table(&models)),
+        ("Turn depth (OA)", depth_table(&models)),
+        ("Adversarial intensity", adversarial_table(&models)),
+        ("Judge agreement", agreement_table(summary)),
+        ("Released-code variants", released_table(&models)),
+        ("Dialogues", dialogues_table(&models)),
+        ("Per-case medians across repeats", repeats_table(&models)),
+        ("Tokens and cost", cost_table(&models)),
+        (
+            "Route coverage (dialogues per target route)",
+            coverage_table(summary),
+        ),
+    ];
+    for (title, table) in sections {
+        if !table.rows.is_empty() {
+            let _ = write!(out, "\n## {title}\n\n{}", table.markdown());
+        }
+    }
+    out
+}
+
+/// The main table as aligned plain text, for the terminal.
+pub fn leaderboard_text(summary: &Summary) -> String {
+    let models = ranked(summary);
+    let mut out = main_table(&models).text();
+    let _ = writeln!(
+        out,
+        "OA, Logic, Chat and scenario columns 0-100 over every scored turn; ± half the {:.0}% \
+         bootstrap interval.",
+        summary.bootstrap.confidence * 100.0
+    );
+    out
+}
+
+/// Models by OA, best first (models without a score last, then by name).
+fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
+    let mut models: Vec<&ModelSummary> = summary.models.iter().collect();
+    let oa = |m: &ModelSummary| m.all.overall.map_or(f64::NEG_INFINITY, |x| x.mean);
+    models.sort_by(|a, b| oa(b).total_cmp(&oa(a)).then_with(|| a.model.cmp(&b.model)));
+    models
+}
+
+/// Scenario ids in the paper's column order, then any others by id.
+fn scenario_columns(models: &[&ModelSummary]) -> Vec<String> {
+    let mut ids: Vec<&String> = models.iter().flat_map(|m| m.by_scenario.keys()).collect();
+    let rank = |id: &str| {
+        SCENARIO_ABBREVIATIONS
+            .iter()
+            .position(|(sc, _)| *sc == id)
+            .unwrap_or(SCENARIO_ABBREVIATIONS.len())
+    };
+    ids.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    ids.dedup();
+    ids.into_iter().cloned().collect()
+}
+
+fn model_name(m: &ModelSummary) -> String {
+    if m.simulated {
+        format!("{} (simulated)", m.model)
+    } else {
+        m.model.clone()
+    }
+}
+
+/// `71.56 ±1.2`, or `-` when there is no value.
+fn metric(m: Option<&Metric>) -> String {
+    m.map_or_else(
+        || "-".into(),
+        |m| format!("{:.2} ±{:.1}", m.mean, m.half_width()),
+    )
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
+}
+
+fn main_table(models: &[&ModelSummary]) -> Table {
+    let scenarios = scenario_columns(models);
+    let mut headers = vec![
+        "Model".to_string(),
+        "OA".into(),
+        "Logic".into(),
+        "Chat".into(),
+    ];
+    headers.extend(
+        scenarios
+            .iter()
+            .map(|s| scenario_abbreviation(s).to_string()),
+    );
+    headers.extend(["Format Error (%)".to_string(), "Chat Length".into()]);
+    let mut table = Table::new(headers);
+    for m in models {
+        let a = &m.all;
+        let mut row = vec![
+            model_name(m),
+            metric(a.overall.as_ref()),
+            metric(a.logic.as_ref()),
+            metric(a.chat.as_ref()),
+        ];
+        row.extend(
+            scenarios
+                .iter()
+                .map(|s| metric(m.by_scenario.get(s).and_then(|g| g.overall.as_ref()))),
+        );
+        row.push(metric(a.format_error_rate.as_ref()));
+        row.push(metric(a.chat_length.as_ref()));
+        table.rows.push(row);
+    }
+    table
+}
+
+fn gap_table(models: &[&ModelSummary]) -> Table {
+    let mut table = Table::with(&[
+        "Model",
+        "Scenario",
+        "Acc_cls",
+        "Sim_path",
+        "Acc_action",
+        "Gap",
+    ]);
+    for m in models {
+        let groups = m.by_scenario.iter().map(|(sc, g)| (sc.as_str(), g));
+        for (sc, g) in groups.chain([("all", &m.all)]) {
+            table.rows.push(vec![
+                model_name(m),
+                sc.to_string(),
+                metric(g.acc_cls.as_ref()),
+                metric(g.sim_path.as_ref()),
+                metric(g.acc_action.as_ref()),
+                metric(g.execution_gap.as_ref()),
+            ]);
+        }
+    }
+    table
+}
+
+fn dimensions_table(models: &[&ModelSummary]) -> Table {
+    let mut table = Table::with(&["Model", "Ling.", "Anth.", "Cont.", "Satis.", "Instr."]);
+    for m in models {
+        let d = &m.all.chat_dimensions;
+        table.rows.push(vec![
+            model_name(m),
+            metric(d.linguistic_quality.as_ref()),
+            metric(d.anthropomorphism_emotion.as_ref()),
+            metric(d.content_utility.as_ref()),
+            metric(d.user_satisfaction.as_ref()),
+            metric(d.instruction_compliance.as_ref()),
+        ]);
+    }
+    table
+}
+
+fn depth_table(models: &[&ModelSummary]) -> Table {
+    let keys: Vec<String> = TURN_DEPTHS
+        .iter()
+        .map(|k| format!("t{k}"))
+        .chain(["final".to_string()])
+        .collect();
+    let mut headers = vec!["Model".to_string()];
+    headers.extend(
+        keys.iter()
+            .map(|k| k.to_uppercase().replace("FINAL", "Final")),
+    );
+    headers.extend([
+        "Turn-level (1/5/10/15/final)".to_string(),
+        "All turns".into(),
+    ]);
+    let mut table = Table::new(headers);
+    for m in models {
+        let mut row = vec![model_name(m)];
+        row.extend(
+            keys.iter()
+                .map(|k| metric(m.by_turn.get(k).and_then(|g| g.overall.as_ref()))),
+        );
+        row.push(metric(m.turn_level.overall.as_ref()));
+        row.push(metric(m.all.overall.as_ref()));
+        table.rows.push(row);
+    }
+    table
+}
+
+fn adversarial_table(models: &[&ModelSummary]) -> Table {
+    const LEVELS: [&str; 3] = ["zero", "weak", "strong"];
+    let columns: [(&str, fn(&GroupStats) -> Option<&Metric>); 3] = [
+        ("OA", |g| g.overall.as_ref()),
+        ("Logic", |g| g.logic.as_ref()),
+        ("Format Error (%)", |g| g.format_error_rate.as_ref()),
+    ];
+    let mut headers = vec!["Model".to_string()];
+    for (name, _) in &columns {
+        headers.extend(LEVELS.iter().map(|l| format!("{name} {l}")));
+    }
+    let mut table = Table::new(headers);
+    for m in models {
+        let mut row = vec![model_name(m)];
+        for (_, get) in &columns {
+            row.extend(
+                LEVELS
+                    .iter()
+                    .map(|l| metric(m.by_adversarial.get(*l).and_then(get))),
+            );
+        }
+        table.rows.push(row);
+    }
+    table
+}
+
+fn agreement_table(summary: &Summary) -> Table {
+    let mut table = Table::with(&[
+        "Scenario",
+        "Field",
+        "Turns",
+        "Judges unanimous (%)",
+        "Consensus = ground truth (%)",
+    ]);
+    for (sc, a) in &summary.judge_agreement {
+        for (field, f) in &a.fields {
+            table.rows.push(vec![
+                sc.clone(),
+                field.clone(),
+                a.turns.to_string(),
+                format!("{:.2}", f.unanimous),
+                opt(f.matches_truth),
+            ]);
+        }
+        table.rows.push(vec![
+            sc.clone(),
+            "(all fields)".into(),
+            a.turns.to_string(),
+            format!("{:.2}", a.unanimous_all_fields),
+            opt(a.truth_all_fields),
+        ]);
+    }
+    table
+}
+
+fn released_table(models: &[&ModelSummary]) -> Table {
+    let mut table = Table::with(&[
+        "Model", "Variant", "OA", "Logic", "Chat", "Sim_path", "Turns",
+    ]);
+    for m in models {
+        let variants = [
+            ("paper", Some(&m.all)),
+            (
+                "drop format errors",
+                m.released.get(RELEASED_DROP_FORMAT_ERRORS),
+            ),
+            ("prefix path", m.released.get(RELEASED_PREFIX_PATH)),
+            ("both", m.released.get(RELEASED_BOTH)),
+        ];
+        for (name, g) in variants {
+            let Some(g) = g else { continue };
+            table.rows.push(vec![
+                model_name(m),
+                name.into(),
+                metric(g.overall.as_ref()),
+                metric(g.logic.as_ref()),
+                metric(g.chat.as_ref()),
+                metric(g.sim_path.as_ref()),
+                g.turns.to_string(),
+            ]);
+        }
+    }
+    table
+}
+
+fn dialogues_table(models: &[&ModelSummary]) -> Table {
+    let mut headers = vec![
+        "Model".to_string(),
+        "Dialogues".into(),
+        "Scored turns".into(),
+        "Format-error turns".into(),
+        "Infra-error turns".into(),
+    ];
+    let reasons: Vec<&String> = models
+        .first()
+        .map(|m| m.end_reasons.keys().collect())
+        .unwrap_or_default();
+    headers.extend(reasons.iter().map(|r| format!("End: {r}")));
+    let mut table = Table::new(headers);
+    for m in models {
+        let mut row = vec![
+            model_name(m),
+            m.dialogues.to_string(),
+            m.all.turns.to_string(),
+            m.all.format_error_turns.to_string(),
+            m.all.infra_error_turns.to_string(),
+        ];
+        row.extend(
+            reasons
+                .iter()
+                .map(|r| m.end_reasons.get(*r).copied().unwrap_or(0).to_string()),
+        );
+        table.rows.push(row);
+    }
+    table
+}
+
+fn repeats_table(models: &[&ModelSummary]) -> Table {
+    let mut table = Table::with(&[
+        "Model",
+        "Cases",
+        "Max repeats",
+        "OA mean",
+        "OA median",
+        "Logic mean",
+        "Logic median",
+        "Chat mean",
+        "Chat median",
+    ]);
+    for m in models {
+        let Some(r) = &m.repeats else { continue };
+        let mut row = vec![
+            model_name(m),
+            r.cases.to_string(),
+            r.max_repeats.to_string(),
+        ];
+        for s in [r.overall, r.logic, r.chat] {
+            row.extend([format!("{:.2}", s.mean), format!("{:.2}", s.median)]);
+        }
+        table.rows.push(row);
+    }
+    table
+}
+
+fn cost_table(models: &[&ModelSummary]) -> Table {
+    let mut table = Table::with(&[
+        "Model",
+        "Service calls",
+        "Service tokens in",
+        "Service tokens out",
+        "Service cost ($)",
+        "User cost ($)",
+        "Judge cost ($)",
+        "All tokens",
+        "All cost ($)",
+    ]);
+    for m in models {
+        let role = |r: &str| m.calls.by_role.get(r).copied().unwrap_or_default();
+        let (service, t) = (role("service"), &m.calls.total);
+        table.rows.push(vec![
+            model_name(m),
+            service.calls.to_string(),
+            service.input_tokens.to_string(),
+            service.output_tokens.to_string(),
+            format!("{:.4}", service.cost_usd),
+            format!("{:.4}", role("user").cost_usd),
+            format!("{:.4}", role("judge").cost_usd),
+            (t.input_tokens + t.output_tokens).to_string(),
+            format!("{:.4}", t.cost_usd),
+        ]);
+    }
+    table
+}
+
+fn coverage_table(summary: &Summary) -> Table {
+    let mut table = Table::with(&["Scenario", "Target route", "Dialogues"]);
+    for (sc, routes) in &summary.coverage {
+        for (route, n) in routes {
+            table
+                .rows
+                .push(vec![sc.clone(), route.clone(), n.to_string()]);
+        }
+    }
+    table
+}
+
+/// A table of text cells.
+struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(headers: Vec<String>) -> Table {
+        Table {
+            headers,
+            rows: Vec::new(),
+        }
+    }
+
+    fn with(headers: &[&str]) -> Table {
+        Table::new(headers.iter().map(|h| h.to_string()).collect())
+    }
+
+    fn markdown(&self) -> String {
+        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        let mut out = line(&self.headers);
+        let rule: Vec<String> = (0..self.headers.len())
+            .map(|i| if i == 0 { "---" } else { "---:" }.to_string())
+            .collect();
+        out.push_str(&line(&rule));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+
+    /// Columns padded to their widest cell; the first left-aligned, the others right-aligned.
+    fn text(&self) -> String {
+        let width = |i: usize| {
+            std::iter::once(&self.headers)
+                .chain(&self.rows)
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.headers.len()).map(width).collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (c, &w))| {
+                    let pad = " ".repeat(w.saturating_sub(c.chars().count()));
+                    if i == 0 {
+                        format!("{c}{pad}")
+                    } else {
+                        format!("{pad}{c}")
+                    }
+                })
+                .collect();
+            format!("{}\n", padded.join("  ").trim_end())
+        };
+        let mut out = line(&self.headers);
+        let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+        out.push_str(&line(&rule));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+}

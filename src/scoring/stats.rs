@@ -1,0 +1,137 @@
+//! Statistics: means with a seeded cluster-bootstrap percentile interval, quantiles, medians.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// A mean with its bootstrap confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// The mean over every observation (pooled over the clusters).
+    pub mean: f64,
+    /// Lower bound of the percentile interval.
+    pub ci_low: f64,
+    /// Upper bound of the percentile interval.
+    pub ci_high: f64,
+    /// Number of observations (turns) behind the mean.
+    pub n: usize,
+}
+
+impl Metric {
+    /// Half the interval's width (`±` in the leaderboard).
+    pub fn half_width(&self) -> f64 {
+        (self.ci_high - self.ci_low) / 2.0
+    }
+}
+
+/// How the intervals are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bootstrap {
+    /// Resamples (B); 0 gives a degenerate interval at the mean.
+    pub resamples: usize,
+    /// Coverage of the interval, e.g. 0.95.
+    pub confidence: f64,
+    /// Seed of the generator; each group also derives a stream from its label.
+    pub seed: u64,
+}
+
+impl Default for Bootstrap {
+    fn default() -> Self {
+        Bootstrap {
+            resamples: 1000,
+            confidence: 0.95,
+            seed: 0,
+        }
+    }
+}
+
+/// One cluster's (dialogue's) contribution to each of `N` metrics: (sum of its observations,
+/// number of observations). A metric's value is `sum of sums / sum of counts`.
+pub type ClusterSums<const N: usize> = [(f64, f64); N];
+
+impl Bootstrap {
+    /// Each metric's pooled mean with a percentile interval from resampling whole clusters with
+    /// replacement. The same resamples serve every metric. A metric with no observation is
+    /// `None`; a resample in which a metric has no observation is skipped for that metric.
+    /// `label` selects the generator's stream, so a group's interval does not depend on which
+    /// other groups exist.
+    pub fn metrics<const N: usize>(
+        &self,
+        clusters: &[ClusterSums<N>],
+        label: &str,
+    ) -> [Option<Metric>; N] {
+        let totals = pooled(clusters.iter());
+        let mut draws: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(self.resamples));
+        if !clusters.is_empty() {
+            let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+            rng.set_stream(fnv1a(label));
+            for _ in 0..self.resamples {
+                let sample =
+                    (0..clusters.len()).map(|_| &clusters[rng.random_range(0..clusters.len())]);
+                for (draw, (sum, count)) in draws.iter_mut().zip(pooled(sample)) {
+                    if count > 0.0 {
+                        draw.push(sum / count);
+                    }
+                }
+            }
+        }
+        let tail = (1.0 - self.confidence) / 2.0;
+        std::array::from_fn(|m| {
+            let (sum, count) = totals[m];
+            (count > 0.0).then(|| {
+                let mean = sum / count;
+                let draw = &mut draws[m];
+                draw.sort_by(f64::total_cmp);
+                Metric {
+                    mean,
+                    ci_low: quantile(draw, tail).unwrap_or(mean),
+                    ci_high: quantile(draw, 1.0 - tail).unwrap_or(mean),
+                    n: count as usize,
+                }
+            })
+        })
+    }
+}
+
+/// Sums of the clusters' sums and counts, per metric.
+fn pooled<'a, const N: usize>(
+    clusters: impl Iterator<Item = &'a ClusterSums<N>>,
+) -> ClusterSums<N> {
+    let mut totals = [(0.0, 0.0); N];
+    for cluster in clusters {
+        for (t, (sum, count)) in totals.iter_mut().zip(cluster) {
+            t.0 += sum;
+            t.1 += count;
+        }
+    }
+    totals
+}
+
+/// The `q` quantile of sorted values, interpolating linearly between order statistics (the
+/// usual "type 7" definition); `None` when there are none.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let h = last as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(last);
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+}
+
+/// The median (mean of the two middle values for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    quantile(&sorted, 0.5)
+}
+
+/// The arithmetic mean; `None` when empty.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// 64-bit FNV-1a: a stable hash of a label (std's hasher may change between releases).
+fn fnv1a(label: &str) -> u64 {
+    label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

@@ -1,0 +1,676 @@
+//! Scoring tests: every expected value is computed by hand from the formulas.
+
+use super::stats::{Bootstrap, median, quantile};
+use super::summary::{
+    RELEASED_BOTH, RELEASED_DROP_FORMAT_ERRORS, RELEASED_PREFIX_PATH, case_key, route_key,
+};
+use super::turn::*;
+use super::*;
+use crate::protocol::{
+    AgentTurn, CallRecord, ChatScores, DialogueEnd, DialogueJob, DialogueRecord, FormatError,
+    JudgeReply, Judgment, ServiceOutcome, TurnRecord, Usage,
+};
+use crate::scenario::{Adversarial, Value};
+use crate::sop::{self, Route, Sop};
+use std::collections::BTreeMap;
+
+const EPS: f64 = 1e-9;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < EPS
+}
+
+macro_rules! assert_close {
+    ($a:expr, $b:expr) => {{
+        let (a, b): (f64, f64) = ($a, $b);
+        assert!(close(a, b), "{} = {a}, expected {b}", stringify!($a));
+    }};
+}
+
+// ---------------------------------------------------------------- builders
+
+fn strings(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+fn text(s: &str) -> Value {
+    Value::Str(s.into())
+}
+
+fn fields(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn route(path: &[&str], action: &str, outputs: &[(&str, &str)]) -> Route {
+    Route {
+        path: strings(path),
+        action: action.into(),
+        outputs: outputs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    }
+}
+
+fn agent(path: &[&str], action: &str, outputs: &[(&str, &str)]) -> AgentTurn {
+    let r = route(path, action, outputs);
+    AgentTurn {
+        classification: BTreeMap::new(),
+        cot: String::new(),
+        path: r.path,
+        action: r.action,
+        outputs: r.outputs,
+        chat: "hello".into(),
+    }
+}
+
+fn scores(l: u8, a: u8, c: u8, s: u8, i: u8) -> ChatScores {
+    ChatScores {
+        linguistic_quality: l,
+        anthropomorphism_emotion: a,
+        content_utility: c,
+        user_satisfaction: s,
+        instruction_compliance: i,
+    }
+}
+
+fn all(x: u8) -> ChatScores {
+    scores(x, x, x, x, x)
+}
+
+fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> DialogueJob {
+    DialogueJob {
+        run_id: "run".into(),
+        dialogue_id: id.into(),
+        scenario: scenario.into(),
+        target: route(&["step1", "step2"], "Refund", &[]),
+        fields: [("A".to_string(), text("x")), ("B".to_string(), text("z"))].into_iter().collect(),
+        variables: Default::default(),
+        intent: "intent".into(),
+        persona: "persona".into(),
+        adversarial,
+        service_model: model.into(),
+        user_model: "user-model".into(),
+        judge_models: strings(&["judge-1", "judge-2"]),
+        max_turns: 20,
+        seed: 1,
+        repeat: 0,
+    }
+}
+
+/// Judges: each with its classification and chat scores; consensus: the first judge's fields.
+fn panel(judges: &[(BTreeMap<String, Value>, ChatScores)]) -> JudgeReply {
+    JudgeReply {
+        judgments: judges
+            .iter()
+            .map(|(c, s)| {
+                Ok(Judgment {
+                    classification: c.clone(),
+                    chat: *s,
+                })
+            })
+            .collect(),
+        consensus: judges.first().map(|(c, _)| c.clone()),
+        calls: Vec::new(),
+    }
+}
+
+fn record(n: u32, outcome: ServiceOutcome, judges: JudgeReply, parts: LogicParts) -> TurnRecord {
+    let chats: Vec<ChatScores> = judges
+        .judgments
+        .iter()
+        .filter_map(|j| j.as_ref().ok().map(|j| j.chat))
+        .collect();
+    TurnRecord {
+        turn: n,
+        user_message: "hi".into(),
+        raw_output: None,
+        outcome,
+        judges: Some(judges),
+        reference: None,
+        scores: combine(parts, &chats),
+        infra_error: None,
+        calls: Vec::new(),
+    }
+}
+
+/// A valid turn with the given logic sub-scores (prefix path score = sim_path unless changed).
+fn valid(n: u32, p: (f64, f64, f64), chat: &str, judges: JudgeReply) -> TurnRecord {
+    let mut turn = agent(&["step1"], "Refund", &[]);
+    turn.chat = chat.into();
+    let parts = LogicParts {
+        acc_cls: p.0,
+        sim_path: p.1,
+        sim_path_prefix: p.1,
+        acc_action: p.2,
+    };
+    record(n, ServiceOutcome::Valid { turn }, judges, parts)
+}
+
+fn format_error(n: u32, judges: JudgeReply) -> TurnRecord {
+    let outcome = ServiceOutcome::FormatError {
+        error: FormatError::NoJsonObject,
+        chat: "raw text shown to the user".into(),
+    };
+    record(n, outcome, judges, LogicParts::FORMAT_ERROR)
+}
+
+fn infra(n: u32) -> TurnRecord {
+    TurnRecord {
+        turn: n,
+        user_message: "hi".into(),
+        raw_output: None,
+        outcome: ServiceOutcome::InfraError {
+            error: "timeout".into(),
+        },
+        judges: None,
+        reference: None,
+        scores: None,
+        infra_error: Some("timeout".into()),
+        calls: Vec::new(),
+    }
+}
+
+fn dialogue(job: DialogueJob, turns: Vec<TurnRecord>, end: DialogueEnd) -> DialogueRecord {
+    DialogueRecord {
+        simulated: job.service_model.starts_with("sim"),
+        job,
+        turns,
+        end,
+        usage: Usage::default(),
+        cost_usd: 0.0,
+    }
+}
+
+fn call(model: &str, input: u64, output: u64, cost: f64) -> CallRecord {
+    CallRecord {
+        model: model.into(),
+        simulated: false,
+        request: Vec::new(),
+        response: Some("ok".into()),
+        finish_reason: None,
+        error: None,
+        attempts: 1,
+        usage: Usage {
+            input_tokens: input,
+            output_tokens: output,
+        },
+        cost_usd: cost,
+        cached: false,
+        latency_ms: 5,
+    }
+}
+
+fn load(scenario: &str) -> Sop {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    sop::load(&dir.join(format!("{scenario}.yaml"))).unwrap()
+}
+
+// ---------------------------------------------------------------- per turn
+
+#[test]
+fn values_compare_across_text_and_types() {
+    assert!(values_equal(&text("true"), &Value::Bool(true)));
+    assert!(values_equal(&Value::Bool(false), &text("false")));
+    assert!(values_equal(&text("5"), &Value::Int(5)));
+    assert!(values_equal(&Value::Int(5), &text("5")));
+    assert!(!values_equal(&text("6"), &Value::Int(5)));
+    assert!(!values_equal(&text("true"), &Value::Bool(false)));
+    assert!(!values_equal(&text("Calm"), &text("calm")));
+}
+
+#[test]
+fn classification_accuracy_is_the_share_of_fields_right() {
+    let consensus = fields(&[
+        ("Type", text("Enquiry")),
+        ("Member", Value::Bool(true)),
+        ("Penalty", Value::Int(5)),
+        ("Emotion", text("Calm")),
+    ]);
+    let agent = fields(&[
+        ("Type", text("Enquiry")),
+        ("Member", text("true")),
+        ("Penalty", text("5")),
+        ("Emotion", text("Discontent")),
+    ]);
+    assert_close!(acc_cls(&agent, &consensus), 0.75);
+    // A field the agent left out counts as wrong.
+    let partial = fields(&[("Type", text("Enquiry"))]);
+    assert_close!(acc_cls(&partial, &consensus), 0.25);
+}
+
+#[test]
+fn path_similarity_and_the_released_prefix_score() {
+    let reference = strings(&["step1", "step2", "step3", "step6"]);
+    let p = strings(&["step1", "step2", "step4"]);
+    assert_close!(sim_path(&p, &reference), 0.5); // {1,2} of 4
+    assert_close!(sim_path_prefix(&p, &reference), 0.5); // prefix 2 / max(3, 4)
+    let p = strings(&["step1", "step2", "step3"]);
+    assert_close!(sim_path(&p, &reference), 0.75);
+    assert_close!(sim_path_prefix(&p, &reference), 0.75);
+    // Order matters only to the prefix score.
+    let p = strings(&["step2", "step1", "step3", "step6"]);
+    assert_close!(sim_path(&p, &reference), 1.0);
+    assert_close!(sim_path_prefix(&p, &reference), 0.0);
+    // Extra stages do not lower eq. 6 but lower the prefix score: prefix 4 / max(5, 4).
+    let p = strings(&["step1", "step2", "step3", "step6", "step4"]);
+    assert_close!(sim_path(&p, &reference), 1.0);
+    assert_close!(sim_path_prefix(&p, &reference), 0.8);
+    // start/end markers are removed before the exact-match test.
+    let p = strings(&["start", "step1", "step2", "step3", "step6", "END"]);
+    assert_close!(sim_path_prefix(&p, &reference), 1.0);
+}
+
+#[test]
+fn finals_follow_the_action_and_outputs_rules() {
+    let plan = route(&["step1"], "PLAN", &[("PLAN", "PLAN_B")]);
+    let guide = route(&["step1"], "GUIDE", &[("PLAN", "none")]);
+    let with_plan = Finals::WithOutputs {
+        carried: strings(&["PLAN"]),
+    };
+    let carries_none = Finals::WithOutputs { carried: vec![] };
+    // PLAN right, plan wrong: 0.7.
+    let t = agent(&["step1"], "PLAN", &[("PLAN", "PLAN_A")]);
+    assert_close!(acc_action(&t, &plan, &with_plan), 0.7);
+    let t = agent(&["step1"], "PLAN", &[("PLAN", "PLAN_B")]);
+    assert_close!(acc_action(&t, &plan, &with_plan), 1.0);
+    // Wrong action, reference GUIDE (carries no output): the 0.3 is granted.
+    let t = agent(&["step1"], "COMFORT", &[("PLAN", "PLAN_A")]);
+    assert_close!(acc_action(&t, &guide, &carries_none), 0.3);
+    let t = agent(&["step1"], "GUIDE", &[]);
+    assert_close!(acc_action(&t, &guide, &carries_none), 1.0);
+    // Wrong action against a PLAN reference: 0.3 only if the plan matches.
+    let t = agent(&["step1"], "GUIDE", &[("PLAN", "PLAN_B")]);
+    assert_close!(acc_action(&t, &plan, &with_plan), 0.3);
+    // A scenario without outputs (Telecom): all or nothing.
+    let change = route(&["step1"], "ChangeOrder", &[]);
+    let t = agent(&["step1"], "ChangeOrder", &[]);
+    assert_close!(acc_action(&t, &change, &Finals::ActionOnly), 1.0);
+    let t = agent(&["step1"], "TransHuman", &[]);
+    assert_close!(acc_action(&t, &change, &Finals::ActionOnly), 0.0);
+}
+
+#[test]
+fn finals_rule_comes_from_the_scenario() {
+    let oe = load("online_education");
+    let find = |action: &str| {
+        oe.routes()
+            .iter()
+            .find(|r| r.route.action == action)
+            .map(|r| r.route.clone())
+            .unwrap()
+    };
+    let carried = |f: Finals| match f {
+        Finals::WithOutputs { carried } => carried,
+        Finals::ActionOnly => panic!("online_education declares PLAN"),
+    };
+    assert_eq!(carried(Finals::for_route(&oe, &find("PLAN"))), ["PLAN"]);
+    assert!(carried(Finals::for_route(&oe, &find("GUIDE"))).is_empty());
+    let tp = load("telecom_package");
+    let r = tp.routes()[0].route.clone();
+    assert_eq!(Finals::for_route(&tp, &r), Finals::ActionOnly);
+}
+
+#[test]
+fn chat_is_the_weighted_judge_score_averaged_over_judges() {
+    assert_close!(judge_chat(&all(9)), 100.0);
+    // (0.2*3 + 0.25*6 + 0.25*9 + 0.15*6 + 0.15*3) / 9 * 100 = 5.7 / 9 * 100
+    assert_close!(judge_chat(&scores(3, 6, 9, 6, 3)), 570.0 / 9.0);
+    assert_close!(judge_chat(&all(3)), 100.0 / 3.0);
+    assert_close!(panel_chat(&[all(9), all(3)]).unwrap(), (100.0 + 100.0 / 3.0) / 2.0);
+    assert_eq!(panel_chat(&[]), None);
+    assert_close!(chat_dimensions(&scores(3, 6, 9, 6, 3))[1], 600.0 / 9.0);
+}
+
+#[test]
+fn a_turn_combines_logic_and_chat() {
+    let consensus = fields(&[
+        ("A", text("a")),
+        ("B", text("b")),
+        ("C", text("c")),
+        ("D", text("d")),
+    ]);
+    let reference = route(&["step1", "step2", "step3", "step6"], "ChangeOrder", &[]);
+    let mut turn = agent(&["step1", "step2", "step4"], "ChangeOrder", &[]);
+    turn.classification = fields(&[
+        ("A", text("a")),
+        ("B", text("b")),
+        ("C", text("c")),
+        ("D", text("x")),
+    ]);
+    let answer = Answer::Valid {
+        turn: &turn,
+        consensus: &consensus,
+        reference: &reference,
+        finals: &Finals::ActionOnly,
+    };
+    let s = score_turn(answer, &[scores(3, 6, 9, 6, 3)]).unwrap();
+    assert_close!(s.acc_cls, 0.75);
+    assert_close!(s.sim_path, 0.5);
+    assert_close!(s.sim_path_prefix, 0.5);
+    assert_close!(s.acc_action, 1.0);
+    // 100 * (0.4*0.75 + 0.4*0.5 + 0.2*1) = 70
+    assert_close!(s.logic, 70.0);
+    assert_close!(s.chat, 570.0 / 9.0);
+    // 0.8*70 + 0.2*63.33 = 56 + 12.666
+    assert_close!(s.overall, 56.0 + 0.2 * 570.0 / 9.0);
+    // No judge answered: not scored.
+    assert_eq!(score_turn(answer, &[]), None);
+}
+
+#[test]
+fn a_format_error_turn_scores_only_chat() {
+    let s = score_turn(Answer::FormatError, &[all(9), all(9), all(9)]).unwrap();
+    assert_eq!(
+        (s.acc_cls, s.sim_path, s.sim_path_prefix, s.acc_action, s.logic),
+        (0.0, 0.0, 0.0, 0.0, 0.0)
+    );
+    assert_close!(s.chat, 100.0);
+    assert_close!(s.overall, 20.0);
+}
+
+#[test]
+fn stored_turns_are_rescored() {
+    let tp = load("telecom_package");
+    let reference = tp.routes()[0].route.clone();
+    let consensus = fields(&[("ConsumptionType", text("Enquiry"))]);
+    let mut turn = agent(&[], &reference.action, &[]);
+    turn.path = reference.path.clone();
+    turn.classification = consensus.clone();
+    let mut r = valid(1, (0.0, 0.0, 0.0), "x", panel(&[(consensus, all(9))]));
+    r.outcome = ServiceOutcome::Valid { turn };
+    r.reference = Some(Ok(reference));
+    let s = score_record(&r, &tp).unwrap();
+    assert_eq!((s.logic, s.chat, s.overall), (100.0, 100.0, 100.0));
+    let fe = format_error(2, panel(&[(fields(&[]), all(3))]));
+    assert_close!(score_record(&fe, &tp).unwrap().overall, 0.2 * 100.0 / 3.0);
+    assert_eq!(score_record(&infra(3), &tp), None);
+    r.reference = Some(Err("no route".into()));
+    assert_eq!(score_record(&r, &tp), None);
+}
+
+// ---------------------------------------------------------------- statistics
+
+#[test]
+fn quantiles_and_medians() {
+    assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(2.5));
+    assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.0), Some(1.0));
+    assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 1.0), Some(4.0));
+    assert_eq!(quantile(&[], 0.5), None);
+    assert_eq!(median(&[10.0, 50.0, 20.0]), Some(20.0));
+    assert_eq!(median(&[30.0, 40.0]), Some(35.0));
+}
+
+#[test]
+fn bootstrap_pools_clusters_and_brackets_the_mean() {
+    // Two clusters: sums 1 over 1 observation and 9 over 3 -> pooled mean 10/4.
+    let clusters = [[(1.0, 1.0), (0.0, 0.0)], [(9.0, 3.0), (0.0, 0.0)]];
+    let b = Bootstrap::default();
+    let [m, empty] = b.metrics(&clusters, "x");
+    let m = m.unwrap();
+    assert_close!(m.mean, 2.5);
+    assert_eq!(m.n, 4);
+    assert!(m.ci_low <= m.mean && m.mean <= m.ci_high);
+    assert!(m.ci_low >= 1.0 && m.ci_high <= 3.0);
+    assert_eq!(empty, None);
+    assert_eq!(b.metrics(&clusters, "x"), b.metrics(&clusters, "x"));
+    let none = Bootstrap {
+        resamples: 0,
+        ..b
+    };
+    let [m, _] = none.metrics(&clusters, "x");
+    let m = m.unwrap();
+    assert_eq!((m.ci_low, m.ci_high), (m.mean, m.mean));
+}
+
+// ---------------------------------------------------------------- aggregation
+
+/// Model `m`: D1 (zero) = valid 100/100/100, format error (chat 33.3), infra; D2 (strong) =
+/// valid logic 40 chat 100. Model `sim` (simulated): three identical dialogues.
+fn records() -> Vec<DialogueRecord> {
+    let ab = |a: &str, b: &str| fields(&[("A", text(a)), ("B", text(b))]);
+    let mut t1 = valid(
+        1,
+        (1.0, 1.0, 1.0),
+        "hello",
+        panel(&[(ab("x", "y"), all(9)), (ab("x", "z"), all(9))]),
+    );
+    t1.calls = vec![
+        call("user-model", 10, 5, 0.001),
+        call("m", 100, 20, 0.01),
+        call("judge-1", 50, 10, 0.002),
+        call("judge-2", 50, 10, 0.002),
+    ];
+    let d1 = dialogue(
+        job("ecommerce_refund/0001/m/r0", "m", "ecommerce_refund", Adversarial::Zero),
+        vec![
+            t1,
+            format_error(2, panel(&[(ab("x", "y"), all(3)), (ab("x", "y"), all(3))])),
+            infra(3),
+        ],
+        DialogueEnd::UserEndedEarly,
+    );
+    let mut d2_turn = valid(
+        1,
+        (0.5, 0.5, 0.0),
+        "hi!",
+        panel(&[(ab("w", "y"), all(9)), (ab("w", "y"), all(9))]),
+    );
+    // The released path score is lower here: 0.25 instead of 0.5.
+    d2_turn.scores.as_mut().unwrap().sim_path_prefix = 0.25;
+    let mut j2 = job("ecommerce_refund/0002/m/r0", "m", "ecommerce_refund", Adversarial::Strong);
+    j2.fields = [("A".to_string(), text("x")), ("B".to_string(), text("y"))].into_iter().collect();
+    let d2 = dialogue(j2, vec![d2_turn], DialogueEnd::Resolved);
+    let mut out = vec![d2, d1];
+    for i in 0..3 {
+        let id = format!("telecom_package/000{i}/sim/r0");
+        let turns = vec![valid(1, (1.0, 1.0, 1.0), "abcd", panel(&[(ab("x", "z"), all(9))]))];
+        let j = job(&id, "sim", "telecom_package", Adversarial::Weak);
+        out.push(dialogue(j, turns, DialogueEnd::Resolved));
+    }
+    out
+}
+
+fn model<'s>(s: &'s Summary, name: &str) -> &'s ModelSummary {
+    s.models.iter().find(|m| m.model == name).unwrap()
+}
+
+fn mean_of(m: Option<Metric>) -> f64 {
+    m.unwrap().mean
+}
+
+#[test]
+fn summary_means_are_turn_weighted() {
+    let s = summarize(&records(), &Bootstrap::default());
+    assert_eq!(s.dialogues, 5);
+    let m = model(&s, "m");
+    let a = &m.all;
+    assert_eq!((m.dialogues, a.dialogues), (2, 2));
+    assert_eq!((a.turns, a.valid_turns, a.format_error_turns, a.infra_error_turns), (3, 2, 1, 1));
+    // OA: (100 + 0.2*33.33 + 0.8*40 + 20) / 3
+    assert_close!(mean_of(a.overall), (100.0 + 20.0 / 3.0 + 52.0) / 3.0);
+    assert_close!(mean_of(a.logic), 140.0 / 3.0);
+    assert_close!(mean_of(a.chat), (200.0 + 100.0 / 3.0) / 3.0);
+    assert_close!(mean_of(a.acc_cls), 50.0);
+    assert_close!(mean_of(a.sim_path), 50.0);
+    assert_close!(mean_of(a.acc_action), 100.0 / 3.0);
+    assert_close!(mean_of(a.execution_gap), 50.0 - 100.0 / 3.0);
+    assert_close!(mean_of(a.format_error_rate), 100.0 / 3.0);
+    assert_close!(mean_of(a.chat_length), 4.0); // "hello", "hi!"
+    assert_close!(mean_of(a.chat_dimensions.anthropomorphism_emotion), (200.0 + 100.0 / 3.0) / 3.0);
+    assert_eq!(a.overall.unwrap().n, 3);
+    assert_eq!(a.chat_length.unwrap().n, 2);
+    assert!(!m.simulated && model(&s, "sim").simulated);
+}
+
+#[test]
+fn summary_breakdowns() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let m = model(&s, "m");
+    // Turn depth: T1 = (100 + 52) / 2; final = the last scored turn (D1's format error, D2's T1).
+    assert_eq!(m.by_turn.keys().collect::<Vec<_>>(), ["t1", "final"]);
+    assert_close!(mean_of(m.by_turn["t1"].overall), 76.0);
+    assert_close!(mean_of(m.by_turn["final"].overall), (20.0 / 3.0 + 52.0) / 2.0);
+    // Turn-level evaluation: turns 1 and final here, the same three turns, no infra turn.
+    assert_close!(mean_of(m.turn_level.overall), mean_of(m.all.overall));
+    assert_eq!(m.turn_level.infra_error_turns, 0);
+    // Adversarial: zero = D1, strong = D2, no weak dialogue.
+    assert_eq!(m.by_adversarial.keys().collect::<Vec<_>>(), ["zero", "strong"]);
+    assert_close!(mean_of(m.by_adversarial["zero"].overall), (100.0 + 20.0 / 3.0) / 2.0);
+    assert_close!(mean_of(m.by_adversarial["zero"].format_error_rate), 50.0);
+    assert_close!(mean_of(m.by_adversarial["strong"].logic), 40.0);
+    assert_eq!(m.by_scenario.keys().collect::<Vec<_>>(), ["ecommerce_refund"]);
+    assert_eq!(m.by_scenario["ecommerce_refund"], m.all);
+    // Ends.
+    assert_eq!(m.ended_early, 1);
+    assert_eq!(m.end_reasons["resolved"], 1);
+    assert_eq!(m.end_reasons["max_turns"], 0);
+    // Coverage: every dialogue targets step1>step2 -> Refund.
+    assert_eq!(s.coverage["ecommerce_refund"]["step1>step2 -> Refund"], 2);
+    assert_eq!(s.coverage["telecom_package"]["step1>step2 -> Refund"], 3);
+    assert_eq!(route_key(&route(&["s1", "s2"], "PLAN", &[("PLAN", "PLAN_A")])), "s1>s2 -> PLAN [PLAN=PLAN_A]");
+}
+
+#[test]
+fn released_variants_drop_format_errors_and_score_paths_by_prefix() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let m = model(&s, "m");
+    let paper = mean_of(m.all.overall);
+    // Dropping the format-error turn: (100 + 52) / 2 = 76, above the paper's 52.89.
+    let drop = &m.released[RELEASED_DROP_FORMAT_ERRORS];
+    assert_close!(mean_of(drop.overall), 76.0);
+    assert!(mean_of(drop.overall) > paper);
+    assert_eq!((drop.turns, drop.format_error_turns), (2, 0));
+    assert_close!(mean_of(drop.format_error_rate), 0.0);
+    // Prefix path: D2's logic becomes 100 * (0.2 + 0.4*0.25 + 0) = 30, its OA 0.8*30 + 20 = 44.
+    let prefix = &m.released[RELEASED_PREFIX_PATH];
+    assert_close!(mean_of(prefix.overall), (100.0 + 20.0 / 3.0 + 44.0) / 3.0);
+    assert_close!(mean_of(prefix.sim_path), (100.0 + 0.0 + 25.0) / 3.0);
+    let both = &m.released[RELEASED_BOTH];
+    assert_close!(mean_of(both.overall), 72.0);
+    assert_close!(mean_of(both.logic), 65.0);
+}
+
+#[test]
+fn intervals_bracket_the_mean_and_collapse_for_identical_dialogues() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let m = model(&s, "m").all.overall.unwrap();
+    assert!(m.ci_low <= m.mean && m.mean <= m.ci_high);
+    assert!(m.ci_low < m.ci_high);
+    let sim = model(&s, "sim").all.overall.unwrap();
+    assert_eq!((sim.mean, sim.ci_low, sim.ci_high), (100.0, 100.0, 100.0));
+}
+
+#[test]
+fn summary_is_deterministic_and_order_independent() {
+    let b = Bootstrap {
+        seed: 7,
+        ..Bootstrap::default()
+    };
+    let mut reversed = records();
+    reversed.reverse();
+    let first = summarize(&records(), &b);
+    assert_eq!(first, summarize(&records(), &b));
+    assert_eq!(first, summarize(&reversed, &b));
+    let json = serde_json::to_string(&first).unwrap();
+    assert_eq!(serde_json::from_str::<Summary>(&json).unwrap(), first);
+}
+
+#[test]
+fn calls_are_summed_per_role_and_model() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let c = &model(&s, "m").calls;
+    assert_eq!(c.total.calls, 4);
+    assert_eq!(c.total.input_tokens, 210);
+    assert_close!(c.total.cost_usd, 0.015);
+    let service = c.by_role["service"];
+    assert_eq!((service.calls, service.input_tokens, service.output_tokens), (1, 100, 20));
+    assert_eq!(c.by_role["judge"].calls, 2);
+    assert_eq!(c.by_role["user"].output_tokens, 5);
+    assert_eq!(s.calls_by_model["judge-1"].input_tokens, 50);
+}
+
+#[test]
+fn judge_agreement_per_field_and_against_the_ground_truth() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let a = &s.judge_agreement["ecommerce_refund"];
+    // Scored turns: D1 T1 (judges disagree on B), D1 T2, D2 T1 (the infra turn is left out).
+    assert_eq!(a.turns, 3);
+    assert_close!(a.fields["A"].unanimous, 100.0);
+    assert_close!(a.fields["B"].unanimous, 200.0 / 3.0);
+    // Truth: D1 fixes A=x, B=z; D2 fixes A=x, B=y. Consensus A: x, x, w; B: y, y, y.
+    assert_close!(a.fields["A"].matches_truth.unwrap(), 200.0 / 3.0);
+    assert_close!(a.fields["B"].matches_truth.unwrap(), 100.0 / 3.0);
+    assert_close!(a.unanimous_all_fields, 200.0 / 3.0);
+    assert_close!(a.truth_all_fields.unwrap(), 0.0);
+    assert_close!(a.truth_mean_over_fields.unwrap(), 50.0);
+    assert_eq!(a.fields.keys().collect::<Vec<_>>(), ["A", "B"]);
+}
+
+#[test]
+fn repeats_take_the_median_per_case() {
+    assert_eq!(case_key("tp/0001/sim/r12"), "tp/0001/sim");
+    assert_eq!(case_key("tp/0001/sim/rx"), "tp/0001/sim/rx");
+    assert_eq!(case_key("tp/0001/r"), "tp/0001/r");
+    assert_eq!(case_key("r0"), "r0");
+    // Logic per dialogue (chat 100 everywhere): case 1: 10, 50, 20; case 2: 30, 40; case 3: 90.
+    let runs: [(&str, &[f64]); 3] = [
+        ("telecom_package/0001/r", &[0.1, 0.5, 0.2]),
+        ("telecom_package/0002/r", &[0.3, 0.4]),
+        ("telecom_package/0003/r", &[0.9]),
+    ];
+    let mut repeated = Vec::new();
+    for (case, xs) in runs {
+        for (i, x) in xs.iter().enumerate() {
+            let mut j = job(&format!("{case}/r{i}"), "r", "telecom_package", Adversarial::Zero);
+            j.repeat = i as u32;
+            let turn = valid(1, (*x, *x, *x), "c", panel(&[(fields(&[]), all(9))]));
+            repeated.push(dialogue(j, vec![turn], DialogueEnd::Resolved));
+        }
+    }
+    let s = summarize(&repeated, &Bootstrap::default());
+    let r = model(&s, "r").repeats.as_ref().unwrap();
+    assert_eq!((r.cases, r.max_repeats), (3, 3));
+    // Medians: 20, 35, 90.
+    assert_close!(r.logic.mean, 145.0 / 3.0);
+    assert_close!(r.logic.median, 35.0);
+    // OA = 0.8 Logic + 20: medians 36, 48, 92.
+    assert_close!(r.overall.mean, 176.0 / 3.0);
+    assert_close!(r.overall.median, 48.0);
+    assert_close!(r.chat.median, 100.0);
+    // No case ran twice: no section.
+    let s = summarize(&records(), &Bootstrap::default());
+    assert!(model(&s, "m").repeats.is_none());
+}
+
+// ---------------------------------------------------------------- rendering
+
+#[test]
+fn leaderboard_has_the_shape_of_table_1() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let md = leaderboard_markdown(&s);
+    assert!(
+        md.contains("| Model | OA | Logic | Chat | ER | TP | Format Error (%) | Chat Length |"),
+        "{md}"
+    );
+    // Sorted by OA: the simulated model (100) before m (52.89).
+    let sim = md.find("| sim (simulated) | 100.00 ±0.0 |").expect("sim row");
+    let m = md.find("| m | 52.89 ±").expect("m row");
+    assert!(sim < m);
+    assert!(md.contains("(simulated): a built-in simulated backend"));
+    for section in [
+        "## Execution gap",
+        "## Chat sub-dimensions",
+        "## Turn depth",
+        "## Adversarial intensity",
+        "## Judge agreement",
+        "## Released-code variants",
+        "## Tokens and cost",
+        "## Route coverage",
+    ] {
+        assert!(md.contains(section), "{section} missing");
+    }
+    assert!(!md.contains("## Per-case medians"));
+    let text = leaderboard_text(&s);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Model") && lines[0].ends_with("Chat Length"));
+    assert!(lines[2].starts_with("sim (simulated)"));
+    assert_eq!(leaderboard::scenario_abbreviation("custom_scenario"), "custom_scenario");
+}
