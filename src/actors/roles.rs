@@ -11,7 +11,7 @@
 use crate::llm::sim::SimContext;
 use crate::llm::{ChatMessage, ChatRequest, Endpoint};
 use crate::prompts;
-use crate::protocol::parse::{parse_agent_output, parse_judge_output};
+use crate::protocol::parse::{extract_chat, parse_agent_output, parse_judge_output};
 use crate::protocol::{
     CallRecord, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply, RuleRequest,
     ServiceOutcome, ServiceReply, ServiceRequest, UserReply, UserRequest,
@@ -213,7 +213,9 @@ impl ServiceRole {
                     Ok(turn) => ServiceOutcome::Valid { turn },
                     Err(error) => ServiceOutcome::FormatError {
                         error,
-                        chat: response.text.chars().take(600).collect(),
+                        // What the user sees: the answer's `chat` if it can be read, else the text.
+                        chat: extract_chat(&response.text)
+                            .unwrap_or_else(|| response.text.chars().take(600).collect()),
                     },
                 };
                 ServiceReply {

@@ -41,6 +41,9 @@ pub struct Case {
     pub variables: Assignment,
     /// True when added to cover a route the balanced sample missed.
     pub supplemented: bool,
+    /// False when no intent of the scenario reaches the route: the case then borrows the intent
+    /// that agrees with the route on the most implied values.
+    pub intent_matches: bool,
 }
 
 /// A random complete assignment inside a region (a random box, then a random value per key;
@@ -87,10 +90,6 @@ fn sample(sop: &Sop, region: &[ValueBox], rng: &mut ChaCha8Rng) -> (Assignment, 
 pub fn cases(sop: &Sop, n: usize, min_per_route: usize, seed: u64) -> Vec<Case> {
     let sc = sop.scenario();
     let routes = sop.routes();
-    let mut counts = vec![0usize; routes.len()];
-    let mut out: Vec<Case> = Vec::new();
-    let index_of =
-        |rc: &symbolic::RouteCase| routes.iter().position(|r| std::ptr::eq(r, rc)).unwrap_or(0);
     // Per intent: the routes it can reach, with the part of each route's region it covers.
     let per_intent: Vec<Vec<(usize, Vec<ValueBox>)>> = sc
         .intents
@@ -98,59 +97,39 @@ pub fn cases(sop: &Sop, n: usize, min_per_route: usize, seed: u64) -> Vec<Case> 
         .map(|i| {
             sop.routes_within(&sop.intent_box(i))
                 .into_iter()
-                .map(|(rc, parts)| (index_of(rc), parts))
+                .map(|(rc, parts)| {
+                    (
+                        routes.iter().position(|r| std::ptr::eq(r, rc)).unwrap_or(0),
+                        parts,
+                    )
+                })
                 .collect()
         })
         .collect();
-    let persona_of = |rng: &mut ChaCha8Rng| {
-        sc.personas
-            .choose(rng)
-            .map(|p| p.id.clone())
-            .unwrap_or_else(|| "default".into())
-    };
-    let push = |route: usize,
-                intent: usize,
-                region: &[ValueBox],
-                supplemented: bool,
-                out: &mut Vec<Case>,
-                counts: &mut Vec<usize>| {
-        let index = out.len();
-        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed((seed, &sc.id, index)));
-        let (fields, variables) = sample(sop, region, &mut rng);
-        counts[route] += 1;
-        out.push(Case {
-            index,
-            route,
-            intent: sc
-                .intents
-                .get(intent)
-                .map(|i| i.id.clone())
-                .unwrap_or_else(|| "unspecified".into()),
-            persona: persona_of(&mut rng),
-            fields,
-            variables,
-            supplemented,
-        });
+    let mut b = CaseBuilder {
+        sop,
+        seed,
+        counts: vec![0; routes.len()],
+        out: Vec::new(),
     };
     if !sc.intents.is_empty() {
         for k in 0..n {
             let intent = k % sc.intents.len();
             let candidates = &per_intent[intent];
-            let Some(least) = candidates.iter().map(|(r, _)| counts[*r]).min() else {
+            let Some(least) = candidates.iter().map(|(r, _)| b.counts[*r]).min() else {
                 continue;
             };
             let (route, parts) = candidates
                 .iter()
-                .find(|(r, _)| counts[*r] == least)
+                .find(|(r, _)| b.counts[*r] == least)
                 .expect("a minimum exists");
-            let parts = parts.clone();
-            push(*route, intent, &parts, false, &mut out, &mut counts);
+            b.push(*route, Some(intent), parts, false, true);
         }
     }
-    for route in 0..routes.len() {
-        while counts[route] < min_per_route {
-            // A compatible intent, the least used one; else the route alone.
-            let compatible: Vec<(usize, &Vec<ValueBox>)> = per_intent
+    for (route, rc) in routes.iter().enumerate() {
+        while b.counts[route] < min_per_route {
+            // A compatible intent, the least used one.
+            let compatible = per_intent
                 .iter()
                 .enumerate()
                 .filter_map(|(i, rs)| {
@@ -158,25 +137,77 @@ pub fn cases(sop: &Sop, n: usize, min_per_route: usize, seed: u64) -> Vec<Case> 
                         .find(|(r, _)| *r == route)
                         .map(|(_, parts)| (i, parts))
                 })
-                .collect();
-            let used = |i: usize| {
-                out.iter()
-                    .filter(|c| sc.intents.get(i).is_some_and(|x| x.id == c.intent))
-                    .count()
-            };
-            match compatible.iter().min_by_key(|(i, _)| used(*i)) {
-                Some((intent, parts)) => {
-                    let parts = (*parts).clone();
-                    push(route, *intent, &parts, true, &mut out, &mut counts);
-                }
+                .min_by_key(|(i, _)| b.used(*i));
+            match compatible {
+                Some((intent, parts)) => b.push(route, Some(intent), parts, true, true),
                 None => {
-                    let region = routes[route].region.clone();
-                    push(route, usize::MAX, &region, true, &mut out, &mut counts);
+                    // No intent reaches this route: borrow the one agreeing on most implied values.
+                    let region = &rc.region;
+                    let agree = |i: usize| {
+                        sc.intents[i]
+                            .implies
+                            .iter()
+                            .filter(|(k, d)| !region[0][*k].intersect(d).is_empty())
+                            .count()
+                    };
+                    let closest = (0..sc.intents.len())
+                        .max_by_key(|&i| (agree(i), std::cmp::Reverse(b.used(i))));
+                    b.push(route, closest, region, true, false);
                 }
             }
         }
     }
-    out
+    b.out
+}
+
+/// Accumulates the cases of a scenario.
+struct CaseBuilder<'a> {
+    sop: &'a Sop,
+    seed: u64,
+    counts: Vec<usize>,
+    out: Vec<Case>,
+}
+
+impl CaseBuilder<'_> {
+    /// How many cases use intent `i` so far.
+    fn used(&self, i: usize) -> usize {
+        let id = &self.sop.scenario().intents[i].id;
+        self.out.iter().filter(|c| c.intent == *id).count()
+    }
+
+    /// Adds a case for `route` with values drawn from `region` (its own generator per case).
+    fn push(
+        &mut self,
+        route: usize,
+        intent: Option<usize>,
+        region: &[ValueBox],
+        supplemented: bool,
+        matches: bool,
+    ) {
+        let sc = self.sop.scenario();
+        let index = self.out.len();
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed((self.seed, &sc.id, index)));
+        let (fields, variables) = sample(self.sop, region, &mut rng);
+        self.counts[route] += 1;
+        let persona = sc
+            .personas
+            .choose(&mut rng)
+            .map(|p| p.id.clone())
+            .unwrap_or_else(|| "default".into());
+        self.out.push(Case {
+            index,
+            route,
+            intent: intent
+                .and_then(|i| sc.intents.get(i))
+                .map(|i| i.id.clone())
+                .unwrap_or_else(|| "unspecified".into()),
+            persona,
+            fields,
+            variables,
+            supplemented,
+            intent_matches: matches,
+        });
+    }
 }
 
 /// The jobs of a run: every case of every scenario, crossed with the service models and the
@@ -267,6 +298,9 @@ mod tests {
             let f: Values = c.fields.clone().into_iter().collect();
             let v: Values = c.variables.clone().into_iter().collect();
             assert_eq!(sop.route(&f, &v).unwrap(), sop.routes()[c.route].route);
+            if !c.intent_matches {
+                continue;
+            }
             // The intent's implied values hold.
             let intent = sop
                 .scenario()

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::llm::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
-use crate::scenario::{Guard, KeyKind, Scope, StageKind};
+use crate::scenario::{Guard, KeyKind, Scope, StageKind, Value};
 use crate::sop::{Assignment, Edge, Node, Sop};
 use std::fmt::Write;
 
@@ -24,7 +24,7 @@ pub fn system_information(sop: &Sop, job: &DialogueJob) -> Assignment {
     let mut info = job.variables.clone();
     let intent = sop.scenario().intents.iter().find(|i| i.id == job.intent);
     for (name, text) in intent.map(|i| i.context.as_slice()).unwrap_or_default() {
-        info.insert(name.clone(), crate::scenario::Value::Str(text.clone()));
+        info.insert(name.clone(), Value::Str(text.clone()));
     }
     info
 }
@@ -125,7 +125,8 @@ fn jump_logic(sop: &Sop, stage: usize) -> String {
             let names: Vec<String> = keys.iter().map(|k| key_reference(sop, *k)).collect();
             format!(
                 "   - Jump Logic: based on the combination of the {}; apply the one rule that \
-                 matches (a key a rule does not mention matches any value):\n",
+                 matches (`A|B` means A or B; a key a rule does not mention matches any \
+                 value):\n",
                 names.join(" and the ")
             )
         }

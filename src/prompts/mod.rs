@@ -28,7 +28,8 @@ use crate::scenario::{Key, KeyKind};
 use crate::sop::{Assignment, Sop};
 use std::fmt::Write;
 
-/// A key's values for a prompt: `Enquiry/Change/Cancel`, `true/false`, or `an integer in 0..10000`.
+/// A key's values for a prompt: `Enquiry/Change/Cancel`, `true/false`, or
+/// `an integer in 0..10000`.
 fn values_text(key: &Key) -> String {
     match key.kind {
         KeyKind::Integer { .. } => key.expected(),

@@ -122,13 +122,13 @@ pub fn user_messages(sop: &Sop, job: &DialogueJob, history: &[Line]) -> Vec<Chat
     messages
 }
 
-/// Reads the simulator's reply: `Ok(None)` when it ends the dialogue (`[END]`, alone or closing
-/// the reply), `Ok(Some(message))` otherwise. Surrounding quotes and a leading `Customer:` or
-/// `User:` label are removed. Errors: empty text, a refusal or out-of-role answer at the start
+/// Reads the simulator's reply: `Ok(None)` when it ends the dialogue (`[END]` in any case, alone
+/// or closing the reply), `Ok(Some(message))` otherwise. Surrounding quotes and a leading
+/// `Customer:` or `User:` label are removed. Errors: empty text, a refusal or out-of-role answer at the start
 /// (`I'm sorry, but I can't ...`, `As an AI ...`), or text without any letter or digit.
 pub fn parse_user_output(raw: &str) -> Result<Option<String>, UserOutputError> {
     let text = clean(raw);
-    if text.ends_with(END_MARKER) {
+    if text.to_ascii_uppercase().ends_with(END_MARKER) {
         return Ok(None);
     }
     if text.is_empty() {

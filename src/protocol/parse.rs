@@ -3,7 +3,7 @@
 //! one outcome: a valid [`AgentTurn`] (or [`Judgment`]) or a typed [`FormatError`]; no input
 //! panics.
 //!
-//! Both parsers share the same steps: [`extract_object`] finds the first balanced JSON object in
+//! Both parsers share the same steps: `extract_object` finds the first balanced JSON object in
 //! the text (respecting strings and escapes) that parses; then each required key is read with its
 //! type, and each classification field is checked against its options.
 
@@ -282,12 +282,10 @@ fn dimension_score(dims: &Map<String, Json>, name: &str) -> Result<u8, FormatErr
         Json::String(s) => s.trim().parse::<f64>().ok(),
         _ => None,
     };
-    match number {
-        Some(x) if x == 3.0 => Ok(3),
-        Some(x) if x == 6.0 => Ok(6),
-        Some(x) if x == 9.0 => Ok(9),
-        _ => Err(not_an_option(&dotted, json)),
-    }
+    number
+        .filter(|x| [3.0, 6.0, 9.0].contains(x))
+        .map(|x| x as u8)
+        .ok_or_else(|| not_an_option(&dotted, json))
 }
 
 /// The object under `key`; `dotted` names it in errors.

@@ -171,7 +171,8 @@ fn gap_table(models: &[&ModelSummary]) -> Table {
         "Sim_path",
         "Acc_action",
         "Gap",
-    ]);
+    ])
+    .labels(2);
     for m in models {
         let groups = m.by_scenario.iter().map(|(sc, g)| (sc.as_str(), g));
         for (sc, g) in groups.chain([("all", &m.all)]) {
@@ -233,9 +234,12 @@ fn depth_table(models: &[&ModelSummary]) -> Table {
     table
 }
 
+/// Reads one metric of a group.
+type Getter = fn(&GroupStats) -> Option<&Metric>;
+
 fn adversarial_table(models: &[&ModelSummary]) -> Table {
     const LEVELS: [&str; 3] = ["zero", "weak", "strong"];
-    let columns: [(&str, fn(&GroupStats) -> Option<&Metric>); 3] = [
+    let columns: [(&str, Getter); 3] = [
         ("OA", |g| g.overall.as_ref()),
         ("Logic", |g| g.logic.as_ref()),
         ("Format Error (%)", |g| g.format_error_rate.as_ref()),
@@ -266,7 +270,8 @@ fn agreement_table(summary: &Summary) -> Table {
         "Turns",
         "Judges unanimous (%)",
         "Consensus = ground truth (%)",
-    ]);
+    ])
+    .labels(2);
     for (sc, a) in &summary.judge_agreement {
         for (field, f) in &a.fields {
             table.rows.push(vec![
@@ -291,7 +296,8 @@ fn agreement_table(summary: &Summary) -> Table {
 fn released_table(models: &[&ModelSummary]) -> Table {
     let mut table = Table::with(&[
         "Model", "Variant", "OA", "Logic", "Chat", "Sim_path", "Turns",
-    ]);
+    ])
+    .labels(2);
     for m in models {
         let variants = [
             ("paper", Some(&m.all)),
@@ -408,7 +414,7 @@ fn cost_table(models: &[&ModelSummary]) -> Table {
 }
 
 fn coverage_table(summary: &Summary) -> Table {
-    let mut table = Table::with(&["Scenario", "Target route", "Dialogues"]);
+    let mut table = Table::with(&["Scenario", "Target route", "Dialogues"]).labels(2);
     for (sc, routes) in &summary.coverage {
         for (route, n) in routes {
             table
@@ -419,10 +425,12 @@ fn coverage_table(summary: &Summary) -> Table {
     table
 }
 
-/// A table of text cells.
+/// A table of text cells: the first `labels` columns are labels (left-aligned), the others
+/// numbers (right-aligned).
 struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    labels: usize,
 }
 
 impl Table {
@@ -430,7 +438,14 @@ impl Table {
         Table {
             headers,
             rows: Vec::new(),
+            labels: 1,
         }
+    }
+
+    /// The first `n` columns are labels.
+    fn labels(mut self, n: usize) -> Table {
+        self.labels = n;
+        self
     }
 
     fn with(headers: &[&str]) -> Table {
@@ -441,7 +456,7 @@ impl Table {
         let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
         let mut out = line(&self.headers);
         let rule: Vec<String> = (0..self.headers.len())
-            .map(|i| if i == 0 { "---" } else { "---:" }.to_string())
+            .map(|i| if i < self.labels { "---" } else { "---:" }.to_string())
             .collect();
         out.push_str(&line(&rule));
         for row in &self.rows {
@@ -450,7 +465,7 @@ impl Table {
         out
     }
 
-    /// Columns padded to their widest cell; the first left-aligned, the others right-aligned.
+    /// Columns padded to their widest cell.
     fn text(&self) -> String {
         let width = |i: usize| {
             std::iter::once(&self.headers)

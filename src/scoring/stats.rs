@@ -60,51 +60,64 @@ impl Bootstrap {
         clusters: &[ClusterSums<N>],
         label: &str,
     ) -> [Option<Metric>; N] {
-        let totals = pooled(clusters.iter());
+        let n = clusters.len();
+        // Column-major: a resample is a weight per cluster (how often it was drawn), and a
+        // metric's value is a ratio of two weighted sums. Metrics observed on the same turns
+        // share their denominator column.
+        let sums: [Vec<f64>; N] =
+            std::array::from_fn(|m| clusters.iter().map(|c| c[m].0).collect());
+        let mut counts: Vec<Vec<f64>> = Vec::new();
+        let denominator: [usize; N] = std::array::from_fn(|m| {
+            let column: Vec<f64> = clusters.iter().map(|c| c[m].1).collect();
+            counts.iter().position(|c| *c == column).unwrap_or_else(|| {
+                counts.push(column);
+                counts.len() - 1
+            })
+        });
+        let ratios = |weights: &[f64]| -> [Option<f64>; N] {
+            let den: Vec<f64> = counts.iter().map(|c| dot(weights, c)).collect();
+            std::array::from_fn(|m| {
+                let d = den[denominator[m]];
+                (d > 0.0).then(|| dot(weights, &sums[m]) / d)
+            })
+        };
+        let point = ratios(&vec![1.0; n]);
         let mut draws: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(self.resamples));
-        if !clusters.is_empty() {
+        if n > 0 {
             let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
             rng.set_stream(fnv1a(label));
+            let mut weights = vec![0.0; n];
             for _ in 0..self.resamples {
-                let sample =
-                    (0..clusters.len()).map(|_| &clusters[rng.random_range(0..clusters.len())]);
-                for (draw, (sum, count)) in draws.iter_mut().zip(pooled(sample)) {
-                    if count > 0.0 {
-                        draw.push(sum / count);
-                    }
+                weights.fill(0.0);
+                for _ in 0..n {
+                    weights[rng.random_range(0..n)] += 1.0;
+                }
+                for (draw, r) in draws.iter_mut().zip(ratios(&weights)) {
+                    draw.extend(r);
                 }
             }
         }
         let tail = (1.0 - self.confidence) / 2.0;
         std::array::from_fn(|m| {
-            let (sum, count) = totals[m];
-            (count > 0.0).then(|| {
-                let mean = sum / count;
-                let draw = &mut draws[m];
-                draw.sort_by(f64::total_cmp);
-                Metric {
-                    mean,
-                    ci_low: quantile(draw, tail).unwrap_or(mean),
-                    ci_high: quantile(draw, 1.0 - tail).unwrap_or(mean),
-                    n: count as usize,
-                }
+            let mean = point[m]?;
+            let draw = &mut draws[m];
+            draw.sort_by(f64::total_cmp);
+            Some(Metric {
+                mean,
+                ci_low: quantile(draw, tail).unwrap_or(mean),
+                ci_high: quantile(draw, 1.0 - tail).unwrap_or(mean),
+                n: counts[denominator[m]].iter().sum::<f64>() as usize,
             })
         })
     }
 }
 
-/// Sums of the clusters' sums and counts, per metric.
-fn pooled<'a, const N: usize>(
-    clusters: impl Iterator<Item = &'a ClusterSums<N>>,
-) -> ClusterSums<N> {
-    let mut totals = [(0.0, 0.0); N];
-    for cluster in clusters {
-        for (t, (sum, count)) in totals.iter_mut().zip(cluster) {
-            t.0 += sum;
-            t.1 += count;
-        }
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        total += x * y;
     }
-    totals
+    total
 }
 
 /// The `q` quantile of sorted values, interpolating linearly between order statistics (the

@@ -226,16 +226,7 @@ pub struct CaseStat {
 /// service model, then run) before anything is computed, and the intervals are seeded.
 pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
     let mut sorted: Vec<&DialogueRecord> = records.iter().collect();
-    sorted.sort_by(|a, b| {
-        let key = |r: &'_ DialogueRecord| {
-            (
-                r.job.dialogue_id.clone(),
-                r.job.service_model.clone(),
-                r.job.run_id.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    sorted.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
     let dialogues: Vec<Dialogue> = sorted.into_iter().map(Dialogue::new).collect();
 
     let mut by_model: BTreeMap<&str, Vec<&Dialogue>> = BTreeMap::new();
@@ -271,6 +262,11 @@ pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
             .collect(),
         calls_by_model,
     }
+}
+
+/// Records are summarized in this order.
+fn sort_key(r: &DialogueRecord) -> (&str, &str, &str) {
+    (&r.job.dialogue_id, &r.job.service_model, &r.job.run_id)
 }
 
 /// A route as one line: `step1>step2>step3 -> Action [OUTPUT=value, ...]` (the brackets only
@@ -320,6 +316,62 @@ struct TurnFact<'r> {
     scores: Option<TurnScores>,
     /// The dialogue's last scored turn.
     is_final: bool,
+    /// Its observation of each metric (see [`TurnFact::observe`]).
+    observed: [Option<f64>; METRICS],
+}
+
+impl<'r> TurnFact<'r> {
+    fn new(record: &'r TurnRecord, is_final: bool) -> TurnFact<'r> {
+        let kind = kind(record);
+        let mut fact = TurnFact {
+            record,
+            kind,
+            scores: record.scores.filter(|_| kind != Kind::Infra),
+            is_final,
+            observed: [None; METRICS],
+        };
+        fact.observe();
+        fact
+    }
+
+    /// Records the turn's observation of each metric, in the order [`group_stats`] unpacks
+    /// them (`None` where the turn does not count for a metric).
+    fn observe(&mut self) {
+        let Some(s) = self.scores else {
+            self.observed = [None; METRICS];
+            return;
+        };
+        let chat_length = match &self.record.outcome {
+            ServiceOutcome::Valid { turn } => Some(turn.chat.chars().count() as f64),
+            _ => None,
+        };
+        let dims: Vec<[f64; 5]> = answered_chat_scores(self.record)
+            .iter()
+            .map(chat_dimensions)
+            .collect();
+        let dim = |k: usize| mean(&dims.iter().map(|d| d[k]).collect::<Vec<_>>());
+        let format_error = if self.kind == Kind::FormatError {
+            100.0
+        } else {
+            0.0
+        };
+        self.observed = [
+            Some(s.overall),
+            Some(s.logic),
+            Some(s.chat),
+            Some(100.0 * s.acc_cls),
+            Some(100.0 * s.sim_path),
+            Some(100.0 * s.acc_action),
+            Some(100.0 * (s.acc_cls - s.acc_action)),
+            Some(format_error),
+            chat_length,
+            dim(0),
+            dim(1),
+            dim(2),
+            dim(3),
+            dim(4),
+        ];
+    }
 }
 
 /// One dialogue as the aggregation sees it.
@@ -331,19 +383,12 @@ struct Dialogue<'r> {
 
 impl<'r> Dialogue<'r> {
     fn new(record: &'r DialogueRecord) -> Dialogue<'r> {
-        let kinds: Vec<Kind> = record.turns.iter().map(kind).collect();
-        let last_scored = kinds.iter().rposition(|k| *k != Kind::Infra);
+        let last_scored = record.turns.iter().rposition(|t| kind(t) != Kind::Infra);
         let turns = record
             .turns
             .iter()
-            .zip(kinds)
             .enumerate()
-            .map(|(i, (t, kind))| TurnFact {
-                record: t,
-                kind,
-                scores: t.scores.filter(|_| kind != Kind::Infra),
-                is_final: Some(i) == last_scored,
-            })
+            .map(|(i, t)| TurnFact::new(t, Some(i) == last_scored))
             .collect();
         Dialogue { record, turns }
     }
@@ -366,6 +411,7 @@ impl<'r> Dialogue<'r> {
                 s.logic = logic(s.acc_cls, s.sim_path, s.acc_action);
                 s.overall = overall(s.logic, s.chat);
             }
+            f.observe();
         }
         d
     }
@@ -386,43 +432,8 @@ fn kind(t: &TurnRecord) -> Kind {
     }
 }
 
-/// Metrics observed per turn, in the order [`group_stats`] unpacks them.
+/// Metrics observed per turn.
 const METRICS: usize = 14;
-
-/// A turn's observation of each metric (`None` where the turn does not count for it).
-fn observations(f: &TurnFact) -> [Option<f64>; METRICS] {
-    let Some(s) = f.scores else {
-        return [None; METRICS];
-    };
-    let chat_length = match &f.record.outcome {
-        ServiceOutcome::Valid { turn } => Some(turn.chat.chars().count() as f64),
-        _ => None,
-    };
-    let judges = answered_chat_scores(f.record);
-    let dims: Vec<[f64; 5]> = judges.iter().map(chat_dimensions).collect();
-    let dim = |k: usize| mean(&dims.iter().map(|d| d[k]).collect::<Vec<_>>());
-    let format_error = if f.kind == Kind::FormatError {
-        100.0
-    } else {
-        0.0
-    };
-    [
-        Some(s.overall),
-        Some(s.logic),
-        Some(s.chat),
-        Some(100.0 * s.acc_cls),
-        Some(100.0 * s.sim_path),
-        Some(100.0 * s.acc_action),
-        Some(100.0 * (s.acc_cls - s.acc_action)),
-        Some(format_error),
-        chat_length,
-        dim(0),
-        dim(1),
-        dim(2),
-        dim(3),
-        dim(4),
-    ]
-}
 
 /// The statistics of the turns `select` picks from `dialogues`; `label` names the group's
 /// bootstrap stream.
@@ -446,7 +457,7 @@ fn group_stats(
                 Kind::FormatError => format_errors += 1,
                 Kind::Infra => infra += 1,
             }
-            for ((sum, count), x) in sums.iter_mut().zip(observations(f)) {
+            for ((sum, count), x) in sums.iter_mut().zip(f.observed) {
                 if let Some(x) = x {
                     *sum += x;
                     *count += 1.0;

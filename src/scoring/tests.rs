@@ -38,14 +38,20 @@ fn text(s: &str) -> Value {
 }
 
 fn fields(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
 }
 
 fn route(path: &[&str], action: &str, outputs: &[(&str, &str)]) -> Route {
     Route {
         path: strings(path),
         action: action.into(),
-        outputs: outputs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        outputs: outputs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     }
 }
 
@@ -81,7 +87,9 @@ fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> Dialo
         dialogue_id: id.into(),
         scenario: scenario.into(),
         target: route(&["step1", "step2"], "Refund", &[]),
-        fields: [("A".to_string(), text("x")), ("B".to_string(), text("z"))].into_iter().collect(),
+        fields: [("A".to_string(), text("x")), ("B".to_string(), text("z"))]
+            .into_iter()
+            .collect(),
         variables: Default::default(),
         intent: "intent".into(),
         persona: "persona".into(),
@@ -314,7 +322,10 @@ fn chat_is_the_weighted_judge_score_averaged_over_judges() {
     // (0.2*3 + 0.25*6 + 0.25*9 + 0.15*6 + 0.15*3) / 9 * 100 = 5.7 / 9 * 100
     assert_close!(judge_chat(&scores(3, 6, 9, 6, 3)), 570.0 / 9.0);
     assert_close!(judge_chat(&all(3)), 100.0 / 3.0);
-    assert_close!(panel_chat(&[all(9), all(3)]).unwrap(), (100.0 + 100.0 / 3.0) / 2.0);
+    assert_close!(
+        panel_chat(&[all(9), all(3)]).unwrap(),
+        (100.0 + 100.0 / 3.0) / 2.0
+    );
     assert_eq!(panel_chat(&[]), None);
     assert_close!(chat_dimensions(&scores(3, 6, 9, 6, 3))[1], 600.0 / 9.0);
 }
@@ -359,7 +370,13 @@ fn a_turn_combines_logic_and_chat() {
 fn a_format_error_turn_scores_only_chat() {
     let s = score_turn(Answer::FormatError, &[all(9), all(9), all(9)]).unwrap();
     assert_eq!(
-        (s.acc_cls, s.sim_path, s.sim_path_prefix, s.acc_action, s.logic),
+        (
+            s.acc_cls,
+            s.sim_path,
+            s.sim_path_prefix,
+            s.acc_action,
+            s.logic
+        ),
         (0.0, 0.0, 0.0, 0.0, 0.0)
     );
     assert_close!(s.chat, 100.0);
@@ -411,10 +428,7 @@ fn bootstrap_pools_clusters_and_brackets_the_mean() {
     assert!(m.ci_low >= 1.0 && m.ci_high <= 3.0);
     assert_eq!(empty, None);
     assert_eq!(b.metrics(&clusters, "x"), b.metrics(&clusters, "x"));
-    let none = Bootstrap {
-        resamples: 0,
-        ..b
-    };
+    let none = Bootstrap { resamples: 0, ..b };
     let [m, _] = none.metrics(&clusters, "x");
     let m = m.unwrap();
     assert_eq!((m.ci_low, m.ci_high), (m.mean, m.mean));
@@ -439,7 +453,12 @@ fn records() -> Vec<DialogueRecord> {
         call("judge-2", 50, 10, 0.002),
     ];
     let d1 = dialogue(
-        job("ecommerce_refund/0001/m/r0", "m", "ecommerce_refund", Adversarial::Zero),
+        job(
+            "ecommerce_refund/0001/m/r0",
+            "m",
+            "ecommerce_refund",
+            Adversarial::Zero,
+        ),
         vec![
             t1,
             format_error(2, panel(&[(ab("x", "y"), all(3)), (ab("x", "y"), all(3))])),
@@ -455,13 +474,25 @@ fn records() -> Vec<DialogueRecord> {
     );
     // The released path score is lower here: 0.25 instead of 0.5.
     d2_turn.scores.as_mut().unwrap().sim_path_prefix = 0.25;
-    let mut j2 = job("ecommerce_refund/0002/m/r0", "m", "ecommerce_refund", Adversarial::Strong);
-    j2.fields = [("A".to_string(), text("x")), ("B".to_string(), text("y"))].into_iter().collect();
+    let mut j2 = job(
+        "ecommerce_refund/0002/m/r0",
+        "m",
+        "ecommerce_refund",
+        Adversarial::Strong,
+    );
+    j2.fields = [("A".to_string(), text("x")), ("B".to_string(), text("y"))]
+        .into_iter()
+        .collect();
     let d2 = dialogue(j2, vec![d2_turn], DialogueEnd::Resolved);
     let mut out = vec![d2, d1];
     for i in 0..3 {
         let id = format!("telecom_package/000{i}/sim/r0");
-        let turns = vec![valid(1, (1.0, 1.0, 1.0), "abcd", panel(&[(ab("x", "z"), all(9))]))];
+        let turns = vec![valid(
+            1,
+            (1.0, 1.0, 1.0),
+            "abcd",
+            panel(&[(ab("x", "z"), all(9))]),
+        )];
         let j = job(&id, "sim", "telecom_package", Adversarial::Weak);
         out.push(dialogue(j, turns, DialogueEnd::Resolved));
     }
@@ -483,7 +514,15 @@ fn summary_means_are_turn_weighted() {
     let m = model(&s, "m");
     let a = &m.all;
     assert_eq!((m.dialogues, a.dialogues), (2, 2));
-    assert_eq!((a.turns, a.valid_turns, a.format_error_turns, a.infra_error_turns), (3, 2, 1, 1));
+    assert_eq!(
+        (
+            a.turns,
+            a.valid_turns,
+            a.format_error_turns,
+            a.infra_error_turns
+        ),
+        (3, 2, 1, 1)
+    );
     // OA: (100 + 0.2*33.33 + 0.8*40 + 20) / 3
     assert_close!(mean_of(a.overall), (100.0 + 20.0 / 3.0 + 52.0) / 3.0);
     assert_close!(mean_of(a.logic), 140.0 / 3.0);
@@ -494,7 +533,10 @@ fn summary_means_are_turn_weighted() {
     assert_close!(mean_of(a.execution_gap), 50.0 - 100.0 / 3.0);
     assert_close!(mean_of(a.format_error_rate), 100.0 / 3.0);
     assert_close!(mean_of(a.chat_length), 4.0); // "hello", "hi!"
-    assert_close!(mean_of(a.chat_dimensions.anthropomorphism_emotion), (200.0 + 100.0 / 3.0) / 3.0);
+    assert_close!(
+        mean_of(a.chat_dimensions.anthropomorphism_emotion),
+        (200.0 + 100.0 / 3.0) / 3.0
+    );
     assert_eq!(a.overall.unwrap().n, 3);
     assert_eq!(a.chat_length.unwrap().n, 2);
     assert!(!m.simulated && model(&s, "sim").simulated);
@@ -507,16 +549,28 @@ fn summary_breakdowns() {
     // Turn depth: T1 = (100 + 52) / 2; final = the last scored turn (D1's format error, D2's T1).
     assert_eq!(m.by_turn.keys().collect::<Vec<_>>(), ["t1", "final"]);
     assert_close!(mean_of(m.by_turn["t1"].overall), 76.0);
-    assert_close!(mean_of(m.by_turn["final"].overall), (20.0 / 3.0 + 52.0) / 2.0);
+    assert_close!(
+        mean_of(m.by_turn["final"].overall),
+        (20.0 / 3.0 + 52.0) / 2.0
+    );
     // Turn-level evaluation: turns 1 and final here, the same three turns, no infra turn.
     assert_close!(mean_of(m.turn_level.overall), mean_of(m.all.overall));
     assert_eq!(m.turn_level.infra_error_turns, 0);
     // Adversarial: zero = D1, strong = D2, no weak dialogue.
-    assert_eq!(m.by_adversarial.keys().collect::<Vec<_>>(), ["zero", "strong"]);
-    assert_close!(mean_of(m.by_adversarial["zero"].overall), (100.0 + 20.0 / 3.0) / 2.0);
+    assert_eq!(
+        m.by_adversarial.keys().collect::<Vec<_>>(),
+        ["zero", "strong"]
+    );
+    assert_close!(
+        mean_of(m.by_adversarial["zero"].overall),
+        (100.0 + 20.0 / 3.0) / 2.0
+    );
     assert_close!(mean_of(m.by_adversarial["zero"].format_error_rate), 50.0);
     assert_close!(mean_of(m.by_adversarial["strong"].logic), 40.0);
-    assert_eq!(m.by_scenario.keys().collect::<Vec<_>>(), ["ecommerce_refund"]);
+    assert_eq!(
+        m.by_scenario.keys().collect::<Vec<_>>(),
+        ["ecommerce_refund"]
+    );
     assert_eq!(m.by_scenario["ecommerce_refund"], m.all);
     // Ends.
     assert_eq!(m.ended_early, 1);
@@ -525,7 +579,10 @@ fn summary_breakdowns() {
     // Coverage: every dialogue targets step1>step2 -> Refund.
     assert_eq!(s.coverage["ecommerce_refund"]["step1>step2 -> Refund"], 2);
     assert_eq!(s.coverage["telecom_package"]["step1>step2 -> Refund"], 3);
-    assert_eq!(route_key(&route(&["s1", "s2"], "PLAN", &[("PLAN", "PLAN_A")])), "s1>s2 -> PLAN [PLAN=PLAN_A]");
+    assert_eq!(
+        route_key(&route(&["s1", "s2"], "PLAN", &[("PLAN", "PLAN_A")])),
+        "s1>s2 -> PLAN [PLAN=PLAN_A]"
+    );
 }
 
 #[test]
@@ -581,7 +638,10 @@ fn calls_are_summed_per_role_and_model() {
     assert_eq!(c.total.input_tokens, 210);
     assert_close!(c.total.cost_usd, 0.015);
     let service = c.by_role["service"];
-    assert_eq!((service.calls, service.input_tokens, service.output_tokens), (1, 100, 20));
+    assert_eq!(
+        (service.calls, service.input_tokens, service.output_tokens),
+        (1, 100, 20)
+    );
     assert_eq!(c.by_role["judge"].calls, 2);
     assert_eq!(c.by_role["user"].output_tokens, 5);
     assert_eq!(s.calls_by_model["judge-1"].input_tokens, 50);
@@ -619,7 +679,12 @@ fn repeats_take_the_median_per_case() {
     let mut repeated = Vec::new();
     for (case, xs) in runs {
         for (i, x) in xs.iter().enumerate() {
-            let mut j = job(&format!("{case}/r{i}"), "r", "telecom_package", Adversarial::Zero);
+            let mut j = job(
+                &format!("{case}/r{i}"),
+                "r",
+                "telecom_package",
+                Adversarial::Zero,
+            );
             j.repeat = i as u32;
             let turn = valid(1, (*x, *x, *x), "c", panel(&[(fields(&[]), all(9))]));
             repeated.push(dialogue(j, vec![turn], DialogueEnd::Resolved));
@@ -651,7 +716,9 @@ fn leaderboard_has_the_shape_of_table_1() {
         "{md}"
     );
     // Sorted by OA: the simulated model (100) before m (52.89).
-    let sim = md.find("| sim (simulated) | 100.00 ±0.0 |").expect("sim row");
+    let sim = md
+        .find("| sim (simulated) | 100.00 ±0.0 |")
+        .expect("sim row");
     let m = md.find("| m | 52.89 ±").expect("m row");
     assert!(sim < m);
     assert!(md.contains("(simulated): a built-in simulated backend"));
@@ -672,5 +739,8 @@ fn leaderboard_has_the_shape_of_table_1() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("Model") && lines[0].ends_with("Chat Length"));
     assert!(lines[2].starts_with("sim (simulated)"));
-    assert_eq!(leaderboard::scenario_abbreviation("custom_scenario"), "custom_scenario");
+    assert_eq!(
+        leaderboard::scenario_abbreviation("custom_scenario"),
+        "custom_scenario"
+    );
 }

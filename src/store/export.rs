@@ -41,7 +41,8 @@ fn examples(
             stats.skipped += record.turns.len();
             continue;
         };
-        let system = prompts::agent_system_prompt(sop, &record.job.variables);
+        let system =
+            prompts::agent_system_prompt(sop, &prompts::system_information(sop, &record.job));
         let mut context: Vec<(String, String)> = vec![("system".into(), system)];
         for turn in &record.turns {
             let answer = match (&turn.outcome, &turn.raw_output) {

@@ -1,0 +1,264 @@
+//! End to end through real HTTP: the agent under test, the user simulator and the three judges
+//! are OpenAI-compatible servers (wiremock) that answer validly, with malformed JSON, with 429
+//! and Retry-After, with 500, and past the timeout. The run completes; retries, format errors
+//! and infrastructure errors are each recorded as what they are.
+
+use sage::actors::runner::run_embedded;
+use sage::llm::{ModelConfig, Provider, RetryConfig};
+use sage::plan::{self, RunConfig};
+use sage::protocol::{DialogueRecord, FormatError, ServiceOutcome};
+use sage::store::RunDir;
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn completion(content: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "x", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    }))
+}
+
+const AGENT_ANSWER: &str = r#"{"classification_output": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "cot": "change, no contract", "now_path": ["step1", "step2", "step4"], "finals": {"Action": "ChangeOrder"}, "chat": "I will change your package right away."}"#;
+
+const JUDGE_ANSWER: &str = r#"{"classification": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 9, "user_satisfaction": 9, "instruction_compliance": 9}, "classification_reasoning": "r", "chat_quality_reasoning": "r"}"#;
+
+fn model(name: &str, server: &MockServer, timeout_secs: f64) -> ModelConfig {
+    ModelConfig {
+        base_url: Some(format!("{}/v1", server.uri())),
+        model: Some("mock-model".into()),
+        timeout_secs,
+        retries: RetryConfig {
+            max_attempts: 3,
+            base_delay_ms: 10,
+            max_delay_ms: 100,
+        },
+        ..ModelConfig::new(name, Provider::Openai)
+    }
+}
+
+fn config(agent: &MockServer, user: &MockServer, judge: &MockServer) -> RunConfig {
+    RunConfig {
+        models: vec![
+            model("agent", agent, 1.0),
+            model("user", user, 5.0),
+            model("judge-1", judge, 5.0),
+            model("judge-2", judge, 5.0),
+            model("judge-3", judge, 5.0),
+        ],
+        service_models: vec!["agent".into()],
+        user_model: "user".into(),
+        judge_models: vec!["judge-1".into(), "judge-2".into(), "judge-3".into()],
+        dialogues_per_scenario: 4,
+        min_per_route: 0,
+        max_turns: 3,
+        concurrency: 4,
+        ..RunConfig::default()
+    }
+}
+
+fn run(config: &RunConfig) -> Vec<DialogueRecord> {
+    let sop = Arc::new(
+        sage::sop::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/telecom_package.yaml"),
+        )
+        .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunDir::create(dir.path(), "e2e").unwrap();
+    let sops = vec![sop];
+    let jobs = plan::jobs(config, "e2e", &sops);
+    actix::System::new()
+        .block_on(run_embedded(config, &sops, jobs, &run, None))
+        .unwrap();
+    let records = run.read_dialogues().unwrap();
+    assert_eq!(records.len(), 4);
+    records
+}
+
+async fn servers() -> (MockServer, MockServer, MockServer) {
+    (
+        MockServer::start().await,
+        MockServer::start().await,
+        MockServer::start().await,
+    )
+}
+
+#[test]
+fn http_models_with_faults_complete_and_are_recorded_truthfully() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (agent, user, judge) = rt.block_on(async {
+        let (agent, user, judge) = servers().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        // The agent: one 429 with Retry-After, one 500, one hang past the 1 s timeout, two
+        // malformed answers, then valid answers.
+        chat()
+            .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "1"))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(ResponseTemplate::new(500).set_body_string("overloaded"))
+            .up_to_n_times(1)
+            .with_priority(2)
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion(AGENT_ANSWER).set_delay(Duration::from_secs(3)))
+            .up_to_n_times(1)
+            .with_priority(3)
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion("Sure, I can help with that!"))
+            .up_to_n_times(1)
+            .with_priority(4)
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion(
+                r#"{"classification_output": {"ConsumptionType": "Change",}"#,
+            ))
+            .up_to_n_times(1)
+            .with_priority(5)
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion(AGENT_ANSWER))
+            .with_priority(10)
+            .mount(&agent)
+            .await;
+        // The customer.
+        chat()
+            .respond_with(completion(
+                "I want to change my plan; I am not under contract.",
+            ))
+            .mount(&user)
+            .await;
+        // The judges: one unparsable answer (retried), one 500 (retried), then valid.
+        chat()
+            .respond_with(completion("I cannot judge this."))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&judge)
+            .await;
+        chat()
+            .respond_with(ResponseTemplate::new(500))
+            .up_to_n_times(1)
+            .with_priority(2)
+            .mount(&judge)
+            .await;
+        chat()
+            .respond_with(completion(JUDGE_ANSWER))
+            .with_priority(10)
+            .mount(&judge)
+            .await;
+        (agent, user, judge)
+    });
+    let config = config(&agent, &user, &judge);
+    let records = run(&config);
+
+    let turns: Vec<_> = records.iter().flat_map(|r| &r.turns).collect();
+    assert_eq!(turns.len(), 4 * 3, "every dialogue ran its three turns");
+    assert!(
+        turns.iter().all(|t| t.infra_error.is_none()),
+        "every fault was absorbed by a retry"
+    );
+    let format_errors: Vec<&FormatError> = turns
+        .iter()
+        .filter_map(|t| match &t.outcome {
+            ServiceOutcome::FormatError { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(format_errors.len(), 2, "{format_errors:?}");
+    assert!(format_errors.contains(&&FormatError::NoJsonObject));
+    assert!(
+        format_errors
+            .iter()
+            .any(|e| matches!(e, FormatError::InvalidJson { .. } | FormatError::Truncated))
+    );
+    // A format-error turn is scored: logic 0, chat from the judges.
+    for t in &turns {
+        let s = t.scores.expect("scored");
+        if matches!(t.outcome, ServiceOutcome::FormatError { .. }) {
+            assert_eq!(s.logic, 0.0);
+            assert!(s.chat > 0.0);
+        } else {
+            assert_eq!(s.acc_cls, 1.0);
+            assert_eq!(s.acc_action, 1.0);
+        }
+    }
+    let agent_calls: Vec<_> = turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .filter(|c| c.model == "agent")
+        .collect();
+    let retried: Vec<_> = agent_calls.iter().filter(|c| c.attempts > 1).collect();
+    assert_eq!(
+        retried.iter().map(|c| c.attempts - 1).sum::<u32>(),
+        3,
+        "429, 500 and the timeout each cost one retry"
+    );
+    assert!(
+        retried.iter().any(|c| c.latency_ms >= 1000),
+        "Retry-After: 1 was honoured"
+    );
+    assert!(
+        agent_calls
+            .iter()
+            .all(|c| c.usage.input_tokens == 100 && !c.simulated)
+    );
+    // The judge's unparsable answer was asked again: 3 judge calls per turn plus one.
+    let judge_calls = turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .filter(|c| c.model.starts_with("judge"))
+        .count();
+    assert_eq!(judge_calls, 3 * turns.len() + 1);
+}
+
+#[test]
+fn an_unreachable_agent_is_an_infrastructure_error_not_a_format_error() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (agent, user, judge) = rt.block_on(async {
+        let (agent, user, judge) = servers().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        chat()
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion("Please change my plan."))
+            .mount(&user)
+            .await;
+        chat()
+            .respond_with(completion(JUDGE_ANSWER))
+            .mount(&judge)
+            .await;
+        (agent, user, judge)
+    });
+    let records = run(&config(&agent, &user, &judge));
+    for t in records.iter().flat_map(|r| &r.turns) {
+        assert!(
+            matches!(t.outcome, ServiceOutcome::InfraError { .. }),
+            "{:?}",
+            t.outcome
+        );
+        assert!(t.infra_error.is_some() && t.scores.is_none());
+        let agent_call = t.calls.iter().find(|c| c.model == "agent").unwrap();
+        assert_eq!(agent_call.attempts, 3);
+        assert!(agent_call.error.as_deref().unwrap().contains("503"));
+    }
+    let summary = sage::scoring::summarize(&records, &sage::scoring::Bootstrap::default());
+    let text = serde_json::to_string(&summary).unwrap();
+    assert!(
+        text.contains("infra"),
+        "the summary reports infrastructure errors"
+    );
+}

@@ -1,0 +1,149 @@
+//! The OpenAI backend against a REAL language model server nobody on the team wrote:
+//! llama-cpp-python's OpenAI-compatible server with Gemma 3 270M, started by
+//! `../shared/tools/local-model-server` (see docs/models.md).
+//!
+//! Ignored by default: the first run installs the server and builds llama.cpp (minutes). Run with
+//!
+//! ```text
+//! cargo test --test local_model -- --ignored --nocapture
+//! ```
+//!
+//! The model is a small base model that does not follow instructions, so only structure and HTTP
+//! behaviour are asserted, never content.
+
+use sage::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint, ModelConfig, Provider, RetryConfig};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Stops the server when dropped, also when the test fails half-way.
+struct StopOnDrop {
+    script: PathBuf,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        match Command::new(&self.script).arg("stop").status() {
+            Ok(s) if s.success() => eprintln!("local model server stopped"),
+            other => eprintln!("stopping the local model server: {other:?}"),
+        }
+    }
+}
+
+fn script() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/local-model-server");
+    if !script.is_file() {
+        panic!(
+            "skipping: {} is absent (this test needs the shared local-model-server tool next to \
+             the repository)",
+            script.display()
+        );
+    }
+    script
+}
+
+fn request(system: &str, user: &str, json: bool) -> ChatRequest {
+    ChatRequest {
+        messages: vec![
+            ChatMessage::new(ChatRole::System, system),
+            ChatMessage::new(ChatRole::User, user),
+        ],
+        json,
+        ..ChatRequest::default()
+    }
+}
+
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn openai_backend_against_a_real_local_model() {
+    let script = script();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // The guard exists before `start` so that a half-started server is stopped as well.
+    let _guard = StopOnDrop {
+        script: script.clone(),
+    };
+    let out = Command::new(&script)
+        .arg("start")
+        .output()
+        .expect("run local-model-server start");
+    assert!(
+        out.status.success(),
+        "local-model-server start failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let base_url = stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no base URL in the output of start: {stdout}"))
+        .to_string();
+    eprintln!("local model server at {base_url}");
+
+    let mut config = ModelConfig::new("local-gemma", Provider::Openai);
+    config.base_url = Some(base_url);
+    config.model = Some("gemma3-270m".into());
+    config.temperature = Some(0.0);
+    config.max_tokens = Some(24); // small on purpose: answers get cut off
+    config.json_mode = true;
+    config.timeout_secs = 120.0;
+    config.max_concurrency = 1; // the server handles one request at a time
+    config.retries = RetryConfig {
+        max_attempts: 2,
+        base_delay_ms: 200,
+        max_delay_ms: 2_000,
+    };
+    let endpoint = Endpoint::new(config, None).expect("endpoint");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let system =
+        "Classify the customer's intent and reply. Output JSON with keys intent and reply.";
+    let cases = [
+        request(system, "My internet is down since this morning.", true),
+        request(system, "Why is my bill so high this month?", true),
+        request(system, "I want to cancel my contract.", false),
+    ];
+    let mut truncated = 0;
+    for (i, req) in cases.iter().enumerate() {
+        let called = rt.block_on(endpoint.call(req));
+        eprintln!("call {i}: {:?}", called.record);
+        let response = called.result.unwrap_or_else(|e| {
+            panic!(
+                "call {i} failed after {} attempts: {e}",
+                called.record.attempts
+            )
+        });
+        let finish = response.finish_reason.as_deref();
+        assert!(
+            !response.text.trim().is_empty() || finish == Some("length"),
+            "call {i}: empty text and finish_reason {finish:?}"
+        );
+        assert!(
+            matches!(finish, Some("stop") | Some("length")),
+            "call {i}: finish_reason {finish:?}"
+        );
+        assert!(response.usage.input_tokens > 0, "call {i}: no prompt usage");
+        assert!(
+            response.usage.output_tokens > 0,
+            "call {i}: no completion usage"
+        );
+        assert!(
+            response.usage.output_tokens <= 24,
+            "call {i}: max_tokens not honoured"
+        );
+        assert_eq!(called.record.error, None);
+        assert!(!called.record.simulated);
+        if finish == Some("length") {
+            truncated += 1;
+        }
+    }
+    eprintln!(
+        "{truncated} of {} answers were cut off at max_tokens",
+        cases.len()
+    );
+    assert_eq!(endpoint.failures(), 0);
+}
