@@ -40,8 +40,11 @@ pub async fn run_dialogue(
     sops: &HashMap<String, Arc<Sop>>,
     job: DialogueJob,
 ) -> DialogueRecord {
+    // Shared with every request of the dialogue; the history is appended in place once the
+    // requests of a turn (which hold it) are done.
+    let job = Arc::new(job);
     let sop = sops.get(&job.scenario).cloned();
-    let mut history: Vec<Line> = Vec::with_capacity(2 * job.max_turns as usize);
+    let mut history: Arc<Vec<Line>> = Arc::new(Vec::with_capacity(2 * job.max_turns as usize));
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
     let mut last_action: Option<String> = None;
     let mut end = DialogueEnd::MaxTurns;
@@ -87,7 +90,7 @@ pub async fn run_dialogue(
         let service = match service {
             Ok(s) => s,
             Err(e) => {
-                history.push(Line {
+                Arc::make_mut(&mut history).push(Line {
                     speaker: Speaker::User,
                     text: user_message.clone(),
                 });
@@ -101,7 +104,7 @@ pub async fn run_dialogue(
             ServiceOutcome::FormatError { chat, .. } => chat.clone(),
             ServiceOutcome::InfraError { error } => {
                 let error = error.clone();
-                history.push(Line {
+                Arc::make_mut(&mut history).push(Line {
                     speaker: Speaker::User,
                     text: user_message.clone(),
                 });
@@ -175,11 +178,11 @@ pub async fn run_dialogue(
         if let ServiceOutcome::Valid { turn } = &record.outcome {
             last_action = Some(turn.action.clone());
         }
-        history.push(Line {
+        Arc::make_mut(&mut history).push(Line {
             speaker: Speaker::User,
             text: user_message,
         });
-        history.push(Line {
+        Arc::make_mut(&mut history).push(Line {
             speaker: Speaker::Agent,
             text: agent_chat,
         });
@@ -196,7 +199,7 @@ pub async fn run_dialogue(
         }
     }
     DialogueRecord {
-        job,
+        job: Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()),
         turns,
         end,
         simulated,

@@ -70,19 +70,31 @@ impl Handler<Ask<RuleRequest, RuleReply>> for RuleActor {
 }
 
 /// Starts the four role actors in this process and returns the transport that reaches them.
-/// Must run inside an actix `System`.
-pub fn start_local_roles(registry: Arc<Registry>) -> LocalTransport {
+/// Must run inside an actix `System`. The judge panel (three calls a turn, the busiest role)
+/// and the rule engine run on `second` when given (another thread), the rest on the current
+/// arbiter, so a burst of replies is served by two cores.
+pub fn start_local_roles(
+    registry: Arc<Registry>,
+    second: Option<&actix::ArbiterHandle>,
+) -> LocalTransport {
+    let judge = JudgeActor(Arc::new(JudgePanel(registry.clone())));
+    let rule = RuleActor(Arc::new(RuleRole(registry.clone())));
+    let (judge, rule) = match second {
+        Some(arbiter) => (
+            JudgeActor::start_in_arbiter(arbiter, |_| judge),
+            RuleActor::start_in_arbiter(arbiter, |_| rule),
+        ),
+        None => (judge.start(), rule.start()),
+    };
     LocalTransport {
         user: UserActor(Arc::new(UserRole(registry.clone())))
             .start()
             .recipient(),
-        service: ServiceActor(Arc::new(ServiceRole(registry.clone())))
+        service: ServiceActor(Arc::new(ServiceRole(registry)))
             .start()
             .recipient(),
-        judge: JudgeActor(Arc::new(JudgePanel(registry.clone())))
-            .start()
-            .recipient(),
-        rule: RuleActor(Arc::new(RuleRole(registry))).start().recipient(),
+        judge: judge.recipient(),
+        rule: rule.recipient(),
     }
 }
 

@@ -32,6 +32,44 @@ pub struct Registry {
     pub content_attempts: u32,
     /// Keep every request's full messages in the records (large); otherwise only their hash.
     pub record_prompts: bool,
+    /// System prompts already rendered.
+    pub prompts: PromptCache,
+}
+
+/// System prompts already rendered, by what they depend on (role, scenario, the values shown),
+/// reused across turns and dialogues. Bounded: emptied when it reaches [`PromptCache::CAPACITY`].
+#[derive(Default)]
+pub struct PromptCache {
+    map: std::sync::Mutex<HashMap<u64, Arc<str>>>,
+}
+
+impl PromptCache {
+    /// Most prompts kept.
+    pub const CAPACITY: usize = 4096;
+
+    /// The prompt for `key`, rendered with `render` the first time.
+    fn get_or(&self, key: impl std::hash::Hash, render: impl FnOnce() -> String) -> String {
+        use std::hash::Hasher;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        let key = h.finish();
+        if let Some(p) = self.map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return p.to_string();
+        }
+        let prompt = render();
+        if let Ok(mut m) = self.map.lock() {
+            if m.len() >= Self::CAPACITY {
+                m.clear();
+            }
+            m.insert(key, Arc::from(prompt.as_str()));
+        }
+        prompt
+    }
+}
+
+/// The (key, value) pairs of an assignment, for hashing.
+fn pairs(a: &crate::sop::Assignment) -> Vec<(&String, &Value)> {
+    a.iter().collect()
 }
 
 impl Registry {
@@ -48,25 +86,31 @@ impl Registry {
     }
 }
 
-/// A call record with the request reduced to the SHA-256 of its messages, unless full prompts
-/// are recorded: prompts are rendered deterministically from the scenario, the job and the
-/// history (all in the record), and keeping them would make records grow with the square of the
-/// dialogue's length.
-fn compact(mut record: CallRecord, keep: bool) -> CallRecord {
-    if !keep {
+/// Records the request of a call: the full messages when prompts are recorded, else their
+/// SHA-256 (nothing for a simulated model, which plays from the job rather than the prompt).
+/// Keeping every prompt would make records grow with the square of the dialogue's length.
+fn with_request(mut record: CallRecord, messages: &[ChatMessage], keep: bool) -> CallRecord {
+    record.request = if keep {
+        messages
+            .iter()
+            .map(|m| (m.role.as_str().to_string(), m.content.clone()))
+            .collect()
+    } else if record.simulated {
+        Vec::new()
+    } else {
         let mut h = Sha256::new();
-        for (role, content) in &record.request {
-            h.update(role.as_bytes());
+        for m in messages {
+            h.update(m.role.as_str().as_bytes());
             h.update([0]);
-            h.update(content.as_bytes());
+            h.update(m.content.as_bytes());
             h.update([0]);
         }
-        record.request = vec![("prompt_sha256".into(), hex::encode(h.finalize()))];
-    }
+        vec![("prompt_sha256".into(), hex::encode(h.finalize()))]
+    };
     record
 }
 
-fn context(sop: &Arc<Sop>, job: &DialogueJob, role: Role, turn: u32) -> SimContext {
+fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> SimContext {
     SimContext {
         sop: sop.clone(),
         job: job.clone(),
@@ -101,7 +145,11 @@ async fn ask_until<T>(
             sim: Some(Arc::new(ctx.clone())),
         };
         let called = endpoint.call(&request).await;
-        calls.push(compact(called.record, reg.record_prompts));
+        calls.push(with_request(
+            called.record,
+            &request.messages,
+            reg.record_prompts,
+        ));
         match called.result {
             // The endpoint already retried what is worth retrying.
             Err(e) => return (Err(format!("{} unreachable: {e}", endpoint.name())), calls),
@@ -141,7 +189,20 @@ impl UserRole {
                 };
             }
         };
-        let messages = prompts::user_messages(sop, &req.job, &req.history);
+        let job = &req.job;
+        let system = reg.prompts.get_or(
+            (
+                "user",
+                &job.scenario,
+                &job.intent,
+                &job.persona,
+                job.adversarial,
+                pairs(&job.fields),
+                pairs(&job.variables),
+            ),
+            || prompts::user_system_prompt(sop, job),
+        );
+        let messages = prompts::user_messages(system, &req.history);
         let mut ctx = context(sop, &req.job, Role::User, req.turn);
         ctx.last_action = req.last_action.clone();
         let (result, calls) = ask_until(
@@ -189,8 +250,14 @@ impl ServiceRole {
                 };
             }
         };
-        let messages =
-            prompts::agent_messages(sop, &req.job.variables, &req.history, &req.user_message);
+        // The agent sees the system information S: the variables and the intent's context.
+        let info = prompts::system_information(sop, &req.job);
+        let system = reg
+            .prompts
+            .get_or(("agent", &req.job.scenario, pairs(&info)), || {
+                prompts::agent_system_prompt(sop, &info)
+            });
+        let messages = prompts::agent_messages(system, &req.history, &req.user_message);
         let request = ChatRequest {
             messages,
             json: true,
@@ -198,7 +265,11 @@ impl ServiceRole {
             sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
         };
         let called = endpoint.call(&request).await;
-        let calls = vec![compact(called.record, reg.record_prompts)];
+        let calls = vec![with_request(
+            called.record,
+            &request.messages,
+            reg.record_prompts,
+        )];
         match called.result {
             Err(e) => ServiceReply {
                 outcome: ServiceOutcome::InfraError {
@@ -274,13 +345,14 @@ impl JudgePanel {
                 };
             }
         };
-        let messages = prompts::judge_messages(
-            sop,
-            &req.job,
-            &req.history,
-            &req.user_message,
-            &req.agent_chat,
-        );
+        let info = prompts::system_information(sop, &req.job);
+        let system = reg
+            .prompts
+            .get_or(("judge", &req.job.scenario, pairs(&info)), || {
+                prompts::judge_system_prompt(sop, &req.job)
+            });
+        let messages =
+            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat);
         let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
             let messages = messages.clone();
             let mut ctx = context(sop, &req.job, Role::Judge, req.turn);

@@ -77,14 +77,25 @@ pub async fn run_embedded(
         endpoints: endpoints(config)?,
         content_attempts: config.content_attempts,
         record_prompts: config.record_prompts,
+        prompts: Default::default(),
     });
-    let transport = Arc::new(start_local_roles(registry));
+    // A second thread for the busiest roles and the record writing when there is a second core.
+    let second =
+        (std::thread::available_parallelism().map_or(1, |n| n.get()) > 1).then(actix::Arbiter::new);
+    let transport = Arc::new(start_local_roles(
+        registry,
+        second.as_ref().map(|a| a.handle()).as_ref(),
+    ));
     let driver = DialogueActor {
         transport,
         sops: Arc::new(sops),
     }
     .start();
-    let aggregator = Aggregator::new(run_dir.writer()?, progress.clone()).start();
+    let aggregator = Aggregator::new(run_dir.writer()?, progress.clone());
+    let aggregator = match &second {
+        Some(arbiter) => Aggregator::start_in_arbiter(&arbiter.handle(), |_| aggregator),
+        None => aggregator.start(),
+    };
     let mut finished = futures::stream::iter(todo)
         .map(|job| driver.send(RunDialogue(job)))
         .buffer_unordered(config.concurrency.max(1));
@@ -98,8 +109,12 @@ pub async fn run_embedded(
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    aggregator
+    let counts = aggregator
         .send(Progress)
         .await
-        .map_err(|e| RunError::Runtime(e.to_string()))
+        .map_err(|e| RunError::Runtime(e.to_string()));
+    if let Some(arbiter) = second {
+        arbiter.stop();
+    }
+    counts
 }

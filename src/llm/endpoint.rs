@@ -217,7 +217,7 @@ impl Endpoint {
 
     fn record(
         &self,
-        request: &ChatRequest,
+        _request: &ChatRequest,
         result: Result<&ChatResponse, &LlmError>,
         attempts: u32,
         cached: bool,
@@ -235,11 +235,8 @@ impl Endpoint {
         CallRecord {
             model: self.config.name.clone(),
             simulated: self.backend.is_simulated(),
-            request: request
-                .messages
-                .iter()
-                .map(|m| (m.role.as_str().to_string(), m.content.clone()))
-                .collect(),
+            // The caller decides how much of the request to keep (see `CallRecord::request`).
+            request: Vec::new(),
             response,
             finish_reason,
             error,

@@ -56,18 +56,11 @@ pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
     p
 }
 
-/// The agent's conversation: the system prompt, the history (the customer's lines as `user`,
-/// the agent's chat texts as `assistant`), then the new user message.
-pub fn agent_messages(
-    sop: &Sop,
-    variables: &Assignment,
-    history: &[Line],
-    user_message: &str,
-) -> Vec<ChatMessage> {
-    let mut messages = vec![ChatMessage::new(
-        ChatRole::System,
-        agent_system_prompt(sop, variables),
-    )];
+/// The agent's conversation: the system prompt ([`agent_system_prompt`], which callers may
+/// reuse across turns), the history (the customer's lines as `user`, the agent's chat texts as
+/// `assistant`), then the new user message.
+pub fn agent_messages(system: String, history: &[Line], user_message: &str) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::new(ChatRole::System, system)];
     push_history(&mut messages, history, |speaker| match speaker {
         Speaker::User => ChatRole::User,
         Speaker::Agent => ChatRole::Assistant,

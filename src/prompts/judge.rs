@@ -135,8 +135,7 @@ pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
 /// The judges' conversation: the system prompt, then one user message holding the dialogue
 /// history, the user message of this turn and the agent's reply (its `chat` only).
 pub fn judge_messages(
-    sop: &Sop,
-    job: &DialogueJob,
+    system: String,
     history: &[Line],
     user_message: &str,
     agent_chat: &str,
@@ -158,7 +157,7 @@ pub fn judge_messages(
          Evaluate the agent reply now. Output only the JSON object."
     );
     vec![
-        ChatMessage::new(ChatRole::System, judge_system_prompt(sop, job)),
+        ChatMessage::new(ChatRole::System, system),
         ChatMessage::new(ChatRole::User, content),
     ]
 }

@@ -103,11 +103,8 @@ pub fn user_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
 /// The simulator's conversation, from its point of view: the system prompt, an opening cue, then
 /// the history with the agent's lines as `user` and the customer's own lines as `assistant`;
 /// it always ends with a `user` message.
-pub fn user_messages(sop: &Sop, job: &DialogueJob, history: &[Line]) -> Vec<ChatMessage> {
-    let mut messages = vec![ChatMessage::new(
-        ChatRole::System,
-        user_system_prompt(sop, job),
-    )];
+pub fn user_messages(system: String, history: &[Line]) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::new(ChatRole::System, system)];
     push_merged(&mut messages, ChatRole::User, OPENING_CUE);
     push_history(&mut messages, history, |speaker| match speaker {
         Speaker::Agent => ChatRole::User,

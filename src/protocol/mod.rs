@@ -10,6 +10,7 @@ use crate::scenario::{Adversarial, Value};
 use crate::sop::{Assignment, Route};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub use parse::{FormatError, parse_agent_output};
 
@@ -120,7 +121,10 @@ pub struct CallRecord {
     pub model: String,
     /// True for the built-in simulated backends.
     pub simulated: bool,
-    /// The messages sent, as (role, content).
+    /// The messages sent, as (role, content), when full prompts are recorded; otherwise one
+    /// `("prompt_sha256", hex)` entry identifying them (none for a simulated model, which plays
+    /// from the job rather than the prompt). Prompts are rendered deterministically from the
+    /// scenario, the job and the history, all of which are in the record.
     pub request: Vec<(String, String)>,
     /// The text returned (absent on error).
     pub response: Option<String>,
@@ -185,11 +189,11 @@ pub struct Judgment {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UserRequest {
     /// The job.
-    pub job: DialogueJob,
+    pub job: Arc<DialogueJob>,
     /// 1-based turn about to be played.
     pub turn: u32,
     /// The dialogue so far.
-    pub history: Vec<Line>,
+    pub history: Arc<Vec<Line>>,
     /// The agent's last action (its state), if any turn was parsed.
     pub last_action: Option<String>,
 }
@@ -209,11 +213,11 @@ pub struct UserReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceRequest {
     /// The job.
-    pub job: DialogueJob,
+    pub job: Arc<DialogueJob>,
     /// 1-based turn.
     pub turn: u32,
     /// The dialogue before this user message.
-    pub history: Vec<Line>,
+    pub history: Arc<Vec<Line>>,
     /// The user message to answer.
     pub user_message: String,
 }
@@ -257,11 +261,11 @@ pub struct ServiceReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeRequest {
     /// The job.
-    pub job: DialogueJob,
+    pub job: Arc<DialogueJob>,
     /// 1-based turn.
     pub turn: u32,
     /// The dialogue before this turn.
-    pub history: Vec<Line>,
+    pub history: Arc<Vec<Line>>,
     /// The user message of this turn.
     pub user_message: String,
     /// The agent's reply to judge.

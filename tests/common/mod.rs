@@ -84,3 +84,24 @@ pub fn wide_scenario(n: usize, k: usize) -> String {
     y.push_str("        \"< 100\": {action: Done}\n        \"100..499\": {action: Review}\n        else: {action: Escalate}\n");
     y
 }
+
+/// CPU time (user + system) of this process so far, in microseconds.
+pub fn process_cpu_us() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Peak resident memory of this process so far, in MiB.
+pub fn peak_rss_mib() -> f64 {
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    ru.ru_maxrss as f64 / 1024.0
+}

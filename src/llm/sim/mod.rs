@@ -32,7 +32,7 @@ pub struct SimContext {
     /// The compiled scenario.
     pub sop: Arc<Sop>,
     /// The job (ground truth, intent, persona, adversarial level, seed).
-    pub job: DialogueJob,
+    pub job: Arc<DialogueJob>,
     /// The role calling.
     pub role: Role,
     /// 1-based turn.
