@@ -280,12 +280,18 @@ fn graph_exports_dot_and_mermaid() {
 
 #[test]
 fn the_example_run_configuration_is_valid() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/run.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/run.yaml")).unwrap();
     let config = sage::plan::RunConfig::from_yaml(&text, "examples/run.yaml").unwrap();
     assert_eq!(config.service_models, ["local-llm", "sim-balanced"]);
-    assert_eq!(config.models[0].api_key_env, None, "no key variable is needed for a local server");
+    assert_eq!(
+        config.models[0].api_key_env, None,
+        "no key variable is needed for a local server"
+    );
     // A bad model reference is named.
     let bad = text.replace("user_model: sim-user", "user_model: nobody");
-    let err = sage::plan::RunConfig::from_yaml(&bad, "run.yaml").unwrap_err().to_string();
+    let err = sage::plan::RunConfig::from_yaml(&bad, "run.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("user_model: unknown model `nobody`"), "{err}");
 }

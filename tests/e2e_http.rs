@@ -262,3 +262,66 @@ fn an_unreachable_agent_is_an_infrastructure_error_not_a_format_error() {
         "the summary reports infrastructure errors"
     );
 }
+
+#[test]
+fn a_rerun_with_the_response_cache_makes_zero_calls() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (agent, user, judge) = rt.block_on(async {
+        let (agent, user, judge) = servers().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        chat()
+            .respond_with(completion(AGENT_ANSWER))
+            .mount(&agent)
+            .await;
+        chat()
+            .respond_with(completion("Please change my plan."))
+            .mount(&user)
+            .await;
+        chat()
+            .respond_with(completion(JUDGE_ANSWER))
+            .mount(&judge)
+            .await;
+        (agent, user, judge)
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = config(&agent, &user, &judge);
+    config.cache_dir = Some(cache.path().to_path_buf());
+    let received = || {
+        rt.block_on(async {
+            let mut n = 0;
+            for s in [&agent, &user, &judge] {
+                n += s.received_requests().await.map_or(0, |r| r.len());
+            }
+            n
+        })
+    };
+    let first = run(&config);
+    let calls_first = received();
+    assert!(calls_first >= 4 * 3 * 5, "{calls_first} calls");
+    let second = run(&config);
+    assert_eq!(
+        received(),
+        calls_first,
+        "the second run was served from the cache"
+    );
+    let strip = |records: &[DialogueRecord]| {
+        let mut v: Vec<_> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.job.dialogue_id.clone(),
+                    r.turns.iter().map(|t| t.scores).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    assert_eq!(strip(&first), strip(&second), "same results");
+    let cached: Vec<_> = second
+        .iter()
+        .flat_map(|r| &r.turns)
+        .flat_map(|t| &t.calls)
+        .collect();
+    assert!(cached.iter().all(|c| c.cached && c.cost_usd == 0.0));
+}

@@ -52,13 +52,12 @@ fn request(system: &str, user: &str, json: bool) -> ChatRequest {
     }
 }
 
-#[test]
-#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
-fn openai_backend_against_a_real_local_model() {
+/// Starts the server; returns its base URL and the guard that stops it.
+fn start() -> (String, StopOnDrop) {
     let script = script();
     let _ = rustls::crypto::ring::default_provider().install_default();
     // The guard exists before `start` so that a half-started server is stopped as well.
-    let _guard = StopOnDrop {
+    let guard = StopOnDrop {
         script: script.clone(),
     };
     let out = Command::new(&script)
@@ -80,7 +79,13 @@ fn openai_backend_against_a_real_local_model() {
         .unwrap_or_else(|| panic!("no base URL in the output of start: {stdout}"))
         .to_string();
     eprintln!("local model server at {base_url}");
+    (base_url, guard)
+}
 
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn openai_backend_against_a_real_local_model() {
+    let (base_url, _guard) = start();
     let mut config = ModelConfig::new("local-gemma", Provider::Openai);
     config.base_url = Some(base_url);
     config.model = Some("gemma3-270m".into());
@@ -146,4 +151,59 @@ fn openai_backend_against_a_real_local_model() {
         cases.len()
     );
     assert_eq!(endpoint.failures(), 0);
+}
+
+/// A short SAGE run with the real model as the agent under test (simulated customer and judges):
+/// it completes, and what the base model gets wrong (answers cut off at max_tokens, invalid JSON,
+/// prose) is counted as typed format errors, never a crash.
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn a_short_run_against_a_real_local_model() {
+    use sage::plan::{self, RunConfig};
+    use sage::protocol::ServiceOutcome;
+    let (base_url, _guard) = start();
+    let mut config = RunConfig::default();
+    let mut agent = ModelConfig::new("local-gemma", Provider::Openai);
+    agent.base_url = Some(base_url);
+    agent.model = Some("gemma3-270m".into());
+    agent.temperature = Some(0.0);
+    agent.max_tokens = Some(48);
+    agent.timeout_secs = 120.0;
+    agent.max_concurrency = 1;
+    config.models.push(agent);
+    config.service_models = vec!["local-gemma".into()];
+    config.dialogues_per_scenario = 2;
+    config.min_per_route = 0;
+    config.max_turns = 2;
+    config.concurrency = 2;
+    let sops = vec![std::sync::Arc::new(
+        sage::sop::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/telecom_package.yaml"),
+        )
+        .unwrap(),
+    )];
+    let dir = tempfile::tempdir().unwrap();
+    let run = sage::store::RunDir::create(dir.path(), "local").unwrap();
+    let jobs = plan::jobs(&config, "local", &sops);
+    actix::System::new()
+        .block_on(sage::actors::runner::run_embedded(
+            &config, &sops, jobs, &run, None,
+        ))
+        .unwrap();
+    let records = run.read_dialogues().unwrap();
+    assert_eq!(records.len(), 2);
+    let mut kinds = std::collections::BTreeMap::new();
+    for t in records.iter().flat_map(|r| &r.turns) {
+        let kind = match &t.outcome {
+            ServiceOutcome::Valid { .. } => "valid".to_string(),
+            ServiceOutcome::FormatError { error, .. } => format!("format error: {error:?}"),
+            ServiceOutcome::InfraError { error } => panic!("the real server failed: {error}"),
+        };
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    eprintln!("outcomes: {kinds:?}");
+    assert!(
+        kinds.keys().any(|k| k.starts_with("format error")),
+        "a base model breaks the protocol"
+    );
 }
