@@ -6,7 +6,7 @@ use super::{Play, SimContext};
 use crate::protocol::ChatScores;
 use crate::scenario::{Domain, Point, Value};
 use rand::Rng;
-use serde_json::json;
+use std::fmt::Write;
 
 /// An oracle judge.
 pub struct OracleJudge {
@@ -71,40 +71,43 @@ impl Play for OracleJudge {
         if self.garbage_rate > 0.0 && rng.random_bool(self.garbage_rate.clamp(0.0, 1.0)) {
             return ("I am unable to evaluate this conversation.".into(), "stop");
         }
+        // Written directly (no JSON tree): this runs three times a turn.
         let sc = ctx.sop.scenario();
-        let mut classification = serde_json::Map::new();
-        for k in sc.fields() {
+        let mut out = String::with_capacity(512);
+        out.push_str("{\"classification\":{");
+        for (n, k) in sc.fields().enumerate() {
             let truth = ctx
                 .job
                 .fields
                 .get(&k.name)
                 .cloned()
                 .unwrap_or(Value::Bool(false));
-            let mut v = truth.clone();
+            let mut v = truth;
             if self.noise > 0.0
                 && rng.random_bool(self.noise.clamp(0.0, 1.0))
                 && let Domain::Set(m) = k.full_domain()
             {
                 let n = m.count_ones() as usize;
-                let i = rng.random_range(0..n);
-                v = k.value_at(Point::Opt(i));
+                v = k.value_at(Point::Opt(rng.random_range(0..n)));
             }
-            classification.insert(k.name.clone(), json!(v));
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(&k.name).unwrap_or_default());
+            out.push(':');
+            out.push_str(&serde_json::to_string(&v).unwrap_or_default());
         }
         let s = score_chat(ctx.agent_chat.as_deref().unwrap_or(""));
-        let answer = json!({
-            "classification": classification,
-            "chat_quality_dimensions": {
-                "linguistic_quality": s.linguistic_quality,
-                "anthropomorphism_emotion": s.anthropomorphism_emotion,
-                "content_utility": s.content_utility,
-                "user_satisfaction": s.user_satisfaction,
-                "instruction_compliance": s.instruction_compliance,
-            },
-            "classification_reasoning": "simulated oracle judge: the job's ground truth",
-            "chat_quality_reasoning": "simulated oracle judge: scored from the reply's text",
-        });
-        (answer.to_string(), "stop")
+        let _ = write!(
+            out,
+            "}},\"chat_quality_dimensions\":{{\"linguistic_quality\":{},\"anthropomorphism_emotion\":{},\"content_utility\":{},\"user_satisfaction\":{},\"instruction_compliance\":{}}},\"classification_reasoning\":\"simulated oracle judge: the job's ground truth\",\"chat_quality_reasoning\":\"simulated oracle judge: scored from the reply's text\"}}",
+            s.linguistic_quality,
+            s.anthropomorphism_emotion,
+            s.content_utility,
+            s.user_satisfaction,
+            s.instruction_compliance
+        );
+        (out, "stop")
     }
 }
 
