@@ -80,6 +80,28 @@ fn run(config: &RunConfig) -> Vec<DialogueRecord> {
     records
 }
 
+/// Three servers that always answer: the agent with `agent`, the customer with a request to
+/// change plans, the judges with a valid verdict.
+fn simple_servers(
+    rt: &tokio::runtime::Runtime,
+    agent: ResponseTemplate,
+) -> (MockServer, MockServer, MockServer) {
+    rt.block_on(async {
+        let (a, u, j) = servers().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        chat().respond_with(agent).mount(&a).await;
+        chat()
+            .respond_with(completion("Please change my plan."))
+            .mount(&u)
+            .await;
+        chat()
+            .respond_with(completion(JUDGE_ANSWER))
+            .mount(&j)
+            .await;
+        (a, u, j)
+    })
+}
+
 async fn servers() -> (MockServer, MockServer, MockServer) {
     (
         MockServer::start().await,
@@ -226,23 +248,7 @@ fn http_models_with_faults_complete_and_are_recorded_truthfully() {
 #[test]
 fn an_unreachable_agent_is_an_infrastructure_error_not_a_format_error() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (agent, user, judge) = rt.block_on(async {
-        let (agent, user, judge) = servers().await;
-        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
-        chat()
-            .respond_with(ResponseTemplate::new(503))
-            .mount(&agent)
-            .await;
-        chat()
-            .respond_with(completion("Please change my plan."))
-            .mount(&user)
-            .await;
-        chat()
-            .respond_with(completion(JUDGE_ANSWER))
-            .mount(&judge)
-            .await;
-        (agent, user, judge)
-    });
+    let (agent, user, judge) = simple_servers(&rt, ResponseTemplate::new(503));
     let records = run(&config(&agent, &user, &judge));
     for t in records.iter().flat_map(|r| &r.turns) {
         assert!(
@@ -256,33 +262,22 @@ fn an_unreachable_agent_is_an_infrastructure_error_not_a_format_error() {
         assert!(agent_call.error.as_deref().unwrap().contains("503"));
     }
     let summary = sage::scoring::summarize(&records, &sage::scoring::Bootstrap::default());
-    let text = serde_json::to_string(&summary).unwrap();
-    assert!(
-        text.contains("infra"),
-        "the summary reports infrastructure errors"
+    let all = &summary.models[0].all;
+    assert_eq!(
+        all.infra_error_turns,
+        4 * 3,
+        "the summary counts infrastructure errors"
+    );
+    assert_eq!(
+        all.format_error_turns, 0,
+        "and does not count them as format errors"
     );
 }
 
 #[test]
 fn a_rerun_with_the_response_cache_makes_zero_calls() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (agent, user, judge) = rt.block_on(async {
-        let (agent, user, judge) = servers().await;
-        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
-        chat()
-            .respond_with(completion(AGENT_ANSWER))
-            .mount(&agent)
-            .await;
-        chat()
-            .respond_with(completion("Please change my plan."))
-            .mount(&user)
-            .await;
-        chat()
-            .respond_with(completion(JUDGE_ANSWER))
-            .mount(&judge)
-            .await;
-        (agent, user, judge)
-    });
+    let (agent, user, judge) = simple_servers(&rt, completion(AGENT_ANSWER));
     let cache = tempfile::tempdir().unwrap();
     let mut config = config(&agent, &user, &judge);
     config.cache_dir = Some(cache.path().to_path_buf());

@@ -7,7 +7,7 @@
 //! `Authorization: Bearer`. Errors map like every other HTTP backend: 429 and 5xx are retried,
 //! other statuses and bodies that do not follow the contract are not.
 
-use super::openai::{HttpCore, base_url_or, invalid, read_api_key, secret_header};
+use super::openai::{HttpCore, base_url_or, bearer, invalid, read_api_key};
 use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
 use crate::protocol::Usage;
 use serde::{Deserialize, Serialize};
@@ -33,13 +33,7 @@ impl HttpAgent {
     pub fn new(config: &ModelConfig) -> Result<HttpAgent, LlmError> {
         let url = base_url_or(config, None)?;
         let key = read_api_key(config)?;
-        let mut extra = Vec::new();
-        if let Some(key) = &key {
-            extra.push((
-                reqwest::header::AUTHORIZATION,
-                secret_header(config, &format!("Bearer {}", key.expose()))?,
-            ));
-        }
+        let extra = bearer(config, key.as_ref())?;
         Ok(HttpAgent {
             core: HttpCore::new(config, url, extra, key)?,
             json_mode: config.json_mode,

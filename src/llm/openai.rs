@@ -89,6 +89,21 @@ pub(crate) fn timeout_of(config: &ModelConfig) -> Result<Duration, LlmError> {
 }
 
 /// `base` without trailing slashes, or `default`.
+/// The `Authorization: Bearer` header for a key, if there is one (a sensitive header value).
+pub(crate) fn bearer(
+    config: &ModelConfig,
+    key: Option<&ApiKey>,
+) -> Result<Vec<(reqwest::header::HeaderName, HeaderValue)>, LlmError> {
+    key.map(|k| {
+        Ok((
+            reqwest::header::AUTHORIZATION,
+            secret_header(config, &format!("Bearer {}", k.expose()))?,
+        ))
+    })
+    .into_iter()
+    .collect()
+}
+
 pub(crate) fn base_url_or(config: &ModelConfig, default: Option<&str>) -> Result<String, LlmError> {
     let url = match (config.base_url.as_deref(), default) {
         (Some(u), _) => u,
@@ -368,13 +383,7 @@ impl OpenAiChat {
     pub fn new(config: &ModelConfig) -> Result<OpenAiChat, LlmError> {
         let base = base_url_or(config, Some(DEFAULT_BASE_URL))?;
         let key = read_api_key(config)?;
-        let mut extra = Vec::new();
-        if let Some(key) = &key {
-            extra.push((
-                reqwest::header::AUTHORIZATION,
-                secret_header(config, &format!("Bearer {}", key.expose()))?,
-            ));
-        }
+        let extra = bearer(config, key.as_ref())?;
         Ok(OpenAiChat {
             core: HttpCore::new(config, format!("{base}/chat/completions"), extra, key)?,
             model: config.model_id().to_string(),

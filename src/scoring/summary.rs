@@ -518,33 +518,23 @@ fn model_summary(model: &str, ds: &[&Dialogue], bootstrap: &Bootstrap) -> ModelS
     let present = |(k, g): (String, GroupStats)| (g.dialogues > 0).then_some((k, g));
 
     let scenarios: BTreeSet<&str> = ds.iter().map(|d| d.job().scenario.as_str()).collect();
+    // The stats of the dialogues whose job matches, labelled `kind|key`.
+    let group = |kind: &str, key: String, matches: &dyn Fn(&DialogueJob) -> bool| {
+        let of: Vec<&Dialogue> = ds.iter().copied().filter(|d| matches(d.job())).collect();
+        let label = format!("{kind}|{key}");
+        (key, stats(&of, &every, &label))
+    };
     let by_scenario = scenarios
         .into_iter()
-        .map(|sc| {
-            let of: Vec<&Dialogue> = ds
-                .iter()
-                .copied()
-                .filter(|d| d.job().scenario == sc)
-                .collect();
-            (
-                sc.to_string(),
-                stats(&of, &every, &format!("scenario|{sc}")),
-            )
-        })
+        .map(|sc| group("scenario", sc.to_string(), &|j| j.scenario == sc))
         .filter_map(present)
         .collect();
     let by_adversarial = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong]
         .into_iter()
         .map(|level| {
-            let of: Vec<&Dialogue> = ds
-                .iter()
-                .copied()
-                .filter(|d| d.job().adversarial == level)
-                .collect();
-            (
-                level.to_string(),
-                stats(&of, &every, &format!("adversarial|{level}")),
-            )
+            group("adversarial", level.to_string(), &|j| {
+                j.adversarial == level
+            })
         })
         .filter_map(present)
         .collect();
