@@ -239,9 +239,11 @@ type Getter = fn(&GroupStats) -> Option<&Metric>;
 
 fn adversarial_table(models: &[&ModelSummary]) -> Table {
     const LEVELS: [&str; 3] = ["zero", "weak", "strong"];
-    let columns: [(&str, Getter); 3] = [
+    // Chat beside Logic shows empathy resilience: politeness holding while logic falls.
+    let columns: [(&str, Getter); 4] = [
         ("OA", |g| g.overall.as_ref()),
         ("Logic", |g| g.logic.as_ref()),
+        ("Chat", |g| g.chat.as_ref()),
         ("Format Error (%)", |g| g.format_error_rate.as_ref()),
     ];
     let mut headers = vec!["Model".to_string()];
