@@ -269,16 +269,20 @@ fn agent_messages_alternate_and_end_with_the_user_message() {
     let sop = load("telecom_package");
     let job = telecom_job(&sop);
     let messages = agent_messages(
-        agent_system_prompt(&sop, &job.variables),
+        agent_system_prompt(&sop, &job.variables).into(),
         &history(),
         "It costs too much!",
     );
     use ChatRole::*;
     assert_eq!(roles(&messages), [System, User, Assistant, User]);
-    assert_eq!(messages[1].content, "I want to change my plan");
-    assert_eq!(messages[2].content, "Sure, which plan would you like?");
-    assert_eq!(messages[3].content, "It costs too much!");
-    let first = agent_messages(agent_system_prompt(&sop, &job.variables), &[], "Hello");
+    assert_eq!(&*messages[1].content, "I want to change my plan");
+    assert_eq!(&*messages[2].content, "Sure, which plan would you like?");
+    assert_eq!(&*messages[3].content, "It costs too much!");
+    let first = agent_messages(
+        agent_system_prompt(&sop, &job.variables).into(),
+        &[],
+        "Hello",
+    );
     assert_eq!(roles(&first), [System, User]);
 }
 
@@ -346,13 +350,13 @@ fn user_messages_see_the_agent_as_the_user() {
     let sop = load("telecom_package");
     let job = telecom_job(&sop);
     use ChatRole::*;
-    let opening = user_messages(user_system_prompt(&sop, &job), &[]);
+    let opening = user_messages(user_system_prompt(&sop, &job).into(), &[]);
     assert_eq!(roles(&opening), [System, User]);
-    let messages = user_messages(user_system_prompt(&sop, &job), &history());
+    let messages = user_messages(user_system_prompt(&sop, &job).into(), &history());
     assert_eq!(roles(&messages), [System, User, Assistant, User]);
-    assert_eq!(messages[2].content, "I want to change my plan");
-    assert_eq!(messages[3].content, "Sure, which plan would you like?");
-    let unanswered = user_messages(user_system_prompt(&sop, &job), &history()[..1]);
+    assert_eq!(&*messages[2].content, "I want to change my plan");
+    assert_eq!(&*messages[3].content, "Sure, which plan would you like?");
+    let unanswered = user_messages(user_system_prompt(&sop, &job).into(), &history()[..1]);
     assert_eq!(roles(&unanswered), [System, User, Assistant, User]);
 }
 
@@ -410,7 +414,7 @@ fn judge_messages_show_the_chat_only() {
     let cot = "The user wants Change so step2 goes to step4";
     let chat = "I understand your frustration; let me transfer you to a colleague.";
     let messages = judge_messages(
-        judge_system_prompt(&sop, &job),
+        judge_system_prompt(&sop, &job).into(),
         &history(),
         "This is outrageous!",
         chat,

@@ -48,20 +48,20 @@ impl PromptCache {
     pub const CAPACITY: usize = 4096;
 
     /// The prompt for `key`, rendered with `render` the first time.
-    fn get_or(&self, key: impl std::hash::Hash, render: impl FnOnce() -> String) -> String {
+    fn get_or(&self, key: impl std::hash::Hash, render: impl FnOnce() -> String) -> Arc<str> {
         use std::hash::Hasher;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
         let key = h.finish();
         if let Some(p) = self.map.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return p.to_string();
+            return p;
         }
-        let prompt = render();
+        let prompt: Arc<str> = render().into();
         if let Ok(mut m) = self.map.lock() {
             if m.len() >= Self::CAPACITY {
                 m.clear();
             }
-            m.insert(key, Arc::from(prompt.as_str()));
+            m.insert(key, prompt.clone());
         }
         prompt
     }
@@ -93,7 +93,7 @@ fn with_request(mut record: CallRecord, messages: &[ChatMessage], keep: bool) ->
     record.request = if keep {
         messages
             .iter()
-            .map(|m| (m.role.as_str().to_string(), m.content.clone()))
+            .map(|m| (m.role.as_str().to_string(), m.content.to_string()))
             .collect()
     } else if record.simulated {
         Vec::new()

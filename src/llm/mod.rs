@@ -55,13 +55,13 @@ impl ChatRole {
 pub struct ChatMessage {
     /// Who wrote it.
     pub role: ChatRole,
-    /// The text.
-    pub content: String,
+    /// The text, shared: a system prompt is rendered once and sent with many calls.
+    pub content: Arc<str>,
 }
 
 impl ChatMessage {
     /// A message with this role and text.
-    pub fn new(role: ChatRole, content: impl Into<String>) -> ChatMessage {
+    pub fn new(role: ChatRole, content: impl Into<Arc<str>>) -> ChatMessage {
         ChatMessage {
             role,
             content: content.into(),

@@ -17,6 +17,7 @@ use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::scenario::{Guard, KeyKind, Scope, StageKind, Value};
 use crate::sop::{Assignment, Edge, Node, Sop};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// The system information S the agent and the judges see: the job's system variables, then the
 /// extra context of the job's intent (e.g. Online Education's `CourseList`) as text values.
@@ -59,7 +60,7 @@ pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
 /// The agent's conversation: the system prompt ([`agent_system_prompt`], which callers may
 /// reuse across turns), the history (the customer's lines as `user`, the agent's chat texts as
 /// `assistant`), then the new user message.
-pub fn agent_messages(system: String, history: &[Line], user_message: &str) -> Vec<ChatMessage> {
+pub fn agent_messages(system: Arc<str>, history: &[Line], user_message: &str) -> Vec<ChatMessage> {
     let mut messages = vec![ChatMessage::new(ChatRole::System, system)];
     push_history(&mut messages, history, |speaker| match speaker {
         Speaker::User => ChatRole::User,

@@ -10,6 +10,7 @@ use crate::llm::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::sop::Sop;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// One chat-quality dimension of the judge's rubric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +136,7 @@ pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
 /// The judges' conversation: the system prompt, then one user message holding the dialogue
 /// history, the user message of this turn and the agent's reply (its `chat` only).
 pub fn judge_messages(
-    system: String,
+    system: Arc<str>,
     history: &[Line],
     user_message: &str,
     agent_chat: &str,

@@ -119,8 +119,7 @@ fn system_information_section(sop: &Sop, variables: &Assignment) -> String {
 fn push_merged(messages: &mut Vec<ChatMessage>, role: ChatRole, text: &str) {
     match messages.last_mut() {
         Some(last) if last.role == role && role != ChatRole::System => {
-            last.content.push_str("\n\n");
-            last.content.push_str(text);
+            last.content = format!("{}\n\n{text}", last.content).into();
         }
         _ => messages.push(ChatMessage::new(role, text)),
     }

@@ -12,6 +12,7 @@ use crate::scenario::{Adversarial, Cooperativeness, Value};
 use crate::sop::{Assignment, Sop};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// What the simulator answers to end the dialogue.
 pub const END_MARKER: &str = "[END]";
@@ -103,7 +104,7 @@ pub fn user_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
 /// The simulator's conversation, from its point of view: the system prompt, an opening cue, then
 /// the history with the agent's lines as `user` and the customer's own lines as `assistant`;
 /// it always ends with a `user` message.
-pub fn user_messages(system: String, history: &[Line]) -> Vec<ChatMessage> {
+pub fn user_messages(system: Arc<str>, history: &[Line]) -> Vec<ChatMessage> {
     let mut messages = vec![ChatMessage::new(ChatRole::System, system)];
     push_merged(&mut messages, ChatRole::User, OPENING_CUE);
     push_history(&mut messages, history, |speaker| match speaker {
