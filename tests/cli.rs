@@ -295,3 +295,38 @@ fn the_example_run_configuration_is_valid() {
         .to_string();
     assert!(err.contains("user_model: unknown model `nobody`"), "{err}");
 }
+
+#[test]
+fn run_configurations_with_impossible_settings_are_refused_with_their_name() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/run.yaml")).unwrap();
+    let twice = text.replace(
+        "service_models: [local-llm, sim-balanced]",
+        "service_models: [sim-balanced, sim-balanced]",
+    );
+    let err = sage::plan::RunConfig::from_yaml(&twice, "run.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`sim-balanced` is listed twice"), "{err}");
+    let long = text.replace("max_turns: 8", "max_turns: 4000000000");
+    let err = sage::plan::RunConfig::from_yaml(&long, "run.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("max_turns"), "{err}");
+    // A simulated skill that is not a probability is refused when the endpoint is built.
+    let config = sage::plan::RunConfig::from_yaml(
+        &text.replace(
+            "sim: {kind: agent, profile: balanced}",
+            "sim: {kind: agent, profile: balanced, skills: {empathy: 1.5}}",
+        ),
+        "run.yaml",
+    )
+    .unwrap();
+    let err = sage::actors::runner::endpoints(&config)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("empathy is 1.5; expected a probability"),
+        "{err}"
+    );
+}

@@ -250,6 +250,11 @@ fn an_unreachable_agent_is_an_infrastructure_error_not_a_format_error() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (agent, user, judge) = simple_servers(&rt, ResponseTemplate::new(503));
     let records = run(&config(&agent, &user, &judge));
+    assert!(
+        records
+            .iter()
+            .all(|r| r.end == sage::protocol::DialogueEnd::InfraError)
+    );
     for t in records.iter().flat_map(|r| &r.turns) {
         assert!(
             matches!(t.outcome, ServiceOutcome::InfraError { .. }),

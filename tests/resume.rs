@@ -79,13 +79,23 @@ fn killed_and_resumed_equals_uninterrupted() {
     assert!(total > 60, "{total} dialogues");
 
     // The same run, killed with SIGKILL part-way.
-    let mut child = sage(&[
-        "run", "--config", config, "--out", out, "--run-id", "cut", "--quiet",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    // Killed when dropped, so a failing assertion never leaves it running.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = KillOnDrop(
+        sage(&[
+            "run", "--config", config, "--out", out, "--run-id", "cut", "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
     let cut = tmp.path().join("cut");
     let started = Instant::now();
     while lines(&cut.join("dialogues.jsonl")) < 10 {
@@ -95,13 +105,26 @@ fn killed_and_resumed_equals_uninterrupted() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     let done_before = lines(&cut.join("dialogues.jsonl"));
     assert!(
         done_before < total,
         "killed too late to test anything ({done_before} of {total})"
     );
+
+    // Resuming with changed scenarios is refused (the jobs would change under the run).
+    let manifest = cut.join("manifest.json");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let mut tampered: serde_json::Value = serde_json::from_str(&original).unwrap();
+    tampered["scenarios"][0][1] = "0000".into();
+    std::fs::write(&manifest, tampered.to_string()).unwrap();
+    let refused = sage(&["run", "--resume", cut.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("the scenarios changed"));
+    std::fs::write(&manifest, original).unwrap();
 
     let status = sage(&["run", "--resume", cut.to_str().unwrap(), "--quiet"])
         .stdout(Stdio::null())

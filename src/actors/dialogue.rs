@@ -11,6 +11,9 @@ use crate::transport::Transport;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Consecutive turns the agent may be unreachable before the dialogue ends.
+pub const MAX_SERVICE_FAILURES: u32 = 3;
+
 /// A turn record for a turn that could not be played or scored.
 fn infra_turn(
     turn: u32,
@@ -48,6 +51,7 @@ pub async fn run_dialogue(
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
     let mut last_action: Option<String> = None;
     let mut end = DialogueEnd::MaxTurns;
+    let mut service_failures = 0;
     for turn in 1..=job.max_turns {
         let user = transport
             .user(UserRequest {
@@ -87,30 +91,40 @@ pub async fn run_dialogue(
                 user_message: user_message.clone(),
             })
             .await;
+        // An agent that cannot be reached: the turn is an infrastructure error; after
+        // `MAX_SERVICE_FAILURES` in a row the dialogue ends (it would only burn user calls).
         let service = match service {
-            Ok(s) => s,
-            Err(e) => {
-                Arc::make_mut(&mut history).push(Line {
-                    speaker: Speaker::User,
-                    text: user_message.clone(),
-                });
-                turns.push(infra_turn(turn, user_message, e.to_string(), calls));
-                continue;
-            }
-        };
-        calls.extend(service.calls);
-        let agent_chat = match &service.outcome {
-            ServiceOutcome::Valid { turn } => turn.chat.clone(),
-            ServiceOutcome::FormatError { chat, .. } => chat.clone(),
-            ServiceOutcome::InfraError { error } => {
-                let error = error.clone();
+            Ok(s) if !matches!(s.outcome, ServiceOutcome::InfraError { .. }) => s,
+            failed => {
+                let error = match failed {
+                    Err(e) => e.to_string(),
+                    Ok(s) => {
+                        calls.extend(s.calls);
+                        match s.outcome {
+                            ServiceOutcome::InfraError { error } => error,
+                            _ => String::from("the agent could not be reached"),
+                        }
+                    }
+                };
                 Arc::make_mut(&mut history).push(Line {
                     speaker: Speaker::User,
                     text: user_message.clone(),
                 });
                 turns.push(infra_turn(turn, user_message, error, calls));
+                service_failures += 1;
+                if service_failures >= MAX_SERVICE_FAILURES {
+                    end = DialogueEnd::InfraError;
+                    break;
+                }
                 continue;
             }
+        };
+        service_failures = 0;
+        calls.extend(service.calls);
+        let agent_chat = match &service.outcome {
+            ServiceOutcome::Valid { turn } => turn.chat.clone(),
+            ServiceOutcome::FormatError { chat, .. }
+            | ServiceOutcome::InfraError { error: chat } => chat.clone(),
         };
         let judges = transport
             .judge(JudgeRequest {

@@ -143,6 +143,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     };
     let scenarios = load_scenarios(&config)?;
+    if args.resume.is_some() {
+        // The jobs are derived again from the scenarios: they must be the ones the run started with.
+        let manifest = run_dir.read_manifest()?;
+        let now: Vec<(String, String)> = scenarios
+            .iter()
+            .map(|(s, text)| (s.scenario().id.clone(), sha256(text)))
+            .collect();
+        if now != manifest.scenarios {
+            bail!(
+                "{}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run.",
+                run_dir.path().display()
+            );
+        }
+    }
     let run_id = run_dir
         .path()
         .file_name()

@@ -250,15 +250,15 @@ impl HttpCore {
 
     /// The start of a server's text, with the key blanked should the server echo it.
     pub(crate) fn snippet(&self, body: &[u8]) -> String {
-        let text = String::from_utf8_lossy(body);
-        let mut text = truncate_chars(text.trim(), BODY_SNIPPET_CHARS);
+        let mut text = String::from_utf8_lossy(body).trim().to_string();
+        // Redact first: a key cut in two by the truncation would leave its start behind.
         if let Some(key) = &self.key
             && !key.expose().is_empty()
             && text.contains(key.expose())
         {
             text = text.replace(key.expose(), "<redacted>");
         }
-        text
+        truncate_chars(&text, BODY_SNIPPET_CHARS)
     }
 
     /// A reqwest failure as an [`LlmError`].

@@ -8,6 +8,9 @@ use crate::scenario::Adversarial;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// Most turns a dialogue may be given.
+pub const MAX_TURNS: u32 = 1000;
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -163,8 +166,13 @@ impl RunConfig {
         if self.service_models.is_empty() {
             return err("service_models: empty; expected at least one model under test".into());
         }
-        for m in &self.service_models {
+        for (i, m) in self.service_models.iter().enumerate() {
             known("service_models", m)?;
+            if self.service_models[..i].contains(m) {
+                return err(format!(
+                    "service_models: `{m}` is listed twice; expected each model once"
+                ));
+            }
         }
         known("user_model", &self.user_model)?;
         if self.judge_models.len() != 3 {
@@ -181,6 +189,12 @@ impl RunConfig {
         }
         if self.max_turns == 0 || self.concurrency == 0 || self.content_attempts == 0 {
             return err("max_turns, concurrency and content_attempts must be at least 1".into());
+        }
+        if self.max_turns > MAX_TURNS {
+            return err(format!(
+                "max_turns: {}; expected at most {MAX_TURNS}",
+                self.max_turns
+            ));
         }
         if self.adversarial_levels.is_empty() {
             return err("adversarial_levels: empty; expected some of zero, weak, strong".into());

@@ -16,11 +16,49 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// A stable 64-bit seed from any hashable parts (the run seed and a dialogue's coordinates).
+/// A stable 64-bit seed from any hashable parts (the run seed and a dialogue's coordinates):
+/// FNV-1a over the parts' bytes, integers little-endian and `usize` as 64 bits, so the same
+/// parts give the same seed on every platform and Rust version (std's default hasher promises
+/// neither).
 pub fn derive_seed(parts: impl Hash) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = StableHasher(0xcbf2_9ce4_8422_2325);
     parts.hash(&mut h);
     h.finish()
+}
+
+/// FNV-1a, 64 bits.
+struct StableHasher(u64);
+
+impl Hasher for StableHasher {
+    fn finish(&self) -> u64 {
+        // A final mix so that nearby inputs give unrelated seeds.
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write(&(i as u64).to_le_bytes());
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.write(&i.to_le_bytes());
+    }
 }
 
 /// One test case of a scenario: the truth and the customer, before it is crossed with models

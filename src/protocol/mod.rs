@@ -109,8 +109,8 @@ pub struct Usage {
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
     }
 }
 

@@ -176,8 +176,8 @@ impl CallTotals {
         self.calls += 1;
         self.errors += u64::from(c.error.is_some());
         self.cached += u64::from(c.cached);
-        self.input_tokens += c.usage.input_tokens;
-        self.output_tokens += c.usage.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(c.usage.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(c.usage.output_tokens);
         self.cost_usd += c.cost_usd;
     }
 }

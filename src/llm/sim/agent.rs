@@ -1,7 +1,7 @@
 //! Simulated service agents: profiles with named skills that degrade with adversarial level and
 //! turn depth, answering in the agent JSON contract (or, at the configured rate, breaking it).
 
-use super::{Play, SimContext};
+use super::{Play, SimContext, chance};
 use crate::scenario::{Adversarial, Domain, KeyKind, Point, Value};
 use crate::sop::{Route, Values};
 use rand::Rng;
@@ -196,7 +196,7 @@ fn classify(ctx: &SimContext, accuracy: f64, rng: &mut ChaCha8Rng) -> Values {
                 .get(&k.name)
                 .cloned()
                 .unwrap_or(Value::Str(String::new()));
-            let v = if rng.random_bool(accuracy) {
+            let v = if chance(rng, accuracy) {
                 truth
             } else {
                 match (&k.kind, k.full_domain()) {
@@ -260,7 +260,7 @@ fn chat(ctx: &SimContext, action: &str, skills: &Skills, rng: &mut ChaCha8Rng) -
         .unwrap_or("look into this");
     let target = (skills.chat_verbosity as f64 * rng.random_range(0.7..1.3)) as usize;
     let mut text = String::with_capacity(target + 64);
-    if rng.random_bool(skills.empathy) {
+    if chance(rng, skills.empathy) {
         text.push_str(EMPATHY.choose(rng).copied().unwrap_or_default());
         text.push(' ');
     }
@@ -294,7 +294,7 @@ impl Play for SimAgent {
             .sop
             .route(&classification, &variables)
             .unwrap_or_else(|_| ctx.job.target.clone());
-        let route = if rng.random_bool(self.skills.derivation(turn, level)) {
+        let route = if chance(&mut rng, self.skills.derivation(turn, level)) {
             own
         } else {
             wrong_route(ctx, &own, &mut rng)
@@ -312,7 +312,7 @@ impl Play for SimAgent {
             "finals": finals,
             "chat": reply,
         });
-        if !rng.random_bool(self.skills.format_errors(level)) {
+        if !chance(&mut rng, self.skills.format_errors(level)) {
             return (answer.to_string(), "stop");
         }
         // Break the contract in one of the ways real models do.

@@ -2,7 +2,7 @@
 //! scores chat quality from the text of the reply, the same way whatever the user's pressure
 //! (so a polite agent keeps its chat score while its logic fails: empathy resilience).
 
-use super::{Play, SimContext};
+use super::{Play, SimContext, chance};
 use crate::protocol::ChatScores;
 use crate::scenario::{Domain, Point, Value};
 use rand::Rng;
@@ -68,7 +68,7 @@ pub fn score_chat(chat: &str) -> ChatScores {
 impl Play for OracleJudge {
     fn play(&self, ctx: &SimContext) -> (String, &'static str) {
         let mut rng = ctx.rng("judge");
-        if self.garbage_rate > 0.0 && rng.random_bool(self.garbage_rate.clamp(0.0, 1.0)) {
+        if self.garbage_rate > 0.0 && chance(&mut rng, self.garbage_rate) {
             return ("I am unable to evaluate this conversation.".into(), "stop");
         }
         // Written directly (no JSON tree): this runs three times a turn.
@@ -84,7 +84,7 @@ impl Play for OracleJudge {
                 .unwrap_or(Value::Bool(false));
             let mut v = truth;
             if self.noise > 0.0
-                && rng.random_bool(self.noise.clamp(0.0, 1.0))
+                && chance(&mut rng, self.noise)
                 && let Domain::Set(m) = k.full_domain()
             {
                 let n = m.count_ones() as usize;

@@ -22,7 +22,6 @@ use crate::sop::Sop;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,17 +51,14 @@ impl SimContext {
     /// choice of a simulated model draws from its own stream, so results never depend on
     /// scheduling.
     pub fn rng(&self, salt: &str) -> ChaCha8Rng {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (
+        ChaCha8Rng::seed_from_u64(crate::plan::derive_seed((
             self.job.seed,
             self.role.as_str(),
             self.turn,
             self.judge_index,
             self.attempt,
             salt,
-        )
-            .hash(&mut h);
-        ChaCha8Rng::seed_from_u64(h.finish())
+        )))
     }
 }
 
@@ -120,6 +116,24 @@ fn default_profile() -> String {
     "balanced".into()
 }
 
+/// A draw that is true with probability `p` (clamped to [0, 1]; NaN counts as 0): never panics.
+pub fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
+    use rand::Rng;
+    let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) };
+    rng.random_bool(p)
+}
+
+/// Checks that a setting is a probability.
+fn probability(model: &str, name: &str, p: f64) -> Result<(), LlmError> {
+    if p.is_finite() && (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(LlmError::Config(format!(
+            "model {model}: sim {name} is {p}; expected a probability between 0 and 1"
+        )))
+    }
+}
+
 /// Builds the simulated backend a configuration describes.
 pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
     let spec = config.sim.clone().ok_or_else(|| {
@@ -141,31 +155,63 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
                     agent::Skills::PROFILES.join(", ")
                 ))
             })?;
+            let skills = skills.apply(base);
+            let name = &config.name;
+            for (setting, p) in [
+                ("classification_accuracy", skills.classification_accuracy),
+                ("action_derivation", skills.action_derivation),
+                ("format_error_rate", skills.format_error_rate),
+                ("empathy", skills.empathy),
+                ("cold_start", skills.cold_start),
+                ("fatigue", skills.fatigue),
+                ("adversarial_penalty", skills.adversarial_penalty[0]),
+                ("adversarial_penalty", skills.adversarial_penalty[1]),
+                ("adversarial_penalty", skills.adversarial_penalty[2]),
+            ] {
+                probability(name, setting, p)?;
+            }
+            if !(skills.format_error_escalation.is_finite()
+                && skills.format_error_escalation >= 0.0)
+            {
+                return Err(LlmError::Config(format!(
+                    "model {name}: sim format_error_escalation must be a number >= 0"
+                )));
+            }
+            if skills.chat_verbosity > 10_000 {
+                return Err(LlmError::Config(format!(
+                    "model {name}: sim chat_verbosity must be at most 10000 characters"
+                )));
+            }
             Arc::new(Simulated {
-                model: agent::SimAgent {
-                    skills: skills.apply(base),
-                },
+                model: agent::SimAgent { skills },
                 latency,
             })
         }
         SimSpec::User {
             latency,
             empty_rate,
-        } => Arc::new(Simulated {
-            model: user::SimUser { empty_rate },
-            latency,
-        }),
+        } => {
+            probability(&config.name, "empty_rate", empty_rate)?;
+            Arc::new(Simulated {
+                model: user::SimUser { empty_rate },
+                latency,
+            })
+        }
         SimSpec::Judge {
             noise,
             latency,
             garbage_rate,
-        } => Arc::new(Simulated {
-            model: judge::OracleJudge {
-                noise,
-                garbage_rate,
-            },
-            latency,
-        }),
+        } => {
+            probability(&config.name, "noise", noise)?;
+            probability(&config.name, "garbage_rate", garbage_rate)?;
+            Arc::new(Simulated {
+                model: judge::OracleJudge {
+                    noise,
+                    garbage_rate,
+                },
+                latency,
+            })
+        }
     })
 }
 

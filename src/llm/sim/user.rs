@@ -2,13 +2,12 @@
 //! level (zero: cooperative; weak: ambiguity, constraints, rational criticism; strong:
 //! aggression, changing demands, concealment). It knows only its own job.
 
-use super::{Play, SimContext};
+use super::{Play, SimContext, chance};
 use crate::scenario::Adversarial;
 use rand::Rng;
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
-use std::hash::{Hash, Hasher};
 
 /// The token a user simulator answers with to end the dialogue.
 pub const END: &str = "[END]";
@@ -41,15 +40,13 @@ const ZERO_FOLLOW_UPS: [&str; 3] = [
 
 /// A per-dialogue draw (the same at every turn of the dialogue).
 fn dialogue_rng(ctx: &SimContext, salt: &str) -> ChaCha8Rng {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (ctx.job.seed, salt).hash(&mut h);
-    ChaCha8Rng::seed_from_u64(h.finish())
+    ChaCha8Rng::seed_from_u64(crate::plan::derive_seed((ctx.job.seed, salt)))
 }
 
 impl Play for SimUser {
     fn play(&self, ctx: &SimContext) -> (String, &'static str) {
         let mut rng = ctx.rng("user");
-        if self.empty_rate > 0.0 && rng.random_bool(self.empty_rate.clamp(0.0, 1.0)) {
+        if self.empty_rate > 0.0 && chance(&mut rng, self.empty_rate) {
             return (String::new(), "stop");
         }
         let job = &ctx.job;
@@ -69,7 +66,7 @@ impl Play for SimUser {
         if ctx.turn > 1 && resolved && ctx.turn > patience {
             return (END.into(), "stop");
         }
-        if level == Adversarial::Strong && !resolved && ctx.turn >= 4 && rng.random_bool(0.04) {
+        if level == Adversarial::Strong && !resolved && ctx.turn >= 4 && chance(&mut rng, 0.04) {
             return (END.into(), "stop");
         }
         let sc = ctx.sop.scenario();
@@ -77,7 +74,7 @@ impl Play for SimUser {
         let facts: &[String] = intent.map(|i| i.facts.as_slice()).unwrap_or(&[]);
         let fact = facts.get((ctx.turn - 1) as usize).map(String::as_str);
         // Strong users sometimes withhold what they know (concealment).
-        let conceal = level == Adversarial::Strong && ctx.turn > 1 && rng.random_bool(0.3);
+        let conceal = level == Adversarial::Strong && ctx.turn > 1 && chance(&mut rng, 0.3);
         let text = match (ctx.turn, fact, conceal) {
             (1, _, _) => {
                 let opening = intent
