@@ -182,6 +182,13 @@ fn killed_and_resumed_equals_uninterrupted() {
         let messages = ex["messages"].as_array().unwrap();
         assert_eq!(messages[0]["role"], "system");
         assert!(messages[0]["content"].as_str().unwrap().contains("step1"));
+        // The context is what the agent saw: its chat replies, not its JSON answers.
+        for m in &messages[1..messages.len() - 1] {
+            assert!(
+                m["role"] == "user" || !m["content"].as_str().unwrap().starts_with('{'),
+                "{m}"
+            );
+        }
         let last = messages.last().unwrap();
         assert_eq!(last["role"], "assistant");
         let answer: serde_json::Value =

@@ -43,30 +43,31 @@ fn examples(
         };
         let system =
             prompts::agent_system_prompt(sop, &prompts::system_information(sop, &record.job));
+        // The context is what the agent saw: the customer's lines and its own chat replies
+        // (as in the live dialogue); the target is its full JSON answer.
         let mut context: Vec<(String, String)> = vec![("system".into(), system)];
         for turn in &record.turns {
-            let answer = match (&turn.outcome, &turn.raw_output) {
-                (ServiceOutcome::Valid { .. }, Some(raw)) => Some(raw.clone()),
-                _ => None,
-            };
-            let logic = turn.scores.map(|s| s.logic);
+            if turn.user_message.is_empty() {
+                stats.skipped += 1; // the customer side failed: no line was said
+                continue;
+            }
             context.push(("user".into(), turn.user_message.clone()));
-            match (answer, logic) {
+            let (seen, answer) = match (&turn.outcome, &turn.raw_output) {
+                (ServiceOutcome::Valid { turn: t }, Some(raw)) => (Some(t.chat.clone()), Some(raw)),
+                (ServiceOutcome::FormatError { chat, .. }, _) => (Some(chat.clone()), None),
+                _ => (None, None),
+            };
+            match (answer, turn.scores.map(|s| s.logic)) {
                 (Some(answer), Some(logic)) if logic >= min_logic => {
                     let mut example = context.clone();
                     example.push(("assistant".into(), answer.clone()));
                     out.push(example);
                     stats.examples += 1;
-                    context.push(("assistant".into(), answer));
                 }
-                (answer, _) => {
-                    stats.skipped += 1;
-                    let shown = answer.unwrap_or_else(|| match &turn.outcome {
-                        ServiceOutcome::FormatError { chat, .. } => chat.clone(),
-                        _ => String::new(),
-                    });
-                    context.push(("assistant".into(), shown));
-                }
+                _ => stats.skipped += 1,
+            }
+            if let Some(seen) = seen {
+                context.push(("assistant".into(), seen));
             }
         }
     }
