@@ -76,18 +76,19 @@ fn paths_json_has_the_documented_shape() {
         "--json",
     ]);
     assert!(o.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let routes = v.as_array().unwrap();
+    // Key order matters (declaration order): read into order-keeping maps.
+    type Map = indexmap::IndexMap<String, serde_json::Value>;
+    #[derive(serde::Deserialize)]
+    struct Fields {
+        fields: Map,
+    }
+    let routes: Vec<Map> = serde_json::from_slice(&o.stdout).unwrap();
+    let fields: Vec<Fields> = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(routes.len(), 12);
-    for r in routes {
-        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    for (r, f) in routes.iter().zip(&fields) {
+        let keys: Vec<&str> = r.keys().map(String::as_str).collect();
         assert_eq!(keys, ["path", "action", "outputs", "fields", "variables"]);
-        let fields: Vec<&str> = r["fields"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let fields: Vec<&str> = f.fields.keys().map(String::as_str).collect();
         assert_eq!(
             fields,
             [

@@ -190,8 +190,10 @@ impl UserRole {
             }
         };
         let job = &req.job;
-        let system = reg.prompts.get_or(
-            (
+        let messages = if endpoint.is_simulated() {
+            Vec::new() // a simulated customer plays from the job, not from a prompt
+        } else {
+            let key = (
                 "user",
                 &job.scenario,
                 &job.intent,
@@ -199,10 +201,12 @@ impl UserRole {
                 job.adversarial,
                 pairs(&job.fields),
                 pairs(&job.variables),
-            ),
-            || prompts::user_system_prompt(sop, job),
-        );
-        let messages = prompts::user_messages(system, &req.history);
+            );
+            let system = reg
+                .prompts
+                .get_or(key, || prompts::user_system_prompt(sop, job));
+            prompts::user_messages(system, &req.history)
+        };
         let mut ctx = context(sop, &req.job, Role::User, req.turn);
         ctx.last_action = req.last_action.clone();
         let (result, calls) = ask_until(
@@ -250,14 +254,18 @@ impl ServiceRole {
                 };
             }
         };
-        // The agent sees the system information S: the variables and the intent's context.
-        let info = prompts::system_information(sop, &req.job);
-        let system = reg
-            .prompts
-            .get_or(("agent", &req.job.scenario, pairs(&info)), || {
-                prompts::agent_system_prompt(sop, &info)
-            });
-        let messages = prompts::agent_messages(system, &req.history, &req.user_message);
+        let messages = if endpoint.is_simulated() {
+            Vec::new() // a simulated agent plays from the job, not from a prompt
+        } else {
+            // The agent sees the system information S: the variables and the intent's context.
+            let info = prompts::system_information(sop, &req.job);
+            let system = reg
+                .prompts
+                .get_or(("agent", &req.job.scenario, pairs(&info)), || {
+                    prompts::agent_system_prompt(sop, &info)
+                });
+            prompts::agent_messages(system, &req.history, &req.user_message)
+        };
         let request = ChatRequest {
             messages,
             json: true,
@@ -345,14 +353,23 @@ impl JudgePanel {
                 };
             }
         };
-        let info = prompts::system_information(sop, &req.job);
-        let system = reg
-            .prompts
-            .get_or(("judge", &req.job.scenario, pairs(&info)), || {
-                prompts::judge_system_prompt(sop, &req.job)
-            });
-        let messages =
-            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat);
+        // Simulated judges play from the job: the prompt is rendered only for a real one.
+        let all_simulated = req
+            .job
+            .judge_models
+            .iter()
+            .all(|n| reg.endpoint(n).is_ok_and(|e| e.is_simulated()));
+        let messages = if all_simulated {
+            Vec::new()
+        } else {
+            let info = prompts::system_information(sop, &req.job);
+            let system = reg
+                .prompts
+                .get_or(("judge", &req.job.scenario, pairs(&info)), || {
+                    prompts::judge_system_prompt(sop, &req.job)
+                });
+            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat)
+        };
         let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
             let messages = messages.clone();
             let mut ctx = context(sop, &req.job, Role::Judge, req.turn);

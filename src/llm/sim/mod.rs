@@ -245,8 +245,14 @@ impl<P: Play> ChatModel for Simulated<P> {
             }
         }
         let (text, finish) = self.model.play(ctx);
-        // Token counts as a real tokenizer would roughly give them (4 characters a token).
-        let input: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        // Token counts as a real tokenizer would roughly give them (4 characters a token). The
+        // roles send a simulated model no prompt: estimate one (a 4,000-character system prompt
+        // and 150 characters a line of history).
+        let input: usize = if request.messages.is_empty() {
+            4_000 + 300 * ctx.turn as usize
+        } else {
+            request.messages.iter().map(|m| m.content.len()).sum()
+        };
         Ok(ChatResponse {
             usage: Usage {
                 input_tokens: (input / 4) as u64,
