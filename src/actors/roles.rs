@@ -273,11 +273,10 @@ impl ServiceRole {
             sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
         };
         let called = endpoint.call(&request).await;
-        let calls = vec![with_request(
-            called.record,
-            &request.messages,
-            reg.record_prompts,
-        )];
+        let mut record = with_request(called.record, &request.messages, reg.record_prompts);
+        // The answer's text is kept once, as the turn's `raw_output`.
+        record.response = None;
+        let calls = vec![record];
         match called.result {
             Err(e) => ServiceReply {
                 outcome: ServiceOutcome::InfraError {

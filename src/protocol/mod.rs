@@ -126,7 +126,8 @@ pub struct CallRecord {
     /// from the job rather than the prompt). Prompts are rendered deterministically from the
     /// scenario, the job and the history, all of which are in the record.
     pub request: Vec<(String, String)>,
-    /// The text returned (absent on error).
+    /// The text returned (absent on error, and for the agent's call, whose text is the turn's
+    /// `raw_output`).
     pub response: Option<String>,
     /// Why the model stopped (`stop`, `length`, ...), when known.
     pub finish_reason: Option<String>,
