@@ -38,7 +38,8 @@ struct Measured {
     turns: usize,
     wall: f64,
     cpu_us: u64,
-    /// Dialogues finished per second between 20% and 80% of the run (steady state).
+    /// Dialogues finished per second while the pipeline is full: between the first
+    /// `concurrency` finished and the last `concurrency` started (steady state).
     steady_dialogues_per_s: f64,
 }
 
@@ -88,7 +89,10 @@ fn run(config: &RunConfig, sops: &[Arc<Sop>]) -> Measured {
             .copied()
             .unwrap_or((wall, total))
     };
-    let ((t0, n0), (t1, n1)) = (at(0.2), at(0.8));
+    // Full pipeline: after the first `concurrency` dialogues finished (the first wave), until
+    // the last job starts (`concurrency` dialogues before the end).
+    let wave = config.concurrency as f64 / total as f64;
+    let ((t0, n0), (t1, n1)) = (at(wave), at(1.0 - wave));
     Measured {
         turns: counts.turns,
         wall,
@@ -120,13 +124,13 @@ fn harness() {
     );
 }
 
-/// Dialogues of exactly three turns (the simulated users never leave before turn 4), three
+/// Dialogues of exactly three turns (the simulated users never leave before turn 4), six
 /// times as many as stay in flight, so that the middle of the run is a steady state with
-/// `in_flight` dialogues in flight.
+/// `in_flight` dialogues in flight (the first waves of dialogues, started together, blur).
 fn fixed_length(in_flight: usize) -> RunConfig {
     RunConfig {
         service_models: vec!["sim-balanced".into()],
-        dialogues_per_scenario: 3 * in_flight / 6,
+        dialogues_per_scenario: 6 * in_flight / 6,
         min_per_route: 0,
         max_turns: 3,
         concurrency: in_flight,

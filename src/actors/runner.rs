@@ -96,16 +96,36 @@ pub async fn run_embedded(
         Some(arbiter) => Aggregator::start_in_arbiter(&arbiter.handle(), |_| aggregator),
         None => aggregator.start(),
     };
+    // Finished records go to the aggregator through a bounded channel, so the loop below keeps
+    // starting dialogues while the aggregator writes (awaiting each write would let the number
+    // in flight dip every time one finishes).
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<crate::protocol::DialogueRecord>(super::MAILBOX);
+    let writer = {
+        let aggregator = aggregator.clone();
+        actix::spawn(async move {
+            while let Some(record) = rx.recv().await {
+                aggregator
+                    .send(Finished(record))
+                    .await
+                    .map_err(|e| RunError::Runtime(e.to_string()))??;
+            }
+            Ok::<(), RunError>(())
+        })
+    };
     let mut finished = futures::stream::iter(todo)
         .map(|job| driver.send(RunDialogue(job)))
         .buffer_unordered(config.concurrency.max(1));
     while let Some(record) = finished.next().await {
         let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
-        aggregator
-            .send(Finished(record))
-            .await
-            .map_err(|e| RunError::Runtime(e.to_string()))??;
+        if tx.send(record).await.is_err() {
+            break; // the writer stopped on an error, reported below
+        }
     }
+    drop(tx);
+    writer
+        .await
+        .map_err(|e| RunError::Runtime(e.to_string()))??;
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
