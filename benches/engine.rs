@@ -191,7 +191,7 @@ fn http() {
     let servers = rt.block_on(async {
         let mut out = Vec::new();
         for content in [agent, "I would like to change my plan.", judge] {
-            let s = MockServer::start().await;
+            let s = MockServer::builder().disable_request_recording().start().await;
             Mock::given(method("POST"))
                 .respond_with(completion(content))
                 .mount(&s)
@@ -217,7 +217,7 @@ fn http() {
         service_models: vec!["agent".into()],
         user_model: "user".into(),
         judge_models: vec!["judge-1".into(), "judge-2".into(), "judge-3".into()],
-        dialogues_per_scenario: 3000,
+        dialogues_per_scenario: 6000,
         min_per_route: 0,
         max_turns: 3,
         concurrency: 1000,
