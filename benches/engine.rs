@@ -191,7 +191,10 @@ fn http() {
     let servers = rt.block_on(async {
         let mut out = Vec::new();
         for content in [agent, "I would like to change my plan.", judge] {
-            let s = MockServer::builder().disable_request_recording().start().await;
+            let s = MockServer::builder()
+                .disable_request_recording()
+                .start()
+                .await;
             Mock::given(method("POST"))
                 .respond_with(completion(content))
                 .mount(&s)

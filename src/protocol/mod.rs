@@ -126,8 +126,9 @@ pub struct CallRecord {
     /// from the job rather than the prompt). Prompts are rendered deterministically from the
     /// scenario, the job and the history, all of which are in the record.
     pub request: Vec<(String, String)>,
-    /// The text returned (absent on error, and for the agent's call, whose text is the turn's
-    /// `raw_output`).
+    /// The text returned. Absent on error; for the agent's call, whose text is the turn's
+    /// `raw_output`; and for an accepted answer of a simulated user or judge, which the record
+    /// holds parsed (the user message, the verdict) and the seed reproduces.
     pub response: Option<String>,
     /// Why the model stopped (`stop`, `length`, ...), when known.
     pub finish_reason: Option<String>,
