@@ -184,56 +184,29 @@ fn route_with_booleans_and_outputs() {
 
 #[test]
 fn route_errors_name_the_problem() {
-    let o = sage(&[
-        "scenario",
-        "route",
-        "scenarios/telecom_package.yaml",
-        "--set",
-        "ConsumptionType=Change",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let e = stderr(&o);
-    assert!(
-        e.contains("stage step4 needs variable PackageStatus, which is missing"),
-        "{e}"
-    );
-    let o = sage(&[
-        "scenario",
-        "route",
-        "scenarios/telecom_package.yaml",
-        "--set",
-        "Colour=red",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("unknown key `Colour`"),
-        "{}",
-        stderr(&o)
-    );
-    let o = sage(&[
-        "scenario",
-        "route",
-        "scenarios/telecom_package.yaml",
-        "--set",
-        "Penalty=lots",
-    ]);
-    assert!(
-        stderr(&o).contains("Penalty is an integer"),
-        "{}",
-        stderr(&o)
-    );
-    let o = sage(&[
-        "scenario",
-        "route",
-        "scenarios/telecom_package.yaml",
-        "--set",
-        "ConsumptionType=Upgrade",
-    ]);
-    assert!(
-        stderr(&o).contains("`Upgrade` is not a value of ConsumptionType"),
-        "{}",
-        stderr(&o)
-    );
+    // Each `--set` is refused (exit 1) with a message naming the problem.
+    for (set, message) in [
+        (
+            "ConsumptionType=Change",
+            "stage step4 needs variable PackageStatus, which is missing",
+        ),
+        ("Colour=red", "unknown key `Colour`"),
+        ("Penalty=lots", "Penalty is an integer"),
+        (
+            "ConsumptionType=Upgrade",
+            "`Upgrade` is not a value of ConsumptionType",
+        ),
+    ] {
+        let o = sage(&[
+            "scenario",
+            "route",
+            "scenarios/telecom_package.yaml",
+            "--set",
+            set,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{set}");
+        assert!(stderr(&o).contains(message), "{set}: {}", stderr(&o));
+    }
 }
 
 #[test]
