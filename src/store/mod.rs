@@ -158,7 +158,11 @@ impl RunDir {
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
-        Ok(DialogueWriter { file, path })
+        Ok(DialogueWriter {
+            file,
+            path,
+            line: Vec::with_capacity(64 * 1024),
+        })
     }
 
     /// Every complete record in dialogues.jsonl, in file order. A cut-off last line (a killed
@@ -210,19 +214,20 @@ impl RunDir {
 pub struct DialogueWriter {
     file: File,
     path: PathBuf,
+    /// The line being written, reused (records are tens of kilobytes).
+    line: Vec<u8>,
 }
 
 impl DialogueWriter {
     /// Appends one record as a line and hands it to the operating system before returning.
     pub fn append(&mut self, record: &DialogueRecord) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(io(&self.path))?;
+        self.line.push(b'\n');
+        self.file.write_all(&self.line).map_err(io(&self.path))?;
         self.file.flush().map_err(io(&self.path))
     }
 }
