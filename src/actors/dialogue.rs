@@ -52,6 +52,12 @@ pub async fn run_dialogue(
     let mut last_action: Option<String> = None;
     let mut end = DialogueEnd::MaxTurns;
     let mut service_failures = 0;
+    // The variables as the rule engine reads them, once per dialogue.
+    let variables: crate::sop::Values = job
+        .variables
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for turn in 1..=job.max_turns {
         let user = transport
             .user(UserRequest {
@@ -148,8 +154,8 @@ pub async fn run_dialogue(
         };
         match judges {
             Err(e) => record.infra_error = Some(e.to_string()),
-            Ok(panel) => {
-                calls.extend(panel.calls.iter().cloned());
+            Ok(mut panel) => {
+                calls.append(&mut panel.calls);
                 match &panel.consensus {
                     None => {
                         let why: Vec<String> = panel
@@ -164,11 +170,7 @@ pub async fn run_dialogue(
                             .rule(RuleRequest {
                                 scenario: job.scenario.clone(),
                                 fields: consensus.clone(),
-                                variables: job
-                                    .variables
-                                    .iter()
-                                    .map(|(k, v)| (k.clone(), v.clone()))
-                                    .collect(),
+                                variables: variables.clone(),
                             })
                             .await;
                         match reference {
@@ -177,10 +179,7 @@ pub async fn run_dialogue(
                         }
                     }
                 }
-                record.judges = Some(crate::protocol::JudgeReply {
-                    calls: Vec::new(),
-                    ..panel
-                });
+                record.judges = Some(panel);
             }
         }
         record.calls = calls;

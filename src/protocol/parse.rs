@@ -126,9 +126,40 @@ pub fn parse_agent_output(sop: &Sop, raw: &str, truncated: bool) -> Result<Agent
 /// the five dimensions, each exactly 3, 6 or 9 (a number or a numeric string). The reasoning
 /// texts are not required; unknown extra keys are ignored.
 pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
-    let obj = extract_object(raw, false)?;
-    let classification = classification(sop, &obj, "classification")?;
-    let dims = object(&obj, "chat_quality_dimensions", "chat_quality_dimensions")?;
+    // Fast path for the common case, an answer that is exactly the object: read only the two
+    // keys that matter (the reasoning texts are skipped, not copied). Anything else takes the
+    // general path below, which gives the precise error.
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        classification: Map<String, Json>,
+        chat_quality_dimensions: Map<String, Json>,
+    }
+    let trimmed = raw.trim();
+    let fast = (trimmed.starts_with('{') && trimmed.ends_with('}'))
+        .then(|| serde_json::from_str::<Answer>(trimmed).ok())
+        .flatten();
+    let (classification, dims) = match &fast {
+        Some(a) => (
+            classification_of(sop, &a.classification, "classification")?,
+            &a.chat_quality_dimensions,
+        ),
+        None => {
+            let obj = extract_object(raw, false)?;
+            let classification = classification(sop, &obj, "classification")?;
+            return judgment(
+                classification,
+                object(&obj, "chat_quality_dimensions", "chat_quality_dimensions")?,
+            );
+        }
+    };
+    judgment(classification, dims)
+}
+
+/// A verdict from its classification and its chat-quality object.
+fn judgment(
+    classification: BTreeMap<String, Value>,
+    dims: &Map<String, Json>,
+) -> Result<Judgment, FormatError> {
     let score = |name: &str| dimension_score(dims, name);
     let chat = ChatScores {
         linguistic_quality: score("linguistic_quality")?,
@@ -220,7 +251,15 @@ fn classification(
     obj: &Map<String, Json>,
     key: &str,
 ) -> Result<BTreeMap<String, Value>, FormatError> {
-    let given = object(obj, key, key)?;
+    classification_of(sop, object(obj, key, key)?, key)
+}
+
+/// Every classification field of the scenario from the object `given` (found under `key`).
+fn classification_of(
+    sop: &Sop,
+    given: &Map<String, Json>,
+    key: &str,
+) -> Result<BTreeMap<String, Value>, FormatError> {
     sop.scenario()
         .fields()
         .map(|field| {
