@@ -8,7 +8,6 @@ use rand::Rng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The tunable skills of a simulated service agent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -299,45 +298,60 @@ impl Play for SimAgent {
         } else {
             wrong_route(ctx, &own, &mut rng)
         };
-        let mut finals = serde_json::Map::new();
-        finals.insert("Action".into(), json!(route.action));
+        // The answer is written directly (no JSON tree): this runs every turn.
+        let mut finals = format!("{{\"Action\":{}", json(&route.action));
         for (k, v) in &route.outputs {
-            finals.insert(k.clone(), json!(v));
+            finals.push_str(&format!(",{}:{}", json(k), json(v)));
         }
+        finals.push('}');
         let reply = chat(ctx, &route.action, &self.skills, &mut rng);
-        let mut answer = json!({
-            "classification_output": classification,
-            "cot": format!("simulated agent: classified the fields, followed the SOP to {}", route.action),
-            "now_path": route.path,
-            "finals": finals,
-            "chat": reply,
-        });
+        let cot = format!(
+            "simulated agent: classified the fields, followed the SOP to {}",
+            route.action
+        );
+        let answer = |classification: &Values, with_path: bool| {
+            let path = if with_path {
+                format!(",\"now_path\":{}", json(&route.path))
+            } else {
+                String::new()
+            };
+            format!(
+                "{{\"classification_output\":{},\"cot\":{}{path},\"finals\":{finals},\"chat\":{}}}",
+                json(classification),
+                json(&cot),
+                json(&reply)
+            )
+        };
         if !chance(&mut rng, self.skills.format_errors(level)) {
-            return (answer.to_string(), "stop");
+            return (answer(&classification, true), "stop");
         }
         // Break the contract in one of the ways real models do.
         match rng.random_range(0..5) {
             0 => (format!("{reply} Let me check that for you."), "stop"),
-            1 => (answer.to_string().replacen("\",\"", "\" \"", 1), "stop"),
-            2 => {
-                if let Some(o) = answer.as_object_mut() {
-                    o.remove("now_path");
-                }
-                (answer.to_string(), "stop")
-            }
+            1 => (
+                answer(&classification, true).replacen("\",\"", "\" \"", 1),
+                "stop",
+            ),
+            2 => (answer(&classification, false), "stop"),
             3 => {
+                let mut wrong = classification.clone();
                 if let Some(first) = ctx.sop.scenario().fields().next() {
-                    answer["classification_output"][&first.name] = json!("Unknown");
+                    wrong.insert(first.name.clone(), Value::Str("Unknown".into()));
                 }
-                (answer.to_string(), "stop")
+                (answer(&wrong, true), "stop")
             }
             _ => {
-                let text = answer.to_string();
+                let text = answer(&classification, true);
                 let cut = text.floor_char_boundary(text.len() * 3 / 5);
                 (text[..cut].to_string(), "length")
             }
         }
     }
+}
+
+/// A value's JSON text (for the answer writer above).
+fn json<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
 
 #[cfg(test)]
