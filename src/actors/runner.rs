@@ -92,10 +92,8 @@ pub async fn run_embedded(
     }
     .start();
     let aggregator = Aggregator::new(run_dir.writer()?, progress.clone());
-    let aggregator = match &second {
-        Some(arbiter) => Aggregator::start_in_arbiter(&arbiter.handle(), |_| aggregator),
-        None => aggregator.start(),
-    };
+    // On this thread: the records are built here, so they are also freed here.
+    let aggregator = aggregator.start();
     // Finished records go to the aggregator through a bounded channel, so the loop below keeps
     // starting dialogues while the aggregator writes (awaiting each write would let the number
     // in flight dip every time one finishes).
