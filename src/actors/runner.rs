@@ -79,7 +79,8 @@ pub async fn run_embedded(
         record_prompts: config.record_prompts,
         prompts: Default::default(),
     });
-    // A second thread for the busiest roles and the record writing when there is a second core.
+    // A second thread for the busiest role (the judge panel) and the rule engine when there is a
+    // second core.
     let second =
         (std::thread::available_parallelism().map_or(1, |n| n.get()) > 1).then(actix::Arbiter::new);
     let transport = Arc::new(start_local_roles(
