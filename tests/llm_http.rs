@@ -213,14 +213,7 @@ async fn malformed_body_is_invalid_response_and_not_retried() {
         other => panic!("expected InvalidResponse, got {other:?}"),
     }
     assert_eq!(called.record.attempts, 1);
-    assert!(
-        called
-            .record
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("invalid response")
-    );
+    assert!(error_of(&called.record).starts_with("invalid response"));
     assert_eq!(called.record.response, None);
 
     // No choices is not a completion either.
@@ -324,14 +317,7 @@ async fn server_errors_forever_give_up_after_max_attempts() {
         other => panic!("expected Status, got {other:?}"),
     }
     assert_eq!(called.record.attempts, 3);
-    assert!(
-        called
-            .record
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("HTTP 503")
-    );
+    assert!(error_of(&called.record).starts_with("HTTP 503"));
     assert_eq!(endpoint.failures(), 1);
 }
 
@@ -873,4 +859,9 @@ async fn http_agent_contract() {
         Endpoint::new(config, None),
         Err(LlmError::Config(_))
     ));
+}
+
+/// A call record's error text ("" when the call succeeded).
+fn error_of(record: &sage::protocol::CallRecord) -> &str {
+    record.error.as_deref().unwrap_or("")
 }

@@ -79,6 +79,15 @@ impl Registry {
             .ok_or_else(|| format!("scenario `{id}` is not loaded in this process"))
     }
 
+    /// The scenario and the model endpoint a request needs.
+    fn sop_and_endpoint(
+        &self,
+        scenario: &str,
+        model: &str,
+    ) -> Result<(&Arc<Sop>, &Arc<Endpoint>), String> {
+        Ok((self.sop(scenario)?, self.endpoint(model)?))
+    }
+
     fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
         self.endpoints
             .get(name)
@@ -183,12 +192,9 @@ impl UserRole {
     /// The next customer message, or the end of the dialogue.
     pub async fn handle(&self, req: UserRequest) -> UserReply {
         let reg = &self.0;
-        let (sop, endpoint) = match (
-            reg.sop(&req.job.scenario),
-            reg.endpoint(&req.job.user_model),
-        ) {
-            (Ok(s), Ok(e)) => (s, e),
-            (Err(e), _) | (_, Err(e)) => {
+        let (sop, endpoint) = match reg.sop_and_endpoint(&req.job.scenario, &req.job.user_model) {
+            Ok(found) => found,
+            Err(e) => {
                 return UserReply {
                     message: None,
                     calls: Vec::new(),
@@ -248,12 +254,10 @@ impl ServiceRole {
     /// The agent's answer to one user message: valid, a format error, or unreachable.
     pub async fn handle(&self, req: ServiceRequest) -> ServiceReply {
         let reg = &self.0;
-        let (sop, endpoint) = match (
-            reg.sop(&req.job.scenario),
-            reg.endpoint(&req.job.service_model),
-        ) {
-            (Ok(s), Ok(e)) => (s, e),
-            (Err(e), _) | (_, Err(e)) => {
+        let (sop, endpoint) = match reg.sop_and_endpoint(&req.job.scenario, &req.job.service_model)
+        {
+            Ok(found) => found,
+            Err(e) => {
                 return ServiceReply {
                     outcome: ServiceOutcome::InfraError { error: e },
                     raw: None,
