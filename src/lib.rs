@@ -32,4 +32,5 @@ pub mod scenario;
 pub mod scoring;
 pub mod sop;
 pub mod store;
+pub mod telemetry;
 pub mod transport;

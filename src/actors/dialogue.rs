@@ -7,6 +7,7 @@ use crate::protocol::{
 };
 use crate::scoring;
 use crate::sop::Sop;
+use crate::telemetry::DialogueMetrics;
 use crate::transport::Transport;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,6 +37,12 @@ fn infra_turn(
     }
 }
 
+/// Keeps a played turn and counts it.
+fn push(turns: &mut Vec<TurnRecord>, metrics: &DialogueMetrics, turn: TurnRecord) {
+    metrics.turn(&turn);
+    turns.push(turn);
+}
+
 /// Plays one dialogue to its end and scores every turn. Never fails: whatever goes wrong on the
 /// way is recorded in the turns and the end reason.
 pub async fn run_dialogue(
@@ -46,6 +53,7 @@ pub async fn run_dialogue(
     // Shared with every request of the dialogue; the history is appended in place once the
     // requests of a turn (which hold it) are done.
     let job = Arc::new(job);
+    let metrics = DialogueMetrics::start(&job);
     let sop = sops.get(&job.scenario).cloned();
     let mut history: Arc<Vec<Line>> = Arc::new(Vec::with_capacity(2 * job.max_turns as usize));
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
@@ -70,14 +78,22 @@ pub async fn run_dialogue(
         let user = match user {
             Ok(u) => u,
             Err(e) => {
-                turns.push(infra_turn(turn, String::new(), e.to_string(), Vec::new()));
+                push(
+                    &mut turns,
+                    &metrics,
+                    infra_turn(turn, String::new(), e.to_string(), Vec::new()),
+                );
                 end = DialogueEnd::InfraError;
                 break;
             }
         };
         let mut calls = user.calls;
         if let Some(error) = user.infra_error {
-            turns.push(infra_turn(turn, String::new(), error, calls));
+            push(
+                &mut turns,
+                &metrics,
+                infra_turn(turn, String::new(), error, calls),
+            );
             end = DialogueEnd::InfraError;
             break;
         }
@@ -116,7 +132,11 @@ pub async fn run_dialogue(
                     speaker: Speaker::User,
                     text: user_message.clone(),
                 });
-                turns.push(infra_turn(turn, user_message, error, calls));
+                push(
+                    &mut turns,
+                    &metrics,
+                    infra_turn(turn, user_message, error, calls),
+                );
                 service_failures += 1;
                 if service_failures >= MAX_SERVICE_FAILURES {
                     end = DialogueEnd::InfraError;
@@ -199,7 +219,7 @@ pub async fn run_dialogue(
             speaker: Speaker::Agent,
             text: agent_chat,
         });
-        turns.push(record);
+        push(&mut turns, &metrics, record);
     }
     let mut usage = Usage::default();
     let mut cost_usd = 0.0;
@@ -211,6 +231,7 @@ pub async fn run_dialogue(
             simulated &= call.simulated;
         }
     }
+    metrics.finish(end);
     DialogueRecord {
         job: Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()),
         turns,

@@ -7,27 +7,30 @@
 //! sender wait (backpressure) instead of queueing without limit.
 
 pub mod aggregator;
+pub mod cluster;
 pub mod dialogue;
 pub mod roles;
 pub mod runner;
 
 use crate::protocol::{
-    DialogueJob, DialogueRecord, JudgeReply, JudgeRequest, RuleReply, RuleRequest, ServiceReply,
-    ServiceRequest, UserReply, UserRequest,
+    DialogueJob, DialogueRecord, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest,
+    ServiceReply, ServiceRequest, UserReply, UserRequest,
 };
 use crate::sop::Sop;
+use crate::telemetry::metrics;
 use crate::transport::Transport;
 use crate::transport::local::{Ask, LocalTransport};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use roles::{JudgePanel, Registry, RuleRole, ServiceRole, UserRole};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Mailbox capacity of every actor (messages waiting beyond the ones being served).
 pub const MAILBOX: usize = 1024;
 
 macro_rules! role_actor {
-    ($actor:ident, $logic:ident, $req:ty, $rep:ty) => {
+    ($actor:ident, $logic:ident, $role:expr, $req:ty, $rep:ty) => {
         /// The actor around the role's logic.
         pub struct $actor(pub Arc<$logic>);
 
@@ -42,15 +45,31 @@ macro_rules! role_actor {
             type Result = ResponseFuture<$rep>;
             fn handle(&mut self, msg: Ask<$req, $rep>, _: &mut Context<Self>) -> Self::Result {
                 let logic = self.0.clone();
-                Box::pin(async move { logic.handle(msg.0).await })
+                Box::pin(async move {
+                    let reply = logic.handle(msg.0).await;
+                    metrics().observe_calls($role, &reply.calls);
+                    reply
+                })
             }
         }
     };
 }
 
-role_actor!(UserActor, UserRole, UserRequest, UserReply);
-role_actor!(ServiceActor, ServiceRole, ServiceRequest, ServiceReply);
-role_actor!(JudgeActor, JudgePanel, JudgeRequest, JudgeReply);
+role_actor!(UserActor, UserRole, Role::User, UserRequest, UserReply);
+role_actor!(
+    ServiceActor,
+    ServiceRole,
+    Role::Service,
+    ServiceRequest,
+    ServiceReply
+);
+role_actor!(
+    JudgeActor,
+    JudgePanel,
+    Role::Judge,
+    JudgeRequest,
+    JudgeReply
+);
 
 /// The rule engine's actor (synchronous logic).
 pub struct RuleActor(pub Arc<RuleRole>);
@@ -69,37 +88,42 @@ impl Handler<Ask<RuleRequest, RuleReply>> for RuleActor {
     }
 }
 
-/// Starts the four role actors in this process and returns the transport that reaches them.
-/// Must run inside an actix `System`. The judge panel (three calls a turn, the busiest role)
-/// and the rule engine run on `second` when given (another thread), the rest on the current
-/// arbiter, so a burst of replies is served by two cores.
+/// Starts the four role actors and returns the transport that reaches them. The user and
+/// service roles run on `first`; the judge panel (three calls a turn, the busiest role) and the
+/// rule engine on `second` when given (another thread), so a burst of replies is served by two
+/// cores.
 pub fn start_local_roles(
     registry: Arc<Registry>,
+    first: &actix::ArbiterHandle,
     second: Option<&actix::ArbiterHandle>,
 ) -> LocalTransport {
     let judge = JudgeActor(Arc::new(JudgePanel(registry.clone())));
     let rule = RuleActor(Arc::new(RuleRole(registry.clone())));
-    let (judge, rule) = match second {
-        Some(arbiter) => (
-            JudgeActor::start_in_arbiter(arbiter, |_| judge),
-            RuleActor::start_in_arbiter(arbiter, |_| rule),
-        ),
-        None => (judge.start(), rule.start()),
-    };
+    let user = UserActor(Arc::new(UserRole(registry.clone())));
+    let service = ServiceActor(Arc::new(ServiceRole(registry)));
+    let second = second.unwrap_or(first);
     LocalTransport {
-        user: UserActor(Arc::new(UserRole(registry.clone())))
-            .start()
-            .recipient(),
-        service: ServiceActor(Arc::new(ServiceRole(registry)))
-            .start()
-            .recipient(),
-        judge: judge.recipient(),
-        rule: rule.recipient(),
+        user: UserActor::start_in_arbiter(first, |_| user).recipient(),
+        service: ServiceActor::start_in_arbiter(first, |_| service).recipient(),
+        judge: JudgeActor::start_in_arbiter(second, |_| judge).recipient(),
+        rule: RuleActor::start_in_arbiter(second, |_| rule).recipient(),
     }
 }
 
-/// Play this dialogue job.
-pub struct RunDialogue(pub DialogueJob);
+/// Play this dialogue job, through the driver's transport or the one given.
+pub struct RunDialogue {
+    /// The job.
+    pub job: DialogueJob,
+    /// A transport for this dialogue only (the driver's own when `None`).
+    pub through: Option<Arc<dyn Transport>>,
+}
+
+impl RunDialogue {
+    /// Play `job` through the driver's transport.
+    pub fn new(job: DialogueJob) -> RunDialogue {
+        RunDialogue { job, through: None }
+    }
+}
 
 impl actix::Message for RunDialogue {
     type Result = DialogueRecord;
@@ -123,8 +147,17 @@ impl Actor for DialogueActor {
 impl Handler<RunDialogue> for DialogueActor {
     type Result = ResponseFuture<DialogueRecord>;
     fn handle(&mut self, msg: RunDialogue, _: &mut Context<Self>) -> Self::Result {
-        let transport = self.transport.clone();
+        let transport = msg.through.unwrap_or_else(|| self.transport.clone());
         let sops = self.sops.clone();
-        Box::pin(async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.0).await })
+        let span = tracing::info_span!(
+            "dialogue",
+            run = %msg.job.run_id,
+            dialogue = %msg.job.dialogue_id,
+            model = %msg.job.service_model
+        );
+        Box::pin(
+            async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.job).await }
+                .instrument(span),
+        )
     }
 }

@@ -85,6 +85,7 @@ pub async fn run_embedded(
         (std::thread::available_parallelism().map_or(1, |n| n.get()) > 1).then(actix::Arbiter::new);
     let transport = Arc::new(start_local_roles(
         registry,
+        &actix::Arbiter::current(),
         second.as_ref().map(|a| a.handle()).as_ref(),
     ));
     let driver = DialogueActor {
@@ -113,7 +114,7 @@ pub async fn run_embedded(
         })
     };
     let mut finished = futures::stream::iter(todo)
-        .map(|job| driver.send(RunDialogue(job)))
+        .map(|job| driver.send(RunDialogue::new(job)))
         .buffer_unordered(config.concurrency.max(1));
     while let Some(record) = finished.next().await {
         let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;

@@ -1,5 +1,6 @@
 //! The command line: parses arguments, wires the layers, prints. No logic of its own.
 
+mod cluster;
 mod run;
 mod scenario;
 
@@ -27,6 +28,15 @@ enum Command {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
     },
+    /// Serve roles over NATS: pull dialogue jobs and play them, answer role requests
+    /// (distributed mode; docs/deployment.md).
+    Worker(cluster::WorkerArgs),
+    /// Consume dialogue records from NATS into results folders (one per deployment).
+    Aggregator(cluster::AggregatorArgs),
+    /// Submit a run to NATS (models x scenarios x repeats); prints its id.
+    Sweep(cluster::SweepArgs),
+    /// Progress of runs submitted to NATS.
+    Status(cluster::StatusArgs),
     /// Export a run's dialogues as training data.
     Export {
         /// The results folder.
@@ -49,9 +59,13 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scenario(cmd) => scenario::run(cmd),
         Command::Run(args) => run::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Worker(args) => cluster::worker(args).map(|()| ExitCode::SUCCESS),
+        Command::Aggregator(args) => cluster::aggregator(args).map(|()| ExitCode::SUCCESS),
+        Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
+        Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
-            .and_then(|r| run::report(&r))
+            .and_then(|r| crate::store::report(&r).map_err(anyhow::Error::from))
             .map(|table| {
                 println!("{table}");
                 ExitCode::SUCCESS

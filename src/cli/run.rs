@@ -3,13 +3,11 @@
 use crate::actors::runner::run_embedded;
 use crate::plan::{self, RunConfig};
 use crate::scenario::bundled::BUNDLED;
-use crate::scoring::{self, Bootstrap};
 use crate::sop::{self, Sop};
 use crate::store::export::{self, Format};
 use crate::store::{Manifest, RunDir, now_utc};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,49 +48,40 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// Loads the scenarios a configuration names (`bundled`, or files).
+/// Loads the scenarios a configuration names (`bundled`, or files), each with its YAML text.
 pub fn load_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>, String)>> {
+    Ok(load_named_scenarios(config)?
+        .into_iter()
+        .map(|(sop, _, text)| (sop, text))
+        .collect())
+}
+
+/// Loads the scenarios a configuration names, each with its name (file or bundled name) and
+/// its YAML text.
+pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>, String, String)>> {
     let mut out = Vec::new();
     for entry in &config.scenarios {
         if entry == "bundled" {
             for (name, text) in BUNDLED {
-                out.push((Arc::new(sop::from_yaml(text, name)?), text.to_string()));
+                out.push((
+                    Arc::new(sop::from_yaml(text, name)?),
+                    name.to_string(),
+                    text.to_string(),
+                ));
             }
         } else {
             let text =
                 std::fs::read_to_string(entry).with_context(|| format!("scenario {entry}"))?;
-            out.push((Arc::new(sop::from_yaml(&text, entry)?), text));
+            out.push((Arc::new(sop::from_yaml(&text, entry)?), entry.clone(), text));
         }
     }
     Ok(out)
 }
 
-fn sha256(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Summarizes a run folder from dialogues.jsonl alone and writes summary.json and
-/// leaderboard.md; returns the terminal table.
-pub fn report(run: &RunDir) -> anyhow::Result<String> {
-    let manifest = run.read_manifest()?;
-    let mut records = Vec::new();
-    run.scan_dialogues(|mut r| {
-        for t in &mut r.turns {
-            t.calls.iter_mut().for_each(|c| {
-                c.request.clear();
-                c.response = None;
-            });
-        }
-        records.push(r);
-    })?;
-    let bootstrap = Bootstrap {
-        seed: manifest.config.seed,
-        ..Bootstrap::default()
-    };
-    let summary = scoring::summarize(&records, &bootstrap);
-    run.write_json("summary.json", &summary)?;
-    run.write_text("leaderboard.md", &scoring::leaderboard_markdown(&summary))?;
-    Ok(scoring::leaderboard_text(&summary))
+/// Reads a run configuration file (docs/run-config.md).
+pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    Ok(RunConfig::from_yaml(&text, &path.display().to_string())?)
 }
 
 /// `sage run`.
@@ -108,11 +97,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => {
             let mut config = match &args.config {
-                Some(path) => {
-                    let text = std::fs::read_to_string(path)
-                        .with_context(|| format!("{}", path.display()))?;
-                    RunConfig::from_yaml(&text, &path.display().to_string())?
-                }
+                Some(path) => read_config(path)?,
                 None => RunConfig::default(),
             };
             if let Some(n) = args.dialogues {
@@ -146,11 +131,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.resume.is_some() {
         // The jobs are derived again from the scenarios: they must be the ones the run started with.
         let manifest = run_dir.read_manifest()?;
-        let now: Vec<(String, String)> = scenarios
-            .iter()
-            .map(|(s, text)| (s.scenario().id.clone(), sha256(text)))
-            .collect();
-        if now != manifest.scenarios {
+        if Manifest::scenario_hashes(&scenarios) != manifest.scenarios {
             bail!(
                 "{}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run.",
                 run_dir.path().display()
@@ -165,24 +146,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     let jobs = plan::jobs(&config, &run_id, &sops);
     if args.resume.is_none() {
-        let simulated_models = config
-            .models
-            .iter()
-            .filter(|m| m.provider == crate::llm::Provider::Simulated)
-            .map(|m| m.name.clone())
-            .collect();
-        run_dir.write_manifest(&Manifest {
-            run_id: run_id.clone(),
-            created_at: now_utc().0,
-            sage_version: env!("CARGO_PKG_VERSION").into(),
-            config: config.clone(),
-            scenarios: scenarios
-                .iter()
-                .map(|(s, text)| (s.scenario().id.clone(), sha256(text)))
-                .collect(),
-            jobs: jobs.len(),
-            simulated_models,
-        })?;
+        run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
     }
     let progress = (!args.quiet).then(|| {
         let p = indicatif::ProgressBar::new(jobs.len() as u64);
@@ -212,7 +176,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             counts.user_ended_early, counts.infra_errors
         );
     }
-    let table = report(&run_dir)?;
+    let table = crate::store::report(&run_dir)?;
     println!("{table}");
     println!("results: {}", run_dir.path().display());
     Ok(())

@@ -66,6 +66,24 @@ pub enum FormatError {
     },
 }
 
+impl FormatError {
+    /// A short stable name of the error's kind (a metrics label): `no_json`, `truncated`,
+    /// `invalid_json`, `missing_key`, `wrong_type`, `invalid_value`, `unknown_stage`,
+    /// `unknown_action`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FormatError::NoJsonObject => "no_json",
+            FormatError::Truncated => "truncated",
+            FormatError::InvalidJson { .. } => "invalid_json",
+            FormatError::MissingKey { .. } => "missing_key",
+            FormatError::WrongType { .. } => "wrong_type",
+            FormatError::ValueNotAnOption { .. } => "invalid_value",
+            FormatError::UnknownStage { .. } => "unknown_stage",
+            FormatError::UnknownAction { .. } => "unknown_action",
+        }
+    }
+}
+
 /// Parses a raw agent answer against a scenario. `truncated` is true when the model reported
 /// that it stopped at its token limit.
 ///

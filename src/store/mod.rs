@@ -6,11 +6,14 @@ pub mod export;
 
 use crate::plan::RunConfig;
 use crate::protocol::DialogueRecord;
+use crate::sop::Sop;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A results problem, naming the file.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +60,72 @@ pub struct Manifest {
     pub jobs: usize,
     /// Models that are built-in simulations (labelled as such in every output).
     pub simulated_models: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest of a new run of `config` over `scenarios` (each with its YAML text).
+    pub fn new(
+        run_id: &str,
+        config: &RunConfig,
+        scenarios: &[(Arc<Sop>, String)],
+        jobs: usize,
+    ) -> Manifest {
+        Manifest {
+            run_id: run_id.to_string(),
+            created_at: now_utc().0,
+            sage_version: env!("CARGO_PKG_VERSION").into(),
+            config: config.clone(),
+            scenarios: Manifest::scenario_hashes(scenarios),
+            jobs,
+            simulated_models: config
+                .models
+                .iter()
+                .filter(|m| m.provider == crate::llm::Provider::Simulated)
+                .map(|m| m.name.clone())
+                .collect(),
+        }
+    }
+
+    /// Scenario ids with the SHA-256 of their YAML text.
+    pub fn scenario_hashes(scenarios: &[(Arc<Sop>, String)]) -> Vec<(String, String)> {
+        scenarios
+            .iter()
+            .map(|(s, text)| {
+                (
+                    s.scenario().id.clone(),
+                    hex::encode(Sha256::digest(text.as_bytes())),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Summarizes a run folder from dialogues.jsonl alone (in dialogue-id order, so the order the
+/// records were written in does not matter) and writes summary.json and leaderboard.md;
+/// returns the terminal table.
+pub fn report(run: &RunDir) -> Result<String, StoreError> {
+    let manifest = run.read_manifest()?;
+    let mut records = Vec::new();
+    run.scan_dialogues(|mut r| {
+        for t in &mut r.turns {
+            t.calls.iter_mut().for_each(|c| {
+                c.request.clear();
+                c.response = None;
+            });
+        }
+        records.push(r);
+    })?;
+    let bootstrap = crate::scoring::Bootstrap {
+        seed: manifest.config.seed,
+        ..Default::default()
+    };
+    let summary = crate::scoring::summarize(&records, &bootstrap);
+    run.write_json("summary.json", &summary)?;
+    run.write_text(
+        "leaderboard.md",
+        &crate::scoring::leaderboard_markdown(&summary),
+    )?;
+    Ok(crate::scoring::leaderboard_text(&summary))
 }
 
 /// A run's results folder.

@@ -3,6 +3,7 @@
 //! behind a message broker.
 
 pub mod local;
+pub mod nats;
 
 use crate::protocol::{
     JudgeReply, JudgeRequest, RuleReply, RuleRequest, ServiceReply, ServiceRequest, UserReply,

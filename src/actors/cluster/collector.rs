@@ -1,0 +1,248 @@
+//! `sage aggregator`: the durable consumer of the records stream. Each record is appended to
+//! `<out>/<run-id>/dialogues.jsonl` and acked only then; a second completed attempt of a
+//! dialogue already stored (a job played twice after a worker died before its ack) is acked
+//! and dropped. When a run has every dialogue, its summary.json and leaderboard.md are written
+//! (the same code as the embedded mode, from the records in dialogue-id order) and its status
+//! turns complete.
+
+use super::{
+    ClusterError, RunSpec, RunState, RunStatus, get_json, manifest_key, put_json, status_key,
+};
+use crate::protocol::{DialogueEnd, DialogueRecord};
+use crate::store::{DialogueWriter, RunDir, now_utc};
+use crate::telemetry::{Health, metrics};
+use crate::transport::nats::Broker;
+use async_nats::jetstream::{self, AckKind, kv};
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How often a running run's status is written to the bucket.
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+
+/// One run's results folder as the aggregator keeps it.
+struct RunFolder {
+    dir: RunDir,
+    writer: DialogueWriter,
+    stored_ids: HashSet<String>,
+    status: RunStatus,
+    status_written: Instant,
+    /// The status changed since it was last written.
+    dirty: bool,
+}
+
+/// The aggregator's state: the folders of the runs it has seen.
+struct Collector {
+    out: PathBuf,
+    bucket: kv::Store,
+    runs: HashMap<String, RunFolder>,
+}
+
+impl Collector {
+    /// The folder of `run`, opened (or created from the run's manifest) on first use.
+    async fn folder(&mut self, run: &str) -> Result<&mut RunFolder, ClusterError> {
+        if !self.runs.contains_key(run) {
+            let spec: RunSpec = get_json(&self.bucket, &manifest_key(run))
+                .await?
+                .ok_or_else(|| ClusterError::UnknownRun(run.to_string()))?;
+            let path = self.out.join(run);
+            let dir = if path.join("manifest.json").exists() {
+                RunDir::open(&path)?
+            } else {
+                let dir = RunDir::create(&self.out, run)?;
+                dir.write_manifest(&spec.manifest)?;
+                dir
+            };
+            let stored_ids: HashSet<String> = dir.finished_ids()?.into_iter().collect();
+            let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
+                .await?
+                .unwrap_or_else(|| RunStatus {
+                    run_id: run.to_string(),
+                    state: RunState::Submitted,
+                    jobs: spec.manifest.jobs,
+                    stored: 0,
+                    turns: 0,
+                    infra_errors: 0,
+                    submitted_at: spec.manifest.created_at.clone(),
+                    updated_at: now_utc().0,
+                    leaderboard: None,
+                    results: None,
+                });
+            // Counted again from the folder (the folder is the truth after a restart).
+            status.stored = 0;
+            status.turns = 0;
+            status.infra_errors = 0;
+            dir.scan_dialogues(|r| count(&mut status, &r))?;
+            status.results = Some(dir.path().display().to_string());
+            let writer = dir.writer()?;
+            tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
+            self.runs.insert(
+                run.to_string(),
+                RunFolder {
+                    dir,
+                    writer,
+                    stored_ids,
+                    status,
+                    status_written: Instant::now(),
+                    dirty: true,
+                },
+            );
+        }
+        Ok(self.runs.get_mut(run).expect("inserted above"))
+    }
+
+    /// Stores a record unless its dialogue is already stored; true when stored.
+    async fn store(&mut self, record: DialogueRecord) -> Result<bool, ClusterError> {
+        let run = record.job.run_id.clone();
+        let bucket = self.bucket.clone();
+        let folder = self.folder(&run).await?;
+        if folder.stored_ids.contains(&record.job.dialogue_id) {
+            metrics().records_duplicate.inc();
+            return Ok(false);
+        }
+        folder.writer.append(&record)?;
+        folder.stored_ids.insert(record.job.dialogue_id.clone());
+        count(&mut folder.status, &record);
+        folder.dirty = true;
+        metrics().records_stored.inc();
+        if folder.status.state == RunState::Submitted {
+            folder.status.state = RunState::Running;
+        }
+        if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
+            let table = crate::store::report(&folder.dir)?;
+            folder.status.state = RunState::Complete;
+            folder.status.leaderboard = Some(table);
+            tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
+        }
+        if folder.status.state == RunState::Complete
+            || folder.status_written.elapsed() >= STATUS_EVERY
+        {
+            write_status(&bucket, folder).await;
+        }
+        Ok(true)
+    }
+
+    /// Writes every status with news.
+    async fn flush_status(&mut self) {
+        for folder in self.runs.values_mut() {
+            if folder.dirty {
+                write_status(&self.bucket, folder).await;
+            }
+        }
+    }
+}
+
+fn count(status: &mut RunStatus, record: &DialogueRecord) {
+    status.stored += 1;
+    status.turns += record.turns.len();
+    if record.end == DialogueEnd::InfraError {
+        status.infra_errors += 1;
+    }
+}
+
+async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
+    folder.status.updated_at = now_utc().0;
+    match put_json(bucket, &status_key(&folder.status.run_id), &folder.status).await {
+        Ok(()) => {
+            folder.status_written = Instant::now();
+            folder.dirty = false;
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot write the run status"),
+    }
+}
+
+/// Consumes records into `out` until `stop` turns true.
+pub async fn run_aggregator(
+    broker: Broker,
+    out: PathBuf,
+    health: Arc<Health>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<u64, ClusterError> {
+    std::fs::create_dir_all(&out).map_err(|source| crate::store::StoreError::Io {
+        path: out.clone(),
+        source,
+    })?;
+    let consumer = broker.records_consumer().await?;
+    let mut collector = Collector {
+        out,
+        bucket: broker.runs().await?,
+        runs: HashMap::new(),
+    };
+    {
+        let client = broker.client.clone();
+        health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
+    }
+    health.set_ready(true);
+    tracing::info!("aggregator ready");
+    let mut stored = 0;
+    'consume: while !*stop.borrow() {
+        let mut messages = match consumer.messages().await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot consume records; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        loop {
+            let next = tokio::select! {
+                m = tokio::time::timeout(STATUS_EVERY, messages.next()) => m,
+                _ = stop.wait_for(|s| *s) => break 'consume,
+            };
+            let message = match next {
+                Err(_) => {
+                    collector.flush_status().await;
+                    continue;
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    tracing::debug!(error = %e, "records consumer status");
+                    continue;
+                }
+                Ok(Some(Ok(m))) => m,
+            };
+            if message.info().map(|i| i.delivered).unwrap_or(1) > 1 {
+                metrics()
+                    .redeliveries
+                    .with_label_values(&["aggregator"])
+                    .inc();
+            }
+            match handle(&mut collector, &message).await {
+                Ok(true) => stored += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    // Not stored: it comes back after a while (the manifest may not be readable
+                    // yet, or the disk is full).
+                    tracing::error!(subject = %message.subject, error = %e, "cannot store a record");
+                    let _ = message
+                        .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
+                        .await;
+                    continue;
+                }
+            }
+            if let Err(e) = message.ack().await {
+                tracing::debug!(error = %e, "record ack lost; a redelivery will be dropped as a duplicate");
+            }
+        }
+    }
+    health.set_ready(false);
+    collector.flush_status().await;
+    Ok(stored)
+}
+
+async fn handle(
+    collector: &mut Collector,
+    message: &jetstream::Message,
+) -> Result<bool, ClusterError> {
+    let record: DialogueRecord = match serde_json::from_slice(&message.payload) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(subject = %message.subject, error = %e, "undecodable record dropped");
+            return Ok(false);
+        }
+    };
+    collector.store(record).await
+}

@@ -1,0 +1,280 @@
+//! The distributed mode: the same actors, reached over NATS JetStream.
+//!
+//! - [`submit`]: `sage sweep` puts a run's manifest (configuration and scenario texts) in the
+//!   `sage_runs` bucket and its dialogue jobs in the jobs work queue; `sage status` reads the
+//!   bucket.
+//! - [`worker`]: `sage worker` serves roles: it pulls jobs and drives dialogues (the dialogue
+//!   role), and answers role requests on queue groups with the local role actors.
+//! - [`collector`]: `sage aggregator` consumes dialogue records into results folders, one
+//!   completed attempt per dialogue id, and writes the summary when a run is complete.
+//!
+//! A process learns a run from the bucket the first time it sees the run's id ([`Runs`]), so
+//! workers need no configuration of their own beyond the API keys the run's models name.
+
+pub mod collector;
+pub mod submit;
+pub mod worker;
+
+use super::roles::Registry;
+use super::runner::{RunError, endpoints};
+use super::{DialogueActor, start_local_roles};
+use crate::plan::RunConfig;
+use crate::sop::{self, Sop};
+use crate::store::Manifest;
+use crate::transport::local::LocalTransport;
+use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy};
+use actix::Addr;
+use async_nats::jetstream::kv;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the runs bucket holds for a run under `manifest.<run>`: everything a process needs to
+/// serve it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// The manifest (configuration, versions, seed, job count).
+    pub manifest: Manifest,
+    /// Each scenario's name and YAML text, in the configuration's order.
+    pub scenarios: Vec<(String, String)>,
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Jobs queued, no record stored yet.
+    Submitted,
+    /// Records arriving.
+    Running,
+    /// Every dialogue stored; the summary is written.
+    Complete,
+}
+
+/// A run's progress under `status.<run>` (written by `sweep`, then by the aggregator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// The run.
+    pub run_id: String,
+    /// Where it is.
+    pub state: RunState,
+    /// Dialogue jobs in the run.
+    pub jobs: usize,
+    /// Dialogues stored.
+    pub stored: usize,
+    /// Turns stored.
+    pub turns: usize,
+    /// Dialogues ended by an infrastructure error.
+    pub infra_errors: usize,
+    /// When it was submitted (UTC, RFC 3339).
+    pub submitted_at: String,
+    /// Last update (UTC, RFC 3339).
+    pub updated_at: String,
+    /// The leaderboard, once complete.
+    #[serde(default)]
+    pub leaderboard: Option<String>,
+    /// The results folder on the aggregator, once known.
+    #[serde(default)]
+    pub results: Option<String>,
+}
+
+/// The bucket key of a run's manifest.
+pub fn manifest_key(run: &str) -> String {
+    format!("manifest.{run}")
+}
+
+/// The bucket key of a run's status.
+pub fn status_key(run: &str) -> String {
+    format!("status.{run}")
+}
+
+/// Reads a JSON value from the runs bucket.
+pub async fn get_json<T: serde::de::DeserializeOwned>(
+    bucket: &kv::Store,
+    key: &str,
+) -> Result<Option<T>, NatsError> {
+    let Some(bytes) = bucket
+        .get(key)
+        .await
+        .map_err(|e| crate::transport::nats::js_error(format!("reading {key}"))(&e))?
+    else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| NatsError::Codec {
+            what: key.to_string(),
+            message: e.to_string(),
+        })
+}
+
+/// Writes a JSON value to the runs bucket.
+pub async fn put_json(
+    bucket: &kv::Store,
+    key: &str,
+    value: &impl Serialize,
+) -> Result<(), NatsError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| NatsError::Codec {
+        what: key.to_string(),
+        message: e.to_string(),
+    })?;
+    bucket
+        .put(key, bytes.into())
+        .await
+        .map_err(|e| crate::transport::nats::js_error(format!("writing {key}"))(&e))?;
+    Ok(())
+}
+
+/// A run could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// NATS or JetStream failed.
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    /// The run is not in the bucket.
+    #[error("run {0}: no manifest in the {bucket} bucket (submitted with `sage sweep`?)", bucket = crate::transport::nats::RUNS_BUCKET)]
+    UnknownRun(String),
+    /// A scenario of the run does not load.
+    #[error("run {run}: {message}")]
+    Scenario {
+        /// The run.
+        run: String,
+        /// The loader's message.
+        message: String,
+    },
+    /// The run's models could not be set up, or an actor went away.
+    #[error("run {run}: {source}")]
+    Run {
+        /// The run.
+        run: String,
+        /// Why.
+        source: RunError,
+    },
+    /// The results could not be written.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// A run as a worker serves it: its scenarios and model endpoints, the role actors that
+/// answer its requests, and the dialogue driver that plays its jobs over NATS.
+pub struct ServedRun {
+    /// The run's configuration.
+    pub config: RunConfig,
+    /// The role actors (reached in this process).
+    pub local: LocalTransport,
+    /// The dialogue driver (roles reached over NATS).
+    pub driver: Addr<DialogueActor>,
+    /// The NATS transport of the run, for dialogues played through a per-dialogue wrapper.
+    pub nats: Arc<NatsTransport>,
+}
+
+/// The roles a worker serves, and for the service role which models (all when empty).
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The roles.
+    pub roles: std::collections::BTreeSet<crate::protocol::Role>,
+    /// The models under test served (all when empty).
+    pub models: Vec<String>,
+}
+
+impl Served {
+    /// Whether this worker calls `model` for some role of a run of `config` (only those
+    /// endpoints are built, so a worker needs only its own models' API keys).
+    pub fn calls(&self, config: &RunConfig, model: &str) -> bool {
+        use crate::protocol::Role;
+        (self.roles.contains(&Role::User) && config.user_model == model)
+            || (self.roles.contains(&Role::Judge) && config.judge_models.iter().any(|m| m == model))
+            || (self.roles.contains(&Role::Service)
+                && config.service_models.iter().any(|m| m == model)
+                && (self.models.is_empty() || self.models.iter().any(|m| m == model)))
+    }
+}
+
+/// The runs a process has seen, loaded from the bucket on first use.
+pub struct Runs {
+    served: Served,
+    broker: Broker,
+    policy: RequestPolicy,
+    arbiters: [actix::ArbiterHandle; 2],
+    loaded: tokio::sync::Mutex<HashMap<String, Arc<ServedRun>>>,
+}
+
+impl Runs {
+    /// Runs served with role actors on `arbiters` (two threads).
+    pub fn new(
+        served: Served,
+        broker: Broker,
+        policy: RequestPolicy,
+        arbiters: [actix::ArbiterHandle; 2],
+    ) -> Runs {
+        Runs {
+            served,
+            broker,
+            policy,
+            arbiters,
+            loaded: Default::default(),
+        }
+    }
+
+    /// The run `id`, loading it from the bucket the first time.
+    pub async fn get(&self, id: &str) -> Result<Arc<ServedRun>, ClusterError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(run) = loaded.get(id) {
+            return Ok(run.clone());
+        }
+        let bucket = self.broker.runs().await?;
+        let spec: RunSpec = get_json(&bucket, &manifest_key(id))
+            .await?
+            .ok_or_else(|| ClusterError::UnknownRun(id.to_string()))?;
+        let run = Arc::new(self.serve(id, spec)?);
+        loaded.insert(id.to_string(), run.clone());
+        Ok(run)
+    }
+
+    fn serve(&self, id: &str, spec: RunSpec) -> Result<ServedRun, ClusterError> {
+        let config = spec.manifest.config;
+        let mut sops: HashMap<String, Arc<Sop>> = HashMap::new();
+        for (name, text) in &spec.scenarios {
+            let sop = sop::from_yaml(text, name).map_err(|e| ClusterError::Scenario {
+                run: id.to_string(),
+                message: e.to_string(),
+            })?;
+            sops.insert(sop.scenario().id.clone(), Arc::new(sop));
+        }
+        let registry = Arc::new(Registry {
+            sops: sops.clone(),
+            endpoints: endpoints(&RunConfig {
+                models: (config.models.iter())
+                    .filter(|m| self.served.calls(&config, &m.name))
+                    .cloned()
+                    .collect(),
+                ..config.clone()
+            })
+            .map_err(|source| ClusterError::Run {
+                run: id.to_string(),
+                source,
+            })?,
+            content_attempts: config.content_attempts,
+            record_prompts: config.record_prompts,
+            prompts: Default::default(),
+        });
+        let local = start_local_roles(registry, &self.arbiters[0], Some(&self.arbiters[1]));
+        let nats = Arc::new(NatsTransport::new(
+            self.broker.client.clone(),
+            id,
+            self.policy.clone(),
+        ));
+        let driver = DialogueActor {
+            transport: nats.clone(),
+            sops: Arc::new(sops),
+        };
+        let driver =
+            <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
+        Ok(ServedRun {
+            config,
+            local,
+            driver,
+            nats,
+        })
+    }
+}

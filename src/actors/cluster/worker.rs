@@ -1,0 +1,538 @@
+//! `sage worker`: serves roles over NATS.
+//!
+//! - The dialogue role pulls jobs from the shared JetStream consumer (never more than
+//!   `concurrency` at once), plays each with the dialogue driver over NATS, signals progress
+//!   while it plays (so `ack_wait` only has to cover a silent worker, not a long dialogue),
+//!   stores the record in the records stream and only then acks the job. A dialogue that lost
+//!   a role to the transport (no process answered after retries) is not stored: the job goes
+//!   back to the queue, unless it has been tried `max_deliveries` times already.
+//! - The user, service, judge and rule roles answer requests on their queue groups with the
+//!   local role actors of the request's run.
+//!
+//! On shutdown (SIGTERM): stop pulling, let the dialogues in flight finish for `grace`, hand
+//! back the rest, then stop answering role requests once this process's own dialogues no
+//! longer need them.
+
+use super::{ClusterError, Runs, Served, ServedRun};
+use crate::actors::RunDialogue;
+use crate::protocol::{
+    DialogueJob, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest, ServiceReply,
+    ServiceRequest, UserReply, UserRequest,
+};
+use crate::telemetry::{Health, metrics};
+use crate::transport::nats::{
+    Broker, ERROR_HEADER, NatsError, RUN_HEADER, RequestPolicy, extract_trace, records_subject,
+    role_queue, role_subject,
+};
+use crate::transport::{Transport, TransportError};
+use async_nats::jetstream::{self, AckKind};
+use async_nats::{Client, HeaderMap};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::{Semaphore, watch};
+use tracing::Instrument;
+
+/// Most role requests one process answers at once, per role subscription.
+const ROLE_REQUESTS_IN_FLIGHT: u32 = 8192;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The roles (and models) it serves.
+    pub served: Served,
+    /// Most dialogues it plays at once.
+    pub concurrency: usize,
+    /// Role requests: per-attempt timeout and retry budget.
+    pub policy: RequestPolicy,
+    /// On shutdown, how long dialogues in flight may take to finish before they are handed back.
+    pub grace: Duration,
+    /// A dialogue that lost a role is retried until it has been delivered this many times;
+    /// then it is stored with its infrastructure errors, so the run still completes.
+    pub max_deliveries: i64,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            served: Served::default(),
+            concurrency: 256,
+            policy: RequestPolicy::default(),
+            grace: Duration::from_secs(45),
+            max_deliveries: 5,
+        }
+    }
+}
+
+/// What a worker did (for its exit log).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Dialogues played and stored.
+    pub stored: u64,
+    /// Jobs handed back to the queue.
+    pub released: u64,
+}
+
+/// Runs a worker until `stop` turns true, then shuts down gracefully. Must run inside an actix
+/// `System`.
+pub async fn run_worker(
+    broker: Broker,
+    options: WorkerOptions,
+    health: Arc<Health>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<WorkerReport, ClusterError> {
+    let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
+    let runs = Arc::new(Runs::new(
+        options.served.clone(),
+        broker.clone(),
+        options.policy.clone(),
+        [arbiters[0].handle(), arbiters[1].handle()],
+    ));
+    {
+        let client = broker.client.clone();
+        health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
+    }
+    // Role servers first, so this process's own dialogues find them.
+    let (roles_stop_tx, roles_stop) = watch::channel(false);
+    let mut servers = Vec::new();
+    for &role in &options.served.roles {
+        if role == Role::Dialogue {
+            continue;
+        }
+        let models: Vec<Option<String>> = match role {
+            Role::Service if !options.served.models.is_empty() => {
+                options.served.models.iter().cloned().map(Some).collect()
+            }
+            _ => vec![None],
+        };
+        for model in models {
+            let subject = role_subject(role, model.as_deref());
+            let queue = role_queue(role, model.as_deref());
+            let subscription = broker
+                .client
+                .queue_subscribe(subject.clone(), queue)
+                .await
+                .map_err(|e| NatsError::JetStream {
+                    what: format!("subscribing to {subject}"),
+                    message: e.to_string(),
+                })?;
+            let limit = Arc::new(Semaphore::new(ROLE_REQUESTS_IN_FLIGHT as usize));
+            let task = tokio::spawn(serve_role(
+                broker.client.clone(),
+                role,
+                subscription,
+                runs.clone(),
+                limit.clone(),
+                roles_stop.clone(),
+            ));
+            servers.push((task, limit));
+        }
+    }
+    let _ = broker.client.flush().await;
+    let mut report = WorkerReport::default();
+    if options.served.roles.contains(&Role::Dialogue) {
+        let consumer = broker.jobs_consumer().await?;
+        health.set_ready(true);
+        tracing::info!(roles = ?options.served.roles, "worker ready");
+        report = pull_jobs(&broker, consumer, runs, &options, stop).await;
+    } else {
+        health.set_ready(true);
+        tracing::info!(roles = ?options.served.roles, "worker ready");
+        let _ = stop.wait_for(|s| *s).await;
+    }
+    health.set_ready(false);
+    // This process's dialogues are done: stop answering, finish the requests being answered.
+    let _ = roles_stop_tx.send(true);
+    for (task, limit) in servers {
+        let _ = task.await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(10),
+            limit.acquire_many(ROLE_REQUESTS_IN_FLIGHT),
+        )
+        .await;
+    }
+    let _ = broker.client.flush().await;
+    for arbiter in arbiters {
+        arbiter.stop();
+    }
+    Ok(report)
+}
+
+/// Answers one role's requests until `stop`, each on its own task (at most the semaphore's
+/// permits at once).
+async fn serve_role(
+    client: Client,
+    role: Role,
+    mut subscription: async_nats::Subscriber,
+    runs: Arc<Runs>,
+    limit: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let message = tokio::select! {
+            m = subscription.next() => m,
+            _ = stop.wait_for(|s| *s) => None,
+        };
+        let Some(message) = message else { break };
+        let Ok(permit) = limit.clone().acquire_owned().await else {
+            break;
+        };
+        let (client, runs) = (client.clone(), runs.clone());
+        tokio::spawn(async move {
+            answer(&client, role, &runs, message).await;
+            drop(permit);
+        });
+    }
+    let _ = subscription.unsubscribe().await;
+}
+
+/// Decodes a request, has the local actor answer it, encodes the reply.
+async fn reply_json<Req, Rep, F, Fut>(payload: &[u8], ask: F) -> Result<Bytes, String>
+where
+    Req: DeserializeOwned,
+    Rep: Serialize,
+    F: FnOnce(Req) -> Fut,
+    Fut: Future<Output = Result<Rep, TransportError>>,
+{
+    let request: Req =
+        serde_json::from_slice(payload).map_err(|e| format!("undecodable request: {e}"))?;
+    let reply = ask(request).await.map_err(|e| e.to_string())?;
+    serde_json::to_vec(&reply)
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::Message) {
+    let Some(reply_to) = message.reply.clone() else {
+        return;
+    };
+    let span = tracing::info_span!("role", role = role.as_str());
+    extract_trace(message.headers.as_ref(), &span);
+    let result = async {
+        let run = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(RUN_HEADER))
+            .map(|v| v.as_str().to_string())
+            .ok_or_else(|| format!("a request without a {RUN_HEADER} header"))?;
+        let served: Arc<ServedRun> = runs.get(&run).await.map_err(|e| e.to_string())?;
+        let local = &served.local;
+        let payload = &message.payload;
+        match role {
+            Role::User => {
+                reply_json(payload, |r: UserRequest| async move {
+                    Transport::user(local, r).await.map(|r: UserReply| r)
+                })
+                .await
+            }
+            Role::Service => {
+                reply_json(payload, |r: ServiceRequest| async move {
+                    Transport::service(local, r).await.map(|r: ServiceReply| r)
+                })
+                .await
+            }
+            Role::Judge => {
+                reply_json(payload, |r: JudgeRequest| async move {
+                    Transport::judge(local, r).await.map(|r: JudgeReply| r)
+                })
+                .await
+            }
+            Role::Rule => {
+                reply_json(payload, |r: RuleRequest| async move {
+                    Transport::rule(local, r).await.map(|r: RuleReply| r)
+                })
+                .await
+            }
+            Role::Dialogue => Err("the dialogue role takes jobs, not requests".to_string()),
+        }
+    }
+    .instrument(span)
+    .await;
+    let sent = match result {
+        Ok(bytes) => client.publish(reply_to, bytes).await,
+        Err(error) => {
+            tracing::warn!(role = role.as_str(), %error, "role request failed");
+            let mut headers = HeaderMap::new();
+            // Header values are one line.
+            headers.insert(ERROR_HEADER, error.replace(['\r', '\n'], " ").as_str());
+            client
+                .publish_with_headers(reply_to, headers, Bytes::new())
+                .await
+        }
+    };
+    if let Err(e) = sent {
+        tracing::warn!(role = role.as_str(), error = %e, "cannot send a role reply");
+    }
+}
+
+/// A transport that remembers whether any request failed (the dialogue then did not see the
+/// roles it should have, and is played again rather than stored).
+struct Tripwire {
+    inner: Arc<crate::transport::nats::NatsTransport>,
+    tripped: AtomicBool,
+}
+
+impl Tripwire {
+    fn check<T>(&self, result: Result<T, TransportError>) -> Result<T, TransportError> {
+        if result.is_err() {
+            self.tripped.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for Tripwire {
+    async fn user(&self, request: UserRequest) -> Result<UserReply, TransportError> {
+        self.check(self.inner.user(request).await)
+    }
+    async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
+        self.check(self.inner.service(request).await)
+    }
+    async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError> {
+        self.check(self.inner.judge(request).await)
+    }
+    async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
+        self.check(self.inner.rule(request).await)
+    }
+}
+
+/// Pulls jobs while there is room and `stop` is false; then waits for the dialogues in flight
+/// (up to the grace period) and hands back the rest.
+async fn pull_jobs(
+    broker: &Broker,
+    consumer: jetstream::consumer::PullConsumer,
+    runs: Arc<Runs>,
+    options: &WorkerOptions,
+    mut stop: watch::Receiver<bool>,
+) -> WorkerReport {
+    let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let (release_tx, release) = watch::channel(false);
+    let stored = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    'pull: while !*stop.borrow() {
+        let first = tokio::select! {
+            p = slots.clone().acquire_owned() => p,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let Ok(first) = first else { break };
+        let want = slots.available_permits() + 1;
+        let batch = consumer
+            .batch()
+            .max_messages(want)
+            .expires(Duration::from_secs(2))
+            .messages()
+            .await;
+        let mut batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot pull jobs; retrying");
+                drop(first);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {},
+                    _ = stop.wait_for(|s| *s) => {},
+                }
+                continue;
+            }
+        };
+        let mut first = Some(first);
+        loop {
+            let next = tokio::select! {
+                m = batch.next() => Some(m),
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(next) = next else {
+                // Hand back what this pull request still delivers.
+                while let Ok(Some(m)) =
+                    tokio::time::timeout(Duration::from_millis(2500), batch.next()).await
+                {
+                    if let Ok(m) = m {
+                        let _ = m.ack_with(AckKind::Nak(None)).await;
+                        metrics()
+                            .jobs_released
+                            .with_label_values(&["shutdown"])
+                            .inc();
+                    }
+                }
+                break 'pull;
+            };
+            let Some(message) = next else { break };
+            let message = match message {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::debug!(error = %e, "pull status");
+                    continue;
+                }
+            };
+            let permit = match first.take() {
+                Some(p) => p,
+                None => match slots.clone().acquire_owned().await {
+                    Ok(p) => p,
+                    Err(_) => break 'pull,
+                },
+            };
+            let job = Job {
+                broker: broker.clone(),
+                runs: runs.clone(),
+                ack_wait: broker.settings.ack_wait,
+                max_deliveries: options.max_deliveries,
+                release: release.clone(),
+                stored: stored.clone(),
+                released: released.clone(),
+            };
+            tokio::spawn(async move {
+                job.play(message).await;
+                drop(permit);
+            });
+        }
+    }
+    // Shutdown: let the dialogues in flight finish, then hand back the rest.
+    let all = options.concurrency.max(1) as u32;
+    let finished = tokio::time::timeout(options.grace, slots.acquire_many(all)).await;
+    if finished.is_err() {
+        tracing::info!("grace period over: handing back the dialogues in flight");
+        let _ = release_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), slots.acquire_many(all)).await;
+    }
+    WorkerReport {
+        stored: stored.load(Ordering::Relaxed),
+        released: released.load(Ordering::Relaxed),
+    }
+}
+
+/// One delivered job and what playing it needs.
+struct Job {
+    broker: Broker,
+    runs: Arc<Runs>,
+    ack_wait: Duration,
+    max_deliveries: i64,
+    release: watch::Receiver<bool>,
+    stored: Arc<std::sync::atomic::AtomicU64>,
+    released: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Job {
+    async fn hand_back(&self, message: &jetstream::Message, reason: &str, delay: Option<Duration>) {
+        if let Err(e) = message.ack_with(AckKind::Nak(delay)).await {
+            tracing::debug!(error = %e, "nak failed; the job comes back after ack_wait");
+        }
+        metrics().jobs_released.with_label_values(&[reason]).inc();
+        self.released.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn play(mut self, message: jetstream::Message) {
+        let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+        if delivered > 1 {
+            metrics()
+                .redeliveries
+                .with_label_values(&["dialogue"])
+                .inc();
+        }
+        let job: DialogueJob = match serde_json::from_slice(&message.payload) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::error!(subject = %message.subject, error = %e, "undecodable dialogue job dropped");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
+        let served = match self.runs.get(&job.run_id).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(run = %job.run_id, error = %e, "cannot serve the run yet");
+                self.hand_back(&message, "transport_error", Some(Duration::from_secs(5)))
+                    .await;
+                return;
+            }
+        };
+        // Progress signals keep the job ours while it plays and while its record is stored.
+        let ticker = {
+            let message = message.clone();
+            let every = (self.ack_wait / 3).max(Duration::from_millis(100));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let _ = message.ack_with(AckKind::Progress).await;
+                }
+            })
+        };
+        let _ticker = AbortOnDrop(ticker);
+        let tripwire = Arc::new(Tripwire {
+            inner: served.nats.clone(),
+            tripped: AtomicBool::new(false),
+        });
+        let run_id = job.run_id.clone();
+        let dialogue_id = job.dialogue_id.clone();
+        let played = served.driver.send(RunDialogue {
+            job,
+            through: Some(tripwire.clone()),
+        });
+        let mut release = self.release.clone();
+        let record = tokio::select! {
+            r = played => Some(r),
+            _ = release.wait_for(|r| *r) => None,
+        };
+        let Some(record) = record else {
+            self.hand_back(&message, "shutdown", None).await;
+            return;
+        };
+        let Ok(record) = record else {
+            self.hand_back(&message, "transport_error", None).await;
+            return;
+        };
+        if tripwire.tripped.load(Ordering::Relaxed) && delivered < self.max_deliveries {
+            tracing::warn!(dialogue = %dialogue_id, delivered, "a role was unreachable; the dialogue will be played again");
+            self.hand_back(&message, "transport_error", Some(Duration::from_secs(2)))
+                .await;
+            return;
+        }
+        // Store the record, then ack the job: a crash in between plays it again, and the
+        // second record is dropped (by the stream's duplicate window or the aggregator).
+        let id = format!("{run_id}/{dialogue_id}");
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let mut headers = HeaderMap::new();
+            crate::transport::nats::inject_trace(&mut headers);
+            match self
+                .broker
+                .publish_json(records_subject(&run_id), &id, Some(headers), &record)
+                .await
+            {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(dialogue = %dialogue_id, error = %e, "cannot store the record yet");
+                    if *self.release.borrow_and_update() {
+                        self.hand_back(&message, "shutdown", None).await;
+                        return;
+                    }
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..3 {
+            match message.double_ack().await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::debug!(error = %e, "ack not confirmed; trying again");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

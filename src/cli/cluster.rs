@@ -1,0 +1,372 @@
+//! `sage worker`, `sage aggregator`, `sage sweep`, `sage status`: the distributed mode's
+//! commands (wiring only; the logic is in `actors::cluster`).
+
+use crate::actors::cluster::{Served, collector, submit, worker};
+use crate::protocol::Role;
+use crate::telemetry::trace::{self, LogFormat};
+use crate::telemetry::{Health, server};
+use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy, valid_run_id};
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to reach NATS (every flag also from the environment).
+#[derive(Debug, Args)]
+pub struct NatsArgs {
+    /// NATS server URL(s), comma-separated.
+    #[arg(
+        long = "nats",
+        env = "SAGE_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    url: String,
+    /// NATS user (with --nats-password).
+    #[arg(long, env = "SAGE_NATS_USER")]
+    nats_user: Option<String>,
+    /// NATS password.
+    #[arg(long, env = "SAGE_NATS_PASSWORD", hide_env_values = true)]
+    nats_password: Option<String>,
+    /// NATS token.
+    #[arg(long, env = "SAGE_NATS_TOKEN", hide_env_values = true)]
+    nats_token: Option<String>,
+    /// A NATS .creds file (JWT and NKey seed).
+    #[arg(long, env = "SAGE_NATS_CREDS")]
+    nats_creds: Option<PathBuf>,
+    /// An NKey seed.
+    #[arg(long, env = "SAGE_NATS_NKEY", hide_env_values = true)]
+    nats_nkey: Option<String>,
+    /// CA certificate (PEM) to trust for TLS.
+    #[arg(long, env = "SAGE_NATS_TLS_CA")]
+    nats_tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for TLS (with --nats-tls-key).
+    #[arg(long, env = "SAGE_NATS_TLS_CERT")]
+    nats_tls_cert: Option<PathBuf>,
+    /// Client key (PEM) for TLS.
+    #[arg(long, env = "SAGE_NATS_TLS_KEY")]
+    nats_tls_key: Option<PathBuf>,
+    /// Refuse a connection without TLS.
+    #[arg(long, env = "SAGE_NATS_TLS_REQUIRED")]
+    nats_tls_required: bool,
+    /// Seconds to keep trying the first connection.
+    #[arg(long, env = "SAGE_NATS_CONNECT_SECS", default_value_t = 60)]
+    nats_connect_secs: u64,
+    /// Seconds a dialogue job may go without progress before it is delivered again.
+    #[arg(long, env = "SAGE_ACK_WAIT_SECS", default_value_t = 30)]
+    ack_wait_secs: u64,
+    /// Most dialogue jobs out (delivered, not acked) across all workers.
+    #[arg(long, env = "SAGE_MAX_ACK_PENDING", default_value_t = 10_000)]
+    max_ack_pending: i64,
+    /// Replicas of the JetStream streams and bucket (1 for one server).
+    #[arg(long, env = "SAGE_JS_REPLICAS", default_value_t = 1)]
+    js_replicas: usize,
+}
+
+impl NatsArgs {
+    async fn broker(&self, name: &str) -> anyhow::Result<Broker> {
+        let config = NatsConfig {
+            url: self.url.clone(),
+            user: self.nats_user.clone(),
+            password: self.nats_password.clone(),
+            token: self.nats_token.clone(),
+            creds_file: self.nats_creds.clone(),
+            nkey_seed: self.nats_nkey.clone(),
+            tls_ca: self.nats_tls_ca.clone(),
+            tls_cert: self.nats_tls_cert.clone(),
+            tls_key: self.nats_tls_key.clone(),
+            tls_required: self.nats_tls_required,
+            name: name.to_string(),
+            connect_for: Duration::from_secs(self.nats_connect_secs),
+        };
+        let client = config.connect().await?;
+        Ok(Broker::new(
+            client,
+            QueueSettings {
+                ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
+                max_ack_pending: self.max_ack_pending,
+                replicas: self.js_replicas.max(1),
+            },
+        ))
+    }
+}
+
+/// Log format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// JSON lines.
+    Json,
+}
+
+/// Telemetry of a long-running process.
+#[derive(Debug, Args)]
+pub struct TelemetryArgs {
+    /// Where /metrics, /healthz and /readyz are served (port 0: any free port, printed).
+    #[arg(long, env = "SAGE_METRICS_ADDR", default_value = "0.0.0.0:9464")]
+    metrics_addr: SocketAddr,
+    /// OTLP (gRPC) endpoint for traces, e.g. http://otel-collector:4317; none: no export.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// Log format (standard error; level from RUST_LOG, default info).
+    #[arg(long, env = "SAGE_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormatArg,
+}
+
+impl TelemetryArgs {
+    /// Starts logging/tracing and the HTTP endpoints; returns the guard to keep and the health.
+    async fn start(&self, service: &str) -> anyhow::Result<(trace::TraceGuard, Arc<Health>)> {
+        let format = match self.log_format {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        };
+        let guard = trace::init(format, "info", self.otlp_endpoint.as_deref(), service)?;
+        let health = Health::new();
+        let bound = server::serve(self.metrics_addr, health.clone())
+            .await
+            .with_context(|| format!("serving metrics on {}", self.metrics_addr))?;
+        eprintln!("metrics: http://{bound}/metrics");
+        tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
+        Ok((guard, health))
+    }
+}
+
+/// Options of `sage worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    nats: NatsArgs,
+    #[command(flatten)]
+    telemetry: TelemetryArgs,
+    /// Roles to serve: dialogue, user, service, judge, rule (comma-separated).
+    #[arg(
+        long,
+        env = "SAGE_ROLES",
+        value_delimiter = ',',
+        default_value = "dialogue,user,service,judge,rule"
+    )]
+    roles: Vec<String>,
+    /// With the service role: serve only these models under test (repeatable or
+    /// comma-separated); all when absent.
+    #[arg(long = "model", env = "SAGE_MODELS", value_delimiter = ',')]
+    models: Vec<String>,
+    /// Most dialogues this worker plays at once.
+    #[arg(long, env = "SAGE_CONCURRENCY", default_value_t = 256)]
+    concurrency: usize,
+    /// Seconds one role request may wait for its reply (the model call included).
+    #[arg(long, env = "SAGE_ROLE_TIMEOUT_SECS", default_value_t = 300)]
+    role_timeout_secs: u64,
+    /// Seconds a role request is retried while no process answers it.
+    #[arg(long, env = "SAGE_ROLE_RETRY_SECS", default_value_t = 120)]
+    role_retry_secs: u64,
+    /// Seconds the dialogues in flight get to finish on SIGTERM before they are handed back.
+    #[arg(long, env = "SAGE_GRACE_SECS", default_value_t = 45)]
+    grace_secs: u64,
+}
+
+fn parse_role(name: &str) -> anyhow::Result<Role> {
+    Ok(match name.trim() {
+        "dialogue" => Role::Dialogue,
+        "user" => Role::User,
+        "service" => Role::Service,
+        "judge" => Role::Judge,
+        "rule" => Role::Rule,
+        other => bail!(
+            "--roles: unknown role `{other}` (expected dialogue, user, service, judge or rule)"
+        ),
+    })
+}
+
+/// A watch that turns true on SIGTERM or Ctrl-C.
+fn shutdown_signal() -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("a SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = tokio::signal::ctrl_c() => {},
+        }
+        tracing::info!("shutting down");
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+fn system<F: std::future::Future>(f: F) -> F::Output {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    })
+    .block_on(f)
+}
+
+/// `sage worker`.
+pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    let roles = args
+        .roles
+        .iter()
+        .map(|r| parse_role(r))
+        .collect::<anyhow::Result<_>>()?;
+    let options = worker::WorkerOptions {
+        served: Served {
+            roles,
+            models: args.models.clone(),
+        },
+        concurrency: args.concurrency.max(1),
+        policy: RequestPolicy {
+            timeout: Duration::from_secs(args.role_timeout_secs.max(1)),
+            retry_for: Duration::from_secs(args.role_retry_secs),
+        },
+        grace: Duration::from_secs(args.grace_secs),
+        ..Default::default()
+    };
+    system(async move {
+        let (_guard, health) = args.telemetry.start("sage-worker").await?;
+        let stop = shutdown_signal();
+        let broker = args.nats.broker("sage-worker").await?;
+        let report = worker::run_worker(broker, options, health, stop).await?;
+        tracing::info!(
+            stored = report.stored,
+            released = report.released,
+            "worker stopped"
+        );
+        Ok(())
+    })
+}
+
+/// Options of `sage aggregator`.
+#[derive(Debug, Args)]
+pub struct AggregatorArgs {
+    #[command(flatten)]
+    nats: NatsArgs,
+    #[command(flatten)]
+    telemetry: TelemetryArgs,
+    /// Where results/<run-id>/ folders go.
+    #[arg(long, env = "SAGE_OUT", default_value = "results")]
+    out: PathBuf,
+}
+
+/// `sage aggregator`.
+pub fn aggregator(args: AggregatorArgs) -> anyhow::Result<()> {
+    system(async move {
+        let (_guard, health) = args.telemetry.start("sage-aggregator").await?;
+        let stop = shutdown_signal();
+        let broker = args.nats.broker("sage-aggregator").await?;
+        let stored = collector::run_aggregator(broker, args.out, health, stop).await?;
+        tracing::info!(stored, "aggregator stopped");
+        Ok(())
+    })
+}
+
+/// Options of `sage sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    nats: NatsArgs,
+    /// The run configuration (docs/run-config.md): models x scenarios x repeats.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The run id (default: date-time and seed).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Follow the run's progress until it completes, then print its leaderboard.
+    #[arg(long)]
+    follow: bool,
+}
+
+/// `sage sweep`.
+pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
+    let config = match &args.config {
+        Some(path) => super::run::read_config(path)?,
+        None => crate::plan::RunConfig::default(),
+    };
+    config.check("sweep")?;
+    let run_id = args
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-s{}", crate::store::now_utc().1, config.seed));
+    if !valid_run_id(&run_id) {
+        bail!("--run-id `{run_id}`: use letters, digits, `-`, `_` or `=` only");
+    }
+    let scenarios = super::run::load_named_scenarios(&config)?;
+    system(async move {
+        let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
+        let broker = args.nats.broker("sage-sweep").await?;
+        let status = submit::submit(&broker, &config, &scenarios, &run_id).await?;
+        println!("{run_id}");
+        eprintln!("run {run_id}: {} dialogue jobs queued", status.jobs);
+        if args.follow {
+            follow(&broker, &run_id).await?;
+        }
+        Ok(())
+    })
+}
+
+async fn follow(broker: &Broker, run_id: &str) -> anyhow::Result<()> {
+    let mut last = None;
+    loop {
+        if let Some(s) = submit::status(broker, run_id).await? {
+            let line = (s.stored, s.jobs, s.turns);
+            if last != Some(line) {
+                eprintln!(
+                    "{run_id}: {}/{} dialogues, {} turns",
+                    s.stored, s.jobs, s.turns
+                );
+                last = Some(line);
+            }
+            if s.state == crate::actors::cluster::RunState::Complete {
+                if let Some(table) = s.leaderboard {
+                    println!("{table}");
+                }
+                if let Some(results) = s.results {
+                    println!("results (on the aggregator): {results}");
+                }
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Options of `sage status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    nats: NatsArgs,
+    /// One run (all runs when absent).
+    run: Option<String>,
+    /// JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `sage status`.
+pub fn status(args: StatusArgs) -> anyhow::Result<()> {
+    system(async move {
+        let _guard = trace::init(LogFormat::Text, "warn", None, "sage-status")?;
+        let broker = args.nats.broker("sage-status").await?;
+        let runs = match &args.run {
+            Some(id) => match submit::status(&broker, id).await? {
+                Some(s) => vec![s],
+                None => bail!("run {id}: not found in the runs bucket"),
+            },
+            None => submit::all_status(&broker).await?,
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&runs)?);
+        } else {
+            print!("{}", submit::status_table(&runs));
+            if let [one] = runs.as_slice()
+                && let Some(table) = &one.leaderboard
+            {
+                println!("\n{table}");
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,317 @@
+//! The Prometheus metrics every process keeps (documented in docs/metrics.md). One registry per
+//! process ([`metrics`]); the actors record into it in both modes, the HTTP server
+//! ([`super::server`]) serves it.
+
+use crate::protocol::{CallRecord, DialogueEnd, DialogueJob, Role, ServiceOutcome, TurnRecord};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+use std::sync::LazyLock;
+
+/// Every metric of the process.
+pub struct Metrics {
+    registry: Registry,
+    /// Dialogues started (model, scenario, adversarial).
+    pub dialogues_started: IntCounterVec,
+    /// Dialogues finished (model, scenario, adversarial, end).
+    pub dialogues_completed: IntCounterVec,
+    /// Dialogues being played in this process.
+    pub dialogues_in_flight: IntGauge,
+    /// Turns played (model, scenario, adversarial).
+    pub turns: IntCounterVec,
+    /// Agent answers that were not in the required format (model, scenario, adversarial, kind).
+    pub format_errors: IntCounterVec,
+    /// Scored turns, 0-100 (model, scenario, adversarial, score = logic|chat|overall).
+    pub turn_score: HistogramVec,
+    /// Model calls (model, role, outcome = ok|error|cached).
+    pub model_requests: IntCounterVec,
+    /// Model call latency in seconds, retries included (model, role).
+    pub model_latency: HistogramVec,
+    /// Tokens (model, role, direction = input|output).
+    pub model_tokens: IntCounterVec,
+    /// Cost in US dollars (model, role); a float counter.
+    pub model_cost: prometheus::CounterVec,
+    /// Role requests made through the transport (role, outcome = ok|error).
+    pub role_requests: IntCounterVec,
+    /// Role request latency at the requester, in seconds (role).
+    pub role_latency: HistogramVec,
+    /// JetStream messages delivered more than once (consumer = dialogue|aggregator).
+    pub redeliveries: IntCounterVec,
+    /// Dialogue jobs handed back to the queue unfinished (reason = shutdown|transport_error).
+    pub jobs_released: IntCounterVec,
+    /// Dialogue records the aggregator stored.
+    pub records_stored: IntCounter,
+    /// Dialogue records the aggregator dropped as a second attempt of a stored dialogue.
+    pub records_duplicate: IntCounter,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("a unique metric");
+    c
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: Vec<f64>,
+) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)
+        .expect("a valid metric");
+    registry
+        .register(Box::new(h.clone()))
+        .expect("a unique metric");
+    h
+}
+
+const DIALOGUE: &[&str] = &["model", "scenario", "adversarial"];
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+];
+
+impl Metrics {
+    fn new() -> Metrics {
+        let r = Registry::new();
+        let dialogue_end: Vec<&str> = [DIALOGUE, &["end"]].concat();
+        let format_kind: Vec<&str> = [DIALOGUE, &["kind"]].concat();
+        let score: Vec<&str> = [DIALOGUE, &["score"]].concat();
+        let in_flight = IntGauge::new(
+            "sage_dialogues_in_flight",
+            "Dialogues being played in this process.",
+        )
+        .expect("a valid metric");
+        r.register(Box::new(in_flight.clone()))
+            .expect("a unique metric");
+        let cost = prometheus::CounterVec::new(
+            Opts::new(
+                "sage_model_cost_usd_total",
+                "Cost of model calls in US dollars, from token usage and the configured prices.",
+            ),
+            &["model", "role"],
+        )
+        .expect("a valid metric");
+        r.register(Box::new(cost.clone())).expect("a unique metric");
+        let stored = IntCounter::new(
+            "sage_records_stored_total",
+            "Dialogue records the aggregator stored.",
+        )
+        .expect("a valid metric");
+        r.register(Box::new(stored.clone()))
+            .expect("a unique metric");
+        let duplicate = IntCounter::new(
+            "sage_records_duplicate_total",
+            "Dialogue records dropped by the aggregator as a second attempt of a stored dialogue.",
+        )
+        .expect("a valid metric");
+        r.register(Box::new(duplicate.clone()))
+            .expect("a unique metric");
+        Metrics {
+            dialogues_started: counter(
+                &r,
+                "sage_dialogues_started_total",
+                "Dialogues started.",
+                DIALOGUE,
+            ),
+            dialogues_completed: counter(
+                &r,
+                "sage_dialogues_completed_total",
+                "Dialogues finished, by how they ended.",
+                &dialogue_end,
+            ),
+            dialogues_in_flight: in_flight,
+            turns: counter(&r, "sage_turns_total", "Turns played.", DIALOGUE),
+            format_errors: counter(
+                &r,
+                "sage_format_errors_total",
+                "Agent answers not in the required format, by kind.",
+                &format_kind,
+            ),
+            turn_score: histogram(
+                &r,
+                "sage_turn_score",
+                "Scores of judged turns (0-100): logic, chat and overall.",
+                &score,
+                (1..=10).map(|i| f64::from(i) * 10.0).collect(),
+            ),
+            model_requests: counter(
+                &r,
+                "sage_model_requests_total",
+                "Model calls, by outcome (ok, error after retries, cached).",
+                &["model", "role", "outcome"],
+            ),
+            model_latency: histogram(
+                &r,
+                "sage_model_request_duration_seconds",
+                "Model call latency, retries included.",
+                &["model", "role"],
+                LATENCY_BUCKETS.to_vec(),
+            ),
+            model_tokens: counter(
+                &r,
+                "sage_model_tokens_total",
+                "Tokens of model calls, by direction (input, output).",
+                &["model", "role", "direction"],
+            ),
+            model_cost: cost,
+            role_requests: counter(
+                &r,
+                "sage_role_requests_total",
+                "Role requests made through the transport, by outcome.",
+                &["role", "outcome"],
+            ),
+            role_latency: histogram(
+                &r,
+                "sage_role_request_duration_seconds",
+                "Role request latency at the requester (the model call included).",
+                &["role"],
+                LATENCY_BUCKETS.to_vec(),
+            ),
+            redeliveries: counter(
+                &r,
+                "sage_jetstream_redeliveries_total",
+                "JetStream messages delivered more than once, by consumer.",
+                &["consumer"],
+            ),
+            jobs_released: counter(
+                &r,
+                "sage_jobs_released_total",
+                "Dialogue jobs handed back to the queue unfinished, by reason.",
+                &["reason"],
+            ),
+            records_stored: stored,
+            records_duplicate: duplicate,
+            registry: r,
+        }
+    }
+
+    /// The text exposition of every metric (what `/metrics` serves).
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        // Encoding into a Vec cannot fail for these metric types.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Records the model calls a role made.
+    pub fn observe_calls(&self, role: Role, calls: &[CallRecord]) {
+        let role = role.as_str();
+        for call in calls {
+            let outcome = if call.error.is_some() {
+                "error"
+            } else if call.cached {
+                "cached"
+            } else {
+                "ok"
+            };
+            let labels = [call.model.as_str(), role];
+            self.model_requests
+                .with_label_values(&[call.model.as_str(), role, outcome])
+                .inc();
+            self.model_latency
+                .with_label_values(&labels)
+                .observe(call.latency_ms as f64 / 1000.0);
+            if call.usage.input_tokens > 0 || call.usage.output_tokens > 0 {
+                self.model_tokens
+                    .with_label_values(&[call.model.as_str(), role, "input"])
+                    .inc_by(call.usage.input_tokens);
+                self.model_tokens
+                    .with_label_values(&[call.model.as_str(), role, "output"])
+                    .inc_by(call.usage.output_tokens);
+            }
+            if call.cost_usd > 0.0 {
+                self.model_cost
+                    .with_label_values(&labels)
+                    .inc_by(call.cost_usd);
+            }
+        }
+    }
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+/// The metrics of one dialogue: its labels resolved once, so a turn costs a few atomic adds.
+pub struct DialogueMetrics {
+    labels: [String; 3],
+    turns: prometheus::IntCounter,
+    logic: Histogram,
+    chat: Histogram,
+    overall: Histogram,
+}
+
+impl DialogueMetrics {
+    /// Counts the dialogue as started and in flight.
+    pub fn start(job: &DialogueJob) -> DialogueMetrics {
+        let m = metrics();
+        let labels = [
+            job.service_model.clone(),
+            job.scenario.clone(),
+            job.adversarial.to_string(),
+        ];
+        let l = [labels[0].as_str(), labels[1].as_str(), labels[2].as_str()];
+        m.dialogues_started.with_label_values(&l).inc();
+        m.dialogues_in_flight.inc();
+        let score = |name: &str| m.turn_score.with_label_values(&[l[0], l[1], l[2], name]);
+        DialogueMetrics {
+            turns: m.turns.with_label_values(&l),
+            logic: score("logic"),
+            chat: score("chat"),
+            overall: score("overall"),
+            labels,
+        }
+    }
+
+    fn label_refs(&self) -> [&str; 3] {
+        [
+            self.labels[0].as_str(),
+            self.labels[1].as_str(),
+            self.labels[2].as_str(),
+        ]
+    }
+
+    /// Records one played turn.
+    pub fn turn(&self, turn: &TurnRecord) {
+        self.turns.inc();
+        if let ServiceOutcome::FormatError { error, .. } = &turn.outcome {
+            let [a, b, c] = self.label_refs();
+            metrics()
+                .format_errors
+                .with_label_values(&[a, b, c, error.kind()])
+                .inc();
+        }
+        if let Some(s) = &turn.scores {
+            self.logic.observe(s.logic);
+            self.chat.observe(s.chat);
+            self.overall.observe(s.overall);
+        }
+    }
+
+    /// Counts the dialogue as finished (it leaves the in-flight count when dropped).
+    pub fn finish(&self, end: DialogueEnd) {
+        let m = metrics();
+        let [a, b, c] = self.label_refs();
+        let end = match end {
+            DialogueEnd::Resolved => "resolved",
+            DialogueEnd::UserEndedEarly => "user_ended_early",
+            DialogueEnd::MaxTurns => "max_turns",
+            DialogueEnd::InfraError => "infra_error",
+        };
+        m.dialogues_completed
+            .with_label_values(&[a, b, c, end])
+            .inc();
+    }
+}
+
+impl Drop for DialogueMetrics {
+    fn drop(&mut self) {
+        metrics().dialogues_in_flight.dec();
+    }
+}

@@ -1,0 +1,648 @@
+//! The NATS transport: role requests as NATS request/reply on `sage.v1.role.<role>` (queue
+//! groups, so another process serving a role adds capacity), dialogue jobs in a JetStream
+//! work-queue stream, records in a JetStream stream, run manifests and status in a JetStream
+//! key-value bucket. Payloads are the JSON of [`crate::protocol`]; the run id and the W3C trace
+//! context travel in message headers.
+
+use super::{Transport, TransportError};
+use crate::protocol::{
+    JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest, ServiceReply, ServiceRequest,
+    UserReply, UserRequest,
+};
+use crate::telemetry::{metrics, trace};
+use async_nats::jetstream::{self, consumer, kv, stream};
+use async_nats::{Client, ConnectOptions, HeaderMap, RequestErrorKind};
+use bytes::Bytes;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Header naming the run a role request belongs to.
+pub const RUN_HEADER: &str = "Sage-Run";
+/// Header of a reply that carries an error instead of a reply.
+pub const ERROR_HEADER: &str = "Sage-Error";
+/// The work-queue stream of dialogue jobs.
+pub const JOBS_STREAM: &str = "SAGE_JOBS";
+/// The stream of dialogue records.
+pub const RECORDS_STREAM: &str = "SAGE_RECORDS";
+/// The key-value bucket of run manifests and status.
+pub const RUNS_BUCKET: &str = "sage_runs";
+/// The durable consumer the dialogue workers share.
+pub const JOBS_CONSUMER: &str = "dialogue";
+/// The durable consumer of the aggregator.
+pub const RECORDS_CONSUMER: &str = "aggregator";
+
+/// The subject a role is requested on; the service role has one per model under test.
+pub fn role_subject(role: Role, model: Option<&str>) -> String {
+    match (role, model) {
+        (Role::Service, Some(model)) => format!("sage.v1.role.service.{}", subject_token(model)),
+        (Role::Service, None) => "sage.v1.role.service.*".into(),
+        (role, _) => format!("sage.v1.role.{}", role.as_str()),
+    }
+}
+
+/// The queue group serving a role subject.
+pub fn role_queue(role: Role, model: Option<&str>) -> String {
+    match (role, model) {
+        (Role::Service, Some(model)) => format!("service.{}", subject_token(model)),
+        (role, _) => role.as_str().into(),
+    }
+}
+
+/// The subject of a run's dialogue jobs.
+pub fn jobs_subject(run: &str) -> String {
+    format!("sage.v1.jobs.{run}")
+}
+
+/// The subject of a run's dialogue records.
+pub fn records_subject(run: &str) -> String {
+    format!("sage.v1.records.{run}")
+}
+
+/// A model name made safe as one subject token (`.`, `*`, `>` and whitespace become `_`).
+pub fn subject_token(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '.' | '*' | '>' => '_',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// Whether `run` can be used as a run id (one subject token and a key-value key).
+pub fn valid_run_id(run: &str) -> bool {
+    !run.is_empty()
+        && run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '='))
+}
+
+/// How to reach the NATS server. Secrets are never printed (`Debug` redacts them).
+#[derive(Clone, Default)]
+pub struct NatsConfig {
+    /// Server URL(s), comma-separated (`nats://127.0.0.1:4222`, `tls://...`).
+    pub url: String,
+    /// User name (with `password`).
+    pub user: Option<String>,
+    /// Password.
+    pub password: Option<String>,
+    /// Token authentication.
+    pub token: Option<String>,
+    /// A `.creds` file (JWT and NKey seed).
+    pub creds_file: Option<PathBuf>,
+    /// An NKey seed.
+    pub nkey_seed: Option<String>,
+    /// A CA certificate (PEM) to trust.
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM), with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// Client key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// Refuse a connection without TLS.
+    pub tls_required: bool,
+    /// The connection name the server shows.
+    pub name: String,
+    /// How long to keep trying the first connection.
+    pub connect_for: Duration,
+}
+
+impl std::fmt::Debug for NatsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("NatsConfig")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("password", &secret(&self.password))
+            .field("token", &secret(&self.token))
+            .field("creds_file", &self.creds_file)
+            .field("nkey_seed", &secret(&self.nkey_seed))
+            .field("tls_ca", &self.tls_ca)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("tls_required", &self.tls_required)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// The NATS side failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NatsError {
+    /// The configuration is unusable (e.g. a password without a user).
+    #[error("NATS configuration: {0}")]
+    Config(String),
+    /// No connection.
+    #[error("cannot connect to NATS at {url}: {message}")]
+    Connect {
+        /// The URL tried.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// A JetStream operation failed.
+    #[error("JetStream {what}: {message}")]
+    JetStream {
+        /// What was being done.
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// A message did not encode or decode.
+    #[error("{what}: bad message: {message}")]
+    Codec {
+        /// What it was.
+        what: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// A JetStream error with what was being done.
+pub fn js_error(what: impl Into<String>) -> impl FnOnce(&dyn std::fmt::Display) -> NatsError {
+    let what = what.into();
+    move |e| NatsError::JetStream {
+        what,
+        message: e.to_string(),
+    }
+}
+
+impl NatsConfig {
+    async fn options(&self) -> Result<ConnectOptions, NatsError> {
+        let mut options = match &self.creds_file {
+            Some(path) => ConnectOptions::with_credentials_file(path)
+                .await
+                .map_err(|e| NatsError::Config(format!("creds file {}: {e}", path.display())))?,
+            None => ConnectOptions::new(),
+        };
+        match (&self.user, &self.password) {
+            (Some(user), Some(password)) => {
+                options = options.user_and_password(user.clone(), password.clone())
+            }
+            (None, None) => {}
+            _ => {
+                return Err(NatsError::Config(
+                    "a NATS user needs a password and a password needs a user".into(),
+                ));
+            }
+        }
+        if let Some(token) = &self.token {
+            options = options.token(token.clone());
+        }
+        if let Some(seed) = &self.nkey_seed {
+            options = options.nkey(seed.clone());
+        }
+        if let Some(ca) = &self.tls_ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => {
+                options = options.add_client_certificate(cert.clone(), key.clone())
+            }
+            (None, None) => {}
+            _ => {
+                return Err(NatsError::Config(
+                    "a TLS client certificate needs its key and a key needs its certificate".into(),
+                ));
+            }
+        }
+        if self.tls_required {
+            options = options.require_tls(true);
+        }
+        let name = if self.name.is_empty() {
+            "sage"
+        } else {
+            &self.name
+        };
+        Ok(options
+            .name(name)
+            .max_reconnects(None)
+            // Requests carry their own timeouts (see `NatsTransport`).
+            .request_timeout(None))
+    }
+
+    /// Connects, trying again for `connect_for` (a broker that starts after its clients is
+    /// normal on Kubernetes); afterwards the client reconnects on its own.
+    pub async fn connect(&self) -> Result<Client, NatsError> {
+        // TLS needs a crypto provider; async-nats and the HTTP clients share ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let options = self.options().await?;
+            match options.connect(self.url.as_str()).await {
+                Ok(client) => return Ok(client),
+                Err(e) if started.elapsed() < self.connect_for => {
+                    tracing::warn!(url = %self.url, error = %e, "NATS not reachable yet");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => {
+                    return Err(NatsError::Connect {
+                        url: self.url.clone(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// JetStream settings a deployment may tune.
+#[derive(Debug, Clone)]
+pub struct QueueSettings {
+    /// How long a delivered job may go without an ack or a progress signal before it is
+    /// delivered again (workers signal progress at a third of it).
+    pub ack_wait: Duration,
+    /// Most jobs delivered and not yet acked across all workers (backpressure).
+    pub max_ack_pending: i64,
+    /// Replicas of the streams and the bucket (1 for a single server).
+    pub replicas: usize,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings {
+            ack_wait: Duration::from_secs(30),
+            max_ack_pending: 10_000,
+            replicas: 1,
+        }
+    }
+}
+
+/// The JetStream side of a deployment: the two streams, the bucket, the consumers. Every
+/// process creates what it needs if it is missing, so the start order does not matter.
+#[derive(Clone)]
+pub struct Broker {
+    /// The connection.
+    pub client: Client,
+    /// JetStream.
+    pub js: jetstream::Context,
+    /// The settings used when creating the streams and consumers.
+    pub settings: QueueSettings,
+}
+
+impl Broker {
+    /// JetStream over `client`.
+    pub fn new(client: Client, settings: QueueSettings) -> Broker {
+        let js = jetstream::new(client.clone());
+        Broker {
+            client,
+            js,
+            settings,
+        }
+    }
+
+    /// The jobs stream (work queue: a job is gone once acked).
+    pub async fn jobs_stream(&self) -> Result<stream::Stream, NatsError> {
+        self.js
+            .get_or_create_stream(stream::Config {
+                name: JOBS_STREAM.into(),
+                subjects: vec!["sage.v1.jobs.>".into()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                storage: stream::StorageType::File,
+                num_replicas: self.settings.replicas,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| js_error("creating the jobs stream")(&e))
+    }
+
+    /// The records stream (kept: the aggregator can be rebuilt from it).
+    pub async fn records_stream(&self) -> Result<stream::Stream, NatsError> {
+        self.js
+            .get_or_create_stream(stream::Config {
+                name: RECORDS_STREAM.into(),
+                subjects: vec!["sage.v1.records.>".into()],
+                storage: stream::StorageType::File,
+                num_replicas: self.settings.replicas,
+                duplicate_window: Duration::from_secs(120),
+                max_message_size: -1,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| js_error("creating the records stream")(&e))
+    }
+
+    /// The bucket of run manifests and status. Its stream is created here with the settings
+    /// async-nats gives a bucket (one value per key, rollups, no deletes, direct gets), because
+    /// async-nats' own bucket creation first queries the account, whose answer from a
+    /// nats-server 2.9 (Debian 12) it cannot parse.
+    pub async fn runs(&self) -> Result<kv::Store, NatsError> {
+        if let Ok(store) = self.js.get_key_value(RUNS_BUCKET).await {
+            return Ok(store);
+        }
+        self.js
+            .get_or_create_stream(stream::Config {
+                name: format!("KV_{RUNS_BUCKET}"),
+                description: Some("SAGE-RS run manifests and status".into()),
+                subjects: vec![format!("$KV.{RUNS_BUCKET}.>")],
+                max_messages_per_subject: 1,
+                storage: stream::StorageType::File,
+                num_replicas: self.settings.replicas,
+                allow_rollup: true,
+                deny_delete: true,
+                allow_direct: true,
+                discard: stream::DiscardPolicy::New,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| js_error("creating the runs bucket")(&e))?;
+        self.js
+            .get_key_value(RUNS_BUCKET)
+            .await
+            .map_err(|e| js_error("opening the runs bucket")(&e))
+    }
+
+    /// The dialogue workers' shared pull consumer: explicit acks, redelivery after `ack_wait`,
+    /// at most `max_ack_pending` jobs out at once.
+    pub async fn jobs_consumer(&self) -> Result<consumer::PullConsumer, NatsError> {
+        self.jobs_stream()
+            .await?
+            .get_or_create_consumer(
+                JOBS_CONSUMER,
+                consumer::pull::Config {
+                    durable_name: Some(JOBS_CONSUMER.into()),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait: self.settings.ack_wait,
+                    max_ack_pending: self.settings.max_ack_pending,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| js_error("creating the dialogue consumer")(&e))
+    }
+
+    /// The aggregator's durable consumer of every run's records.
+    pub async fn records_consumer(&self) -> Result<consumer::PullConsumer, NatsError> {
+        self.records_stream()
+            .await?
+            .get_or_create_consumer(
+                RECORDS_CONSUMER,
+                consumer::pull::Config {
+                    durable_name: Some(RECORDS_CONSUMER.into()),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait: self.settings.ack_wait,
+                    max_ack_pending: 4096,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| js_error("creating the aggregator consumer")(&e))
+    }
+
+    /// Publishes a JSON message to a stream and waits until the server stored it. `id`
+    /// deduplicates within the stream's window (a second copy is acknowledged, not stored).
+    pub async fn publish_json(
+        &self,
+        subject: String,
+        id: &str,
+        headers: Option<HeaderMap>,
+        value: &impl Serialize,
+    ) -> Result<(), NatsError> {
+        let payload = serde_json::to_vec(value).map_err(|e| NatsError::Codec {
+            what: subject.clone(),
+            message: e.to_string(),
+        })?;
+        let mut headers = headers.unwrap_or_default();
+        headers.insert("Nats-Msg-Id", id);
+        self.js
+            .publish_with_headers(subject.clone(), headers, payload.into())
+            .await
+            .map_err(|e| js_error(format!("publishing to {subject}"))(&e))?
+            .await
+            .map_err(|e| js_error(format!("storing to {subject}"))(&e))?;
+        Ok(())
+    }
+}
+
+/// Writes the current span's trace context into `headers` (when spans are exported).
+pub fn inject_trace(headers: &mut HeaderMap) {
+    if !trace::exporting() {
+        return;
+    }
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&cx, &mut HeaderInjector(headers))
+    });
+}
+
+/// Makes `span` a child of the trace context in `headers`, if any.
+pub fn extract_trace(headers: Option<&HeaderMap>, span: &tracing::Span) {
+    let Some(headers) = headers else { return };
+    if !trace::exporting() {
+        return;
+    }
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx =
+        opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    let _ = span.set_parent(cx);
+}
+
+struct HeaderInjector<'a>(&'a mut HeaderMap);
+
+impl opentelemetry::propagation::Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key, value.as_str());
+    }
+}
+
+struct HeaderExtractor<'a>(&'a HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|v| v.as_str())
+    }
+    fn keys(&self) -> Vec<&str> {
+        // Only the trace-context keys are asked for by name.
+        Vec::new()
+    }
+}
+
+/// How role requests are retried when no process answers (no responders, a timeout, a lost
+/// connection). Role answers are deterministic, so asking again is safe.
+#[derive(Debug, Clone)]
+pub struct RequestPolicy {
+    /// Most time one attempt waits for its reply (a model call with its retries included).
+    pub timeout: Duration,
+    /// Most time spent retrying a request before giving up on it.
+    pub retry_for: Duration,
+}
+
+impl Default for RequestPolicy {
+    fn default() -> Self {
+        RequestPolicy {
+            timeout: Duration::from_secs(300),
+            retry_for: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The roles of one run, reached over NATS.
+pub struct NatsTransport {
+    client: Client,
+    run: String,
+    policy: RequestPolicy,
+}
+
+impl NatsTransport {
+    /// Role requests for `run` over `client`.
+    pub fn new(client: Client, run: &str, policy: RequestPolicy) -> NatsTransport {
+        NatsTransport {
+            client,
+            run: run.to_string(),
+            policy,
+        }
+    }
+
+    async fn ask<Req: Serialize, Rep: DeserializeOwned>(
+        &self,
+        role: Role,
+        subject: String,
+        request: &Req,
+    ) -> Result<Rep, TransportError> {
+        let name = role.as_str();
+        let started = Instant::now();
+        let result = self.ask_inner(name, subject, request, started).await;
+        let m = metrics();
+        m.role_latency
+            .with_label_values(&[name])
+            .observe(started.elapsed().as_secs_f64());
+        m.role_requests
+            .with_label_values(&[name, if result.is_ok() { "ok" } else { "error" }])
+            .inc();
+        result
+    }
+
+    async fn ask_inner<Req: Serialize, Rep: DeserializeOwned>(
+        &self,
+        name: &'static str,
+        subject: String,
+        request: &Req,
+        started: Instant,
+    ) -> Result<Rep, TransportError> {
+        let payload: Bytes = serde_json::to_vec(request)
+            .map_err(|e| TransportError::Codec {
+                role: name,
+                message: e.to_string(),
+            })?
+            .into();
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let mut headers = HeaderMap::new();
+            headers.insert(RUN_HEADER, self.run.as_str());
+            inject_trace(&mut headers);
+            let request = async_nats::Request::new()
+                .payload(payload.clone())
+                .headers(headers)
+                .timeout(Some(self.policy.timeout));
+            let error = match self.client.send_request(subject.clone(), request).await {
+                Ok(reply) => {
+                    if let Some(error) = reply.headers.as_ref().and_then(|h| h.get(ERROR_HEADER)) {
+                        return Err(TransportError::Codec {
+                            role: name,
+                            message: error.to_string(),
+                        });
+                    }
+                    return serde_json::from_slice(&reply.payload).map_err(|e| {
+                        TransportError::Codec {
+                            role: name,
+                            message: e.to_string(),
+                        }
+                    });
+                }
+                Err(e) => e,
+            };
+            let retryable = matches!(
+                error.kind(),
+                RequestErrorKind::NoResponders
+                    | RequestErrorKind::TimedOut
+                    | RequestErrorKind::Other
+            );
+            if !retryable || started.elapsed() + delay > self.policy.retry_for {
+                return Err(match error.kind() {
+                    RequestErrorKind::TimedOut => TransportError::Timeout { role: name },
+                    _ => TransportError::Unavailable {
+                        role: name,
+                        message: error.to_string(),
+                    },
+                });
+            }
+            tracing::debug!(role = name, error = %error, "role request failed; retrying");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for NatsTransport {
+    async fn user(&self, request: UserRequest) -> Result<UserReply, TransportError> {
+        self.ask(Role::User, role_subject(Role::User, None), &request)
+            .await
+    }
+
+    async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
+        let subject = role_subject(Role::Service, Some(&request.job.service_model));
+        self.ask(Role::Service, subject, &request).await
+    }
+
+    async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError> {
+        self.ask(Role::Judge, role_subject(Role::Judge, None), &request)
+            .await
+    }
+
+    async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
+        self.ask(Role::Rule, role_subject(Role::Rule, None), &request)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_follow_the_architecture() {
+        assert_eq!(role_subject(Role::User, None), "sage.v1.role.user");
+        assert_eq!(role_subject(Role::Judge, None), "sage.v1.role.judge");
+        assert_eq!(role_subject(Role::Rule, None), "sage.v1.role.rule");
+        assert_eq!(
+            role_subject(Role::Service, Some("gpt-4.1 mini")),
+            "sage.v1.role.service.gpt-4_1_mini"
+        );
+        assert_eq!(role_subject(Role::Service, None), "sage.v1.role.service.*");
+        assert_eq!(role_queue(Role::Service, Some("a.b")), "service.a_b");
+        assert_eq!(role_queue(Role::Judge, None), "judge");
+        assert_eq!(jobs_subject("r1"), "sage.v1.jobs.r1");
+        assert_eq!(records_subject("r1"), "sage.v1.records.r1");
+    }
+
+    #[test]
+    fn run_ids_are_one_token() {
+        assert!(valid_run_id("20261122-013000-s42"));
+        assert!(!valid_run_id("a.b"));
+        assert!(!valid_run_id("a b"));
+        assert!(!valid_run_id(""));
+        assert!(!valid_run_id("a>"));
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let config = NatsConfig {
+            url: "nats://x".into(),
+            user: Some("u".into()),
+            password: Some("hunter2".into()),
+            token: Some("tok-secret".into()),
+            nkey_seed: Some("SUAIBDPBAUTW".into()),
+            ..Default::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("tok-secret"));
+        assert!(!shown.contains("SUAIBDPBAUTW"));
+        assert!(shown.contains("<redacted>"));
+    }
+}
