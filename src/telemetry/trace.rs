@@ -67,6 +67,7 @@ pub fn init(
     let fmt = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_filter(filter())
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()

@@ -224,15 +224,33 @@ impl NatsConfig {
 
     /// Connects, trying again for `connect_for` (a broker that starts after its clients is
     /// normal on Kubernetes); afterwards the client reconnects on its own.
-    pub async fn connect(&self) -> Result<Client, NatsError> {
+    pub async fn connect(&self) -> Result<Connection, NatsError> {
         // TLS needs a crypto provider; async-nats and the HTTP clients share ring.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
+        let (lost, disconnects) = tokio::sync::watch::channel(0u64);
+        let lost = std::sync::Arc::new(lost);
         loop {
-            let options = self.options().await?;
+            let lost = lost.clone();
+            let options = self.options().await?.event_callback(move |event| {
+                match &event {
+                    async_nats::Event::Disconnected => {
+                        lost.send_modify(|n| *n += 1);
+                        tracing::warn!("NATS connection lost; reconnecting");
+                    }
+                    async_nats::Event::Connected => tracing::info!("NATS connected"),
+                    other => tracing::info!(event = %other, "NATS event"),
+                }
+                async {}
+            });
             match options.connect(self.url.as_str()).await {
-                Ok(client) => return Ok(client),
+                Ok(client) => {
+                    return Ok(Connection {
+                        client,
+                        disconnects,
+                    });
+                }
                 Err(e) if started.elapsed() < self.connect_for => {
                     tracing::warn!(url = %self.url, error = %e, "NATS not reachable yet");
                     tokio::time::sleep(delay).await;
@@ -247,6 +265,16 @@ impl NatsConfig {
             }
         }
     }
+}
+
+/// A NATS connection, and how many times it was lost so far (a request waiting for a reply
+/// when the connection drops will never get it: it is sent again instead).
+#[derive(Clone)]
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// Counts lost connections.
+    pub disconnects: tokio::sync::watch::Receiver<u64>,
 }
 
 /// JetStream settings a deployment may tune.
@@ -277,6 +305,8 @@ impl Default for QueueSettings {
 pub struct Broker {
     /// The connection.
     pub client: Client,
+    /// Counts lost connections.
+    pub disconnects: tokio::sync::watch::Receiver<u64>,
     /// JetStream.
     pub js: jetstream::Context,
     /// The settings used when creating the streams and consumers.
@@ -284,13 +314,22 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// JetStream over `client`.
-    pub fn new(client: Client, settings: QueueSettings) -> Broker {
-        let js = jetstream::new(client.clone());
+    /// JetStream over `connection`.
+    pub fn new(connection: Connection, settings: QueueSettings) -> Broker {
+        let js = jetstream::new(connection.client.clone());
         Broker {
-            client,
+            client: connection.client,
+            disconnects: connection.disconnects,
             js,
             settings,
+        }
+    }
+
+    /// The connection.
+    pub fn connection(&self) -> Connection {
+        Connection {
+            client: self.client.clone(),
+            disconnects: self.disconnects.clone(),
         }
     }
 
@@ -483,16 +522,16 @@ impl Default for RequestPolicy {
 
 /// The roles of one run, reached over NATS.
 pub struct NatsTransport {
-    client: Client,
+    connection: Connection,
     run: String,
     policy: RequestPolicy,
 }
 
 impl NatsTransport {
-    /// Role requests for `run` over `client`.
-    pub fn new(client: Client, run: &str, policy: RequestPolicy) -> NatsTransport {
+    /// Role requests for `run` over `connection`.
+    pub fn new(connection: Connection, run: &str, policy: RequestPolicy) -> NatsTransport {
         NatsTransport {
-            client,
+            connection,
             run: run.to_string(),
             policy,
         }
@@ -539,7 +578,23 @@ impl NatsTransport {
                 .payload(payload.clone())
                 .headers(headers)
                 .timeout(Some(self.policy.timeout));
-            let error = match self.client.send_request(subject.clone(), request).await {
+            let mut disconnects = self.connection.disconnects.clone();
+            disconnects.mark_unchanged();
+            let sent = tokio::select! {
+                r = self.connection.client.send_request(subject.clone(), request) => Some(r),
+                _ = disconnects.changed() => None,
+            };
+            let Some(sent) = sent else {
+                // The connection dropped: the reply is lost with it; ask again once back.
+                tracing::debug!(
+                    role = name,
+                    "connection lost during a role request; asking again"
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+                continue;
+            };
+            let error = match sent {
                 Ok(reply) => {
                     if let Some(error) = reply.headers.as_ref().and_then(|h| h.get(ERROR_HEADER)) {
                         return Err(TransportError::Codec {

@@ -105,3 +105,4 @@ pub fn peak_rss_mib() -> f64 {
     }
     ru.ru_maxrss as f64 / 1024.0
 }
+pub mod cluster;

@@ -260,7 +260,7 @@ impl Runs {
         });
         let local = start_local_roles(registry, &self.arbiters[0], Some(&self.arbiters[1]));
         let nats = Arc::new(NatsTransport::new(
-            self.broker.client.clone(),
+            self.broker.connection(),
             id,
             self.policy.clone(),
         ));

@@ -1,0 +1,282 @@
+//! Real processes for the distributed-mode tests: a `nats-server` with JetStream on a free port
+//! and a temporary store (which a test can kill and start again), `sage` processes with their
+//! logs in the test's folder, and a minimal HTTP GET for their /metrics. Every process is
+//! killed when its handle drops.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A temporary folder for a test's stores and logs; kept (and its path printed) when the
+/// variable SAGE_KEEP_TEST_DIRS is set, to read the logs of a failed run.
+pub fn test_dir() -> tempfile::TempDir {
+    let mut dir = tempfile::tempdir().expect("temp dir");
+    if std::env::var_os("SAGE_KEEP_TEST_DIRS").is_some() {
+        dir.disable_cleanup(true);
+        eprintln!("test folder kept: {}", dir.path().display());
+    }
+    dir
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn wait_for_port(port: u16, within: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A nats-server with JetStream.
+pub struct Nats {
+    /// Its client port.
+    pub port: u16,
+    store: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Nats {
+    /// Starts one on a free port, storing under `dir`.
+    pub fn start(dir: &Path) -> Nats {
+        let mut nats = Nats {
+            port: free_port(),
+            store: dir.join("jetstream"),
+            log: dir.join("nats-server.log"),
+            child: None,
+        };
+        nats.spawn();
+        nats
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("nats log");
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p"])
+            .arg(self.port.to_string())
+            .arg("-sd")
+            .arg(&self.store)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start nats-server ({e}): it must be on PATH (Debian: apt-get install nats-server)")
+            });
+        self.child = Some(child);
+        assert!(
+            wait_for_port(self.port, Duration::from_secs(15)),
+            "nats-server did not listen on {} (log: {})",
+            self.port,
+            self.log.display()
+        );
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it (SIGKILL) and waits for it to go.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills it and starts it again on the same port with the same store.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `sage` process.
+pub struct Sage {
+    /// Its name in the test (and its log file's).
+    pub name: String,
+    /// Its log (standard error).
+    pub log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sage {
+    /// Starts `sage ARGS` in the repository root, logging to `dir/NAME.log`.
+    pub fn spawn(dir: &Path, name: &str, args: &[&str]) -> Sage {
+        let log = dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("sage starts");
+        Sage {
+            name: name.to_string(),
+            log,
+            child: Some(child),
+        }
+    }
+
+    /// Its log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The address of its /metrics, once it printed it.
+    pub fn metrics_addr(&self) -> String {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if let Some(line) = self
+                .log_text()
+                .lines()
+                .find_map(|l| l.strip_prefix("metrics: http://"))
+            {
+                return line.trim_end_matches("/metrics").to_string();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "{} printed no metrics address:\n{}",
+            self.name,
+            self.log_text()
+        );
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Kills it with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and waits up to `within` for it to exit; its exit code.
+    pub fn terminate(&mut self, within: Duration) -> Option<i32> {
+        let mut child = self.child.take()?;
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Sage {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `GET http://ADDR/PATH`: the status code and the body.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Runs `sage ARGS` to its end in the repository root; its standard output (panics on failure).
+pub fn sage_ok(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("sage runs");
+    assert!(
+        out.status.success(),
+        "sage {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `sage status --json RUN` until `done` holds for the run's status or `within` passes.
+pub fn wait_status(
+    url: &str,
+    run: &str,
+    within: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let started = Instant::now();
+    let mut last = serde_json::Value::Null;
+    while started.elapsed() < within {
+        let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args([
+                "status",
+                "--nats",
+                url,
+                "--json",
+                "--nats-connect-secs",
+                "1",
+                run,
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("sage status runs");
+        if out.status.success()
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        {
+            last = v[0].clone();
+            if done(&last) {
+                return last;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("run {run} did not get there within {within:?}; last status: {last}");
+}

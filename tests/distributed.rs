@@ -1,0 +1,318 @@
+//! The distributed mode against real processes: a nats-server with JetStream on a free port,
+//! `sage worker` and `sage aggregator` processes, `sage sweep` and `sage status`.
+//!
+//! - A sweep through three workers and an aggregator gives the same summary.json as the
+//!   embedded run of the same configuration and seed; every worker played some of it; their
+//!   /metrics parse and carry the documented names; /healthz and /readyz answer.
+//! - A worker killed with SIGKILL and a nats-server restart, mid-run: the run completes with
+//!   every dialogue stored once, and the summary still equals the embedded one.
+
+mod common;
+
+use common::cluster::{Nats, Sage, http_get, sage_ok, wait_status};
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// Writes a run configuration: the bundled scenarios, two simulated agents, the simulated
+/// customer and judges, each call taking `latency` (a YAML latency or `null`).
+fn write_config(dir: &Path, latency: &str, dialogues: usize, seed: u64) -> String {
+    let path = dir.join("run.yaml");
+    let text = format!(
+        "models:
+  - {{name: sim-strong, provider: simulated, sim: {{kind: agent, profile: strong, latency: {latency}}}}}
+  - {{name: sim-weak, provider: simulated, sim: {{kind: agent, profile: weak, latency: {latency}}}}}
+  - {{name: sim-user, provider: simulated, sim: {{kind: user, latency: {latency}}}}}
+  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge, latency: {latency}}}}}
+  - {{name: sim-judge-2, provider: simulated, sim: {{kind: judge, noise: 0.03, latency: {latency}}}}}
+  - {{name: sim-judge-3, provider: simulated, sim: {{kind: judge, noise: 0.06, latency: {latency}}}}}
+service_models: [sim-strong, sim-weak]
+user_model: sim-user
+judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
+scenarios: [bundled]
+dialogues_per_scenario: {dialogues}
+min_per_route: 1
+max_turns: 8
+seed: {seed}
+"
+    );
+    std::fs::write(&path, text).expect("config");
+    path.display().to_string()
+}
+
+/// The embedded run of `config` as `run_id` under `dir`: its summary.json.
+fn embedded_summary(dir: &Path, config: &str, run_id: &str) -> String {
+    let out = dir.join("embedded");
+    sage_ok(&[
+        "run",
+        "--config",
+        config,
+        "--run-id",
+        run_id,
+        "--out",
+        &out.display().to_string(),
+        "--quiet",
+    ]);
+    std::fs::read_to_string(out.join(run_id).join("summary.json")).expect("embedded summary")
+}
+
+/// Dialogue ids in a results folder's dialogues.jsonl, asserting none is there twice.
+fn stored_ids(folder: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("dialogues.jsonl");
+    let mut ids = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
+        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
+        assert!(ids.insert(id.clone()), "dialogue {id} stored twice");
+    }
+    ids
+}
+
+/// The metric names documented in docs/metrics.md (first table column, in backticks).
+fn documented_metrics() -> HashSet<String> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"))
+            .expect("docs/metrics.md");
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .filter(|n| n.starts_with("sage_"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parses the Prometheus text format strictly enough to catch a malformed exposition: every
+/// sample line is `name{labels} value` with a float value and a declared TYPE. Returns the
+/// sample values by full series text.
+fn parse_exposition(text: &str) -> Vec<(String, String, f64)> {
+    let mut typed = HashSet::new();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split_whitespace();
+            let name = parts.next().expect("a TYPE name");
+            let kind = parts.next().expect("a TYPE kind");
+            assert!(
+                ["counter", "gauge", "histogram"].contains(&kind),
+                "unexpected type {kind}"
+            );
+            typed.insert(name.to_string());
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("series and value");
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value: {line}"));
+        let name = series.split('{').next().expect("a name");
+        if let Some(labels) = series.strip_prefix(name) {
+            assert!(
+                labels.is_empty() || (labels.starts_with('{') && labels.ends_with('}')),
+                "bad labels: {line}"
+            );
+        }
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .unwrap_or(name);
+        assert!(typed.contains(family), "sample without a TYPE: {line}");
+        samples.push((family.to_string(), series.to_string(), value));
+    }
+    samples
+}
+
+fn sum_of(samples: &[(String, String, f64)], family: &str) -> f64 {
+    samples
+        .iter()
+        .filter(|(f, series, _)| f == family && !series.contains("_bucket"))
+        .map(|(_, _, v)| v)
+        .sum()
+}
+
+#[test]
+fn a_sweep_through_three_workers_equals_the_embedded_run() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "null", 6, 7);
+    let expected = embedded_summary(dir.path(), &config, "three-workers");
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let workers: Vec<Sage> = (1..=3)
+        .map(|i| {
+            let mut args = vec!["worker"];
+            args.extend(common);
+            args.extend(["--concurrency", "16"]);
+            Sage::spawn(dir.path(), &format!("worker-{i}"), &args)
+        })
+        .collect();
+    let mut args = vec!["aggregator", "--out"];
+    let out_arg = out.display().to_string();
+    args.push(&out_arg);
+    args.extend(common);
+    let aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    let printed = sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--config",
+        &config,
+        "--run-id",
+        "three-workers",
+    ]);
+    assert_eq!(printed.trim(), "three-workers");
+    let status = wait_status(&url, "three-workers", Duration::from_secs(240), |s| {
+        s["state"] == "complete"
+    });
+    let jobs = status["jobs"].as_u64().expect("jobs") as usize;
+    assert_eq!(status["stored"].as_u64(), Some(jobs as u64));
+    assert!(
+        status["leaderboard"]
+            .as_str()
+            .is_some_and(|t| t.contains("sim-strong")),
+        "{status}"
+    );
+    let folder = out.join("three-workers");
+    assert_eq!(stored_ids(&folder).len(), jobs);
+    let summary = std::fs::read_to_string(folder.join("summary.json")).expect("summary");
+    assert!(
+        summary == expected,
+        "the distributed summary differs from the embedded one"
+    );
+
+    // Every worker played part of the run, and its /metrics is well formed and documented.
+    let documented = documented_metrics();
+    assert!(
+        documented.len() >= 16,
+        "docs/metrics.md lists {documented:?}"
+    );
+    let mut played = 0.0;
+    for worker in &workers {
+        let addr = worker.metrics_addr();
+        assert_eq!(http_get(&addr, "/healthz").0, 200);
+        assert_eq!(http_get(&addr, "/readyz").0, 200);
+        assert_eq!(http_get(&addr, "/nothing").0, 404);
+        let (code, body) = http_get(&addr, "/metrics");
+        assert_eq!(code, 200);
+        let samples = parse_exposition(&body);
+        for (family, series, _) in &samples {
+            assert!(
+                documented.contains(family),
+                "{}: {series} is not in docs/metrics.md",
+                worker.name
+            );
+        }
+        let completed = sum_of(&samples, "sage_dialogues_completed_total");
+        assert!(completed > 0.0, "{} played no dialogue", worker.name);
+        played += completed;
+        for name in [
+            "sage_dialogues_started_total",
+            "sage_turns_total",
+            "sage_turn_score",
+            "sage_model_requests_total",
+            "sage_model_request_duration_seconds",
+            "sage_role_requests_total",
+            "sage_role_request_duration_seconds",
+            "sage_dialogues_in_flight",
+        ] {
+            assert!(
+                samples.iter().any(|(f, _, _)| f == name),
+                "{} lacks {name}",
+                worker.name
+            );
+        }
+        assert!(body.contains("role=\"judge\"") && body.contains("adversarial=\"strong\""));
+    }
+    assert_eq!(played as usize, jobs, "each dialogue was played once");
+    let (code, body) = http_get(&aggregator.metrics_addr(), "/metrics");
+    assert_eq!(code, 200);
+    assert_eq!(
+        sum_of(&parse_exposition(&body), "sage_records_stored_total") as usize,
+        jobs
+    );
+
+    // SIGTERM: a clean exit.
+    for mut worker in workers {
+        assert_eq!(
+            worker.terminate(Duration::from_secs(30)),
+            Some(0),
+            "{}",
+            worker.log_text()
+        );
+    }
+}
+
+#[test]
+fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice() {
+    let dir = common::cluster::test_dir();
+    // Slow enough models that the run is still going when things break.
+    let config = write_config(dir.path(), "{uniform_ms: [10, 30]}", 4, 11);
+    let expected = embedded_summary(dir.path(), &config, "crash");
+    let mut nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let out_arg = out.display().to_string();
+    // A short ack wait so the killed worker's jobs come back quickly.
+    let common = [
+        "--nats",
+        url.as_str(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--ack-wait-secs",
+        "2",
+    ];
+    let worker = |name: &str| {
+        let mut args = vec!["worker", "--concurrency", "8"];
+        args.extend(common);
+        Sage::spawn(dir.path(), name, &args)
+    };
+    let mut doomed = worker("worker-doomed");
+    let survivor = worker("worker-survivor");
+    let mut args = vec!["aggregator", "--out", out_arg.as_str()];
+    args.extend(common);
+    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    sage_ok(&[
+        "sweep", "--nats", &url, "--config", &config, "--run-id", "crash",
+    ]);
+    let status = wait_status(&url, "crash", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= 40
+    });
+    let jobs = status["jobs"].as_u64().expect("jobs");
+    assert!(
+        status["stored"].as_u64() < Some(jobs / 2),
+        "the run went too fast to be interrupted: {status}"
+    );
+    // SIGKILL mid-run: its jobs in flight are neither acked nor handed back.
+    doomed.kill();
+    let _replacement = worker("worker-replacement");
+    let status = wait_status(&url, "crash", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= jobs * 2 / 3
+    });
+    assert!(status["stored"].as_u64() < Some(jobs), "{status}");
+    // The broker goes away and comes back with its store.
+    nats.restart();
+    let status = wait_status(&url, "crash", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(status["stored"].as_u64(), Some(jobs));
+    let folder = out.join("crash");
+    assert_eq!(stored_ids(&folder).len() as u64, jobs);
+    let summary = std::fs::read_to_string(folder.join("summary.json")).expect("summary");
+    assert!(
+        summary == expected,
+        "after the crashes the summary differs from the embedded one"
+    );
+    // The killed worker's jobs were delivered again to the others.
+    let (_, body) = http_get(&survivor.metrics_addr(), "/metrics");
+    let samples = parse_exposition(&body);
+    let redelivered = sum_of(&samples, "sage_jetstream_redeliveries_total");
+    let (_, body) = http_get(&_replacement.metrics_addr(), "/metrics");
+    let redelivered = redelivered
+        + sum_of(
+            &parse_exposition(&body),
+            "sage_jetstream_redeliveries_total",
+        );
+    assert!(redelivered >= 1.0, "no job was delivered again");
+}
