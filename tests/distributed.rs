@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::cluster::{Nats, Sage, http_get, sage_ok, wait_status};
+use common::cluster::{Nats, Sage, free_port, http_get, promtool_check, sage_ok, wait_status};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -196,6 +196,7 @@ fn a_sweep_through_three_workers_equals_the_embedded_run() {
         assert_eq!(http_get(&addr, "/nothing").0, 404);
         let (code, body) = http_get(&addr, "/metrics");
         assert_eq!(code, 200);
+        promtool_check(&body);
         let samples = parse_exposition(&body);
         for (family, series, _) in &samples {
             assert!(
@@ -228,6 +229,7 @@ fn a_sweep_through_three_workers_equals_the_embedded_run() {
     assert_eq!(played as usize, jobs, "each dialogue was played once");
     let (code, body) = http_get(&aggregator.metrics_addr(), "/metrics");
     assert_eq!(code, 200);
+    promtool_check(&body);
     assert_eq!(
         sum_of(&parse_exposition(&body), "sage_records_stored_total") as usize,
         jobs
@@ -269,7 +271,7 @@ fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice()
         Sage::spawn(dir.path(), name, &args)
     };
     let mut doomed = worker("worker-doomed");
-    let survivor = worker("worker-survivor");
+    let mut survivor = worker("worker-survivor");
     let mut args = vec!["aggregator", "--out", out_arg.as_str()];
     args.extend(common);
     let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
@@ -286,7 +288,22 @@ fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice()
     );
     // SIGKILL mid-run: its jobs in flight are neither acked nor handed back.
     doomed.kill();
-    let _replacement = worker("worker-replacement");
+    let replacement = worker("worker-replacement");
+    // SIGTERM mid-run: the survivor finishes what it plays (or hands it back) and exits 0.
+    wait_status(&url, "crash", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= jobs / 2
+    });
+    let (_, body) = http_get(&survivor.metrics_addr(), "/metrics");
+    let mut redelivered = sum_of(
+        &parse_exposition(&body),
+        "sage_jetstream_redeliveries_total",
+    );
+    assert_eq!(
+        survivor.terminate(Duration::from_secs(60)),
+        Some(0),
+        "{}",
+        survivor.log_text()
+    );
     let status = wait_status(&url, "crash", Duration::from_secs(120), |s| {
         s["stored"].as_u64().unwrap_or(0) >= jobs * 2 / 3
     });
@@ -305,14 +322,96 @@ fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice()
         "after the crashes the summary differs from the embedded one"
     );
     // The killed worker's jobs were delivered again to the others.
-    let (_, body) = http_get(&survivor.metrics_addr(), "/metrics");
-    let samples = parse_exposition(&body);
-    let redelivered = sum_of(&samples, "sage_jetstream_redeliveries_total");
-    let (_, body) = http_get(&_replacement.metrics_addr(), "/metrics");
-    let redelivered = redelivered
-        + sum_of(
-            &parse_exposition(&body),
-            "sage_jetstream_redeliveries_total",
-        );
+    let (_, body) = http_get(&replacement.metrics_addr(), "/metrics");
+    redelivered += sum_of(
+        &parse_exposition(&body),
+        "sage_jetstream_redeliveries_total",
+    );
     assert!(redelivered >= 1.0, "no job was delivered again");
+}
+
+#[test]
+fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
+    let dir = common::cluster::test_dir();
+    let config = dir.path().join("run.yaml");
+    std::fs::write(
+        &config,
+        "service_models: [sim-strong]\nscenarios: [scenarios/telecom_package.yaml]\n\
+         dialogues_per_scenario: 3\nmin_per_route: 0\nmax_turns: 4\n",
+    )
+    .expect("config");
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // A plain subscriber sees a copy of every role request.
+    let mut requests = runtime.block_on(async {
+        let client = async_nats::connect(url.as_str()).await.expect("connect");
+        let sub = client.subscribe("sage.v1.role.>").await.expect("subscribe");
+        client.flush().await.expect("flush");
+        (client, sub)
+    });
+    // Spans are exported to a collector that is not there: export fails, propagation does not.
+    let otlp = format!("http://127.0.0.1:{}", free_port());
+    let _worker = Sage::spawn(
+        dir.path(),
+        "worker",
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--otlp-endpoint",
+            &otlp,
+        ],
+    );
+    sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--config",
+        &config.display().to_string(),
+        "--run-id",
+        "traced",
+    ]);
+    // Trace ids of the requests, by dialogue.
+    let mut traces: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    let mut seen = 0;
+    runtime.block_on(async {
+        use futures::StreamExt;
+        while let Ok(Some(message)) =
+            tokio::time::timeout(Duration::from_secs(5), requests.1.next()).await
+        {
+            seen += 1;
+            let headers = message.headers.as_ref().expect("headers");
+            assert_eq!(
+                headers.get("Sage-Run").map(|v| v.as_str()),
+                Some("traced"),
+                "{}",
+                message.subject
+            );
+            let parent = headers
+                .get("traceparent")
+                .unwrap_or_else(|| panic!("{} without traceparent", message.subject));
+            let trace_id = parent.as_str().split('-').nth(1).expect("a trace id");
+            assert_eq!(trace_id.len(), 32);
+            let body: serde_json::Value =
+                serde_json::from_slice(&message.payload).expect("a JSON request");
+            if let Some(dialogue) = body["job"]["dialogue_id"].as_str() {
+                traces
+                    .entry(dialogue.to_string())
+                    .or_default()
+                    .insert(trace_id.to_string());
+            }
+        }
+    });
+    assert!(
+        traces.len() >= 3 && seen > 3 * traces.len(),
+        "{seen} requests: {traces:?}"
+    );
+    let mut ids = BTreeSet::new();
+    for (dialogue, trace) in &traces {
+        assert_eq!(trace.len(), 1, "dialogue {dialogue} spans traces {trace:?}");
+        assert!(ids.insert(trace.clone()), "two dialogues share a trace");
+    }
 }

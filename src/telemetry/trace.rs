@@ -38,6 +38,15 @@ pub fn exporting() -> bool {
     EXPORTING.load(Ordering::Relaxed)
 }
 
+/// Installs the W3C trace-context propagator and turns propagation on (done by [`init`] when
+/// spans are exported; tests call it with their own exporter).
+pub fn enable_propagation() {
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    EXPORTING.store(true, Ordering::Relaxed);
+}
+
 /// Flushes and stops span export when dropped (keep it until the process ends; drop it inside
 /// the tokio runtime).
 pub struct TraceGuard(Option<SdkTracerProvider>);
@@ -96,9 +105,6 @@ pub fn init(
                 .build(),
         )
         .build();
-    opentelemetry::global::set_text_map_propagator(
-        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
-    );
     let tracer = provider.tracer("sage");
     let otel = tracing_opentelemetry::layer()
         .with_tracer(tracer)
@@ -107,6 +113,6 @@ pub fn init(
         .with(fmt)
         .with(otel)
         .try_init();
-    EXPORTING.store(true, Ordering::Relaxed);
+    enable_propagation();
     Ok(TraceGuard(Some(provider)))
 }

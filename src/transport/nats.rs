@@ -686,6 +686,52 @@ mod tests {
     }
 
     #[test]
+    fn trace_context_crosses_the_headers() {
+        use opentelemetry::trace::TracerProvider as _;
+        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+        use tracing_subscriber::layer::SubscriberExt;
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        crate::telemetry::trace::enable_propagation();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut headers = HeaderMap::new();
+            {
+                let dialogue = tracing::info_span!("dialogue");
+                let _entered = dialogue.enter();
+                inject_trace(&mut headers);
+            }
+            assert!(
+                headers
+                    .get("traceparent")
+                    .is_some_and(|v| v.as_str().starts_with("00-")),
+                "{headers:?}"
+            );
+            // The other process: its span joins the dialogue's trace.
+            let role = tracing::info_span!("role");
+            extract_trace(Some(&headers), &role);
+            drop(role);
+        });
+        let spans = exporter.get_finished_spans().expect("spans");
+        let find = |name: &str| {
+            spans
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("no {name} span in {spans:?}"))
+        };
+        let (dialogue, role) = (find("dialogue"), find("role"));
+        assert_eq!(
+            role.span_context.trace_id(),
+            dialogue.span_context.trace_id()
+        );
+        assert_eq!(role.parent_span_id, dialogue.span_context.span_id());
+        assert!(role.parent_span_is_remote);
+    }
+
+    #[test]
     fn debug_never_shows_secrets() {
         let config = NatsConfig {
             url: "nats://x".into(),

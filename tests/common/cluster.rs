@@ -280,3 +280,31 @@ pub fn wait_status(
     }
     panic!("run {run} did not get there within {within:?}; last status: {last}");
 }
+
+/// Runs `promtool check metrics` on an exposition; panics with its findings if it objects.
+pub fn promtool_check(exposition: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run promtool ({e}): it must be on PATH (Debian: apt-get install prometheus)"
+            )
+        });
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(exposition.as_bytes())
+        .expect("promtool input");
+    let out = child.wait_with_output().expect("promtool output");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
