@@ -149,12 +149,16 @@ impl Handler<RunDialogue> for DialogueActor {
     fn handle(&mut self, msg: RunDialogue, _: &mut Context<Self>) -> Self::Result {
         let transport = msg.through.unwrap_or_else(|| self.transport.clone());
         let sops = self.sops.clone();
-        let span = tracing::info_span!(
-            "dialogue",
-            run = %msg.job.run_id,
-            dialogue = %msg.job.dialogue_id,
-            model = %msg.job.service_model
-        );
+        let span = if crate::telemetry::trace::exporting() {
+            tracing::info_span!(
+                "dialogue",
+                run = %msg.job.run_id,
+                dialogue = %msg.job.dialogue_id,
+                model = %msg.job.service_model
+            )
+        } else {
+            tracing::Span::none()
+        };
         Box::pin(
             async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.job).await }
                 .instrument(span),

@@ -85,8 +85,9 @@ pub enum KeyKind {
     },
 }
 
-/// A value given for a key: what the rule engine reads.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A value given for a key: what the rule engine reads. In JSON and YAML: `true`, `42` or
+/// `"text"`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum Value {
     /// A boolean.
@@ -95,6 +96,38 @@ pub enum Value {
     Int(i64),
     /// An enum option (or a boolean or integer written as text).
     Str(String),
+}
+
+// By hand rather than `untagged`: an untagged enum tries each variant in turn and builds (and
+// formats) an error for every miss, which made values a measurable cost of decoding messages.
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+        struct ValueVisitor;
+        impl serde::de::Visitor<'_> for ValueVisitor {
+            type Value = Value;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a boolean, an integer or a string")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+                Ok(Value::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+                Ok(Value::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
+                i64::try_from(v)
+                    .map(Value::Int)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::Str(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Value, E> {
+                Ok(Value::Str(v))
+            }
+        }
+        deserializer.deserialize_any(ValueVisitor)
+    }
 }
 
 impl fmt::Display for Value {

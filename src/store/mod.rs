@@ -299,6 +299,23 @@ impl DialogueWriter {
         self.file.write_all(&self.line).map_err(io(&self.path))?;
         self.file.flush().map_err(io(&self.path))
     }
+
+    /// Appends a record already serialized as one line of JSON (as a worker sent it), without
+    /// decoding and encoding it again. Text holding a line break is refused (it would be two
+    /// lines).
+    pub fn append_json(&mut self, json: &[u8]) -> Result<(), StoreError> {
+        if json.contains(&b'\n') {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                message: "a record to append spans several lines".into(),
+            });
+        }
+        self.line.clear();
+        self.line.extend_from_slice(json);
+        self.line.push(b'\n');
+        self.file.write_all(&self.line).map_err(io(&self.path))?;
+        self.file.flush().map_err(io(&self.path))
+    }
 }
 
 /// The current UTC time as RFC 3339 (`2026-11-21T23:15:00Z`) and as a compact id part

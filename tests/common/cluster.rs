@@ -87,6 +87,11 @@ impl Nats {
         );
     }
 
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Its URL.
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
@@ -165,6 +170,11 @@ impl Sage {
             self.name,
             self.log_text()
         );
+    }
+
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
     }
 
     /// Whether it still runs.

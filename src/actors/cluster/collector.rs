@@ -8,7 +8,7 @@
 use super::{
     ClusterError, RunSpec, RunState, RunStatus, get_json, manifest_key, put_json, status_key,
 };
-use crate::protocol::{DialogueEnd, DialogueRecord};
+use crate::protocol::DialogueEnd;
 use crate::store::{DialogueWriter, RunDir, now_utc};
 use crate::telemetry::{Health, metrics};
 use crate::transport::nats::Broker;
@@ -75,7 +75,7 @@ impl Collector {
             status.stored = 0;
             status.turns = 0;
             status.infra_errors = 0;
-            dir.scan_dialogues(|r| count(&mut status, &r))?;
+            dir.scan_dialogues(|r| count(&mut status, r.turns.len(), r.end))?;
             status.results = Some(dir.path().display().to_string());
             let writer = dir.writer()?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
@@ -94,18 +94,19 @@ impl Collector {
         Ok(self.runs.get_mut(run).expect("inserted above"))
     }
 
-    /// Stores a record unless its dialogue is already stored; true when stored.
-    async fn store(&mut self, record: DialogueRecord) -> Result<bool, ClusterError> {
-        let run = record.job.run_id.clone();
+    /// Stores a record (its JSON as sent, and the parts read from it) unless its dialogue is
+    /// already stored; true when stored.
+    async fn store(&mut self, head: RecordHead, json: &[u8]) -> Result<bool, ClusterError> {
+        let run = head.job.run_id.clone();
         let bucket = self.bucket.clone();
         let folder = self.folder(&run).await?;
-        if folder.stored_ids.contains(&record.job.dialogue_id) {
+        if folder.stored_ids.contains(&head.job.dialogue_id) {
             metrics().records_duplicate.inc();
             return Ok(false);
         }
-        folder.writer.append(&record)?;
-        folder.stored_ids.insert(record.job.dialogue_id.clone());
-        count(&mut folder.status, &record);
+        folder.writer.append_json(json)?;
+        count(&mut folder.status, head.turns.len(), head.end);
+        folder.stored_ids.insert(head.job.dialogue_id);
         folder.dirty = true;
         metrics().records_stored.inc();
         if folder.status.state == RunState::Submitted {
@@ -135,12 +136,26 @@ impl Collector {
     }
 }
 
-fn count(status: &mut RunStatus, record: &DialogueRecord) {
+fn count(status: &mut RunStatus, turns: usize, end: DialogueEnd) {
     status.stored += 1;
-    status.turns += record.turns.len();
-    if record.end == DialogueEnd::InfraError {
+    status.turns += turns;
+    if end == DialogueEnd::InfraError {
         status.infra_errors += 1;
     }
+}
+
+/// What the aggregator reads of a record: the rest is stored as it came.
+#[derive(serde::Deserialize)]
+struct RecordHead {
+    job: JobHead,
+    turns: Vec<serde::de::IgnoredAny>,
+    end: DialogueEnd,
+}
+
+#[derive(serde::Deserialize)]
+struct JobHead {
+    run_id: String,
+    dialogue_id: String,
 }
 
 async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
@@ -237,12 +252,12 @@ async fn handle(
     collector: &mut Collector,
     message: &jetstream::Message,
 ) -> Result<bool, ClusterError> {
-    let record: DialogueRecord = match serde_json::from_slice(&message.payload) {
+    let head: RecordHead = match serde_json::from_slice(&message.payload) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(subject = %message.subject, error = %e, "undecodable record dropped");
             return Ok(false);
         }
     };
-    collector.store(record).await
+    collector.store(head, &message.payload).await
 }

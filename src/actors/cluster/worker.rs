@@ -211,7 +211,12 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
     let Some(reply_to) = message.reply.clone() else {
         return;
     };
-    let span = tracing::info_span!("role", role = role.as_str());
+    // Spans cost a little per request: only when they are exported.
+    let span = if crate::telemetry::trace::exporting() {
+        tracing::info_span!("role", role = role.as_str())
+    } else {
+        tracing::Span::none()
+    };
     extract_trace(message.headers.as_ref(), &span);
     let result = async {
         let run = message
