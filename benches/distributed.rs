@@ -38,6 +38,7 @@ fn cpu_of(pid: u32) -> f64 {
 }
 
 /// Runs `sage ARGS` to its end; its CPU seconds (from wait4).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its CPU time
 fn run_measured(args: &[&str]) -> f64 {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
         .args(args)
