@@ -1,9 +1,10 @@
 //! The distributed mode against real processes: a nats-server with JetStream on a free port,
 //! `sage worker` and `sage aggregator` processes, `sage sweep` and `sage status`.
 //!
-//! - A sweep through three workers and an aggregator gives the same summary.json as the
-//!   embedded run of the same configuration and seed; every worker played some of it; their
-//!   /metrics parse and carry the documented names; /healthz and /readyz answer.
+//! - A sweep through three workers (every role request through the broker) and an aggregator
+//!   gives the same summary.json as the embedded run of the same configuration and seed; every
+//!   worker played some of it; their /metrics pass promtool and carry the documented names;
+//!   /healthz and /readyz answer.
 //! - A worker killed with SIGKILL and a nats-server restart, mid-run: the run completes with
 //!   every dialogue stored once, and the summary still equals the embedded one.
 
@@ -142,7 +143,9 @@ fn a_sweep_through_three_workers_equals_the_embedded_run() {
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
     let workers: Vec<Sage> = (1..=3)
         .map(|i| {
-            let mut args = vec!["worker"];
+            // Every role request goes through the broker (queue groups spread them over the
+            // three workers), not to the requesting worker's own actors.
+            let mut args = vec!["worker", "--remote-roles"];
             args.extend(common);
             args.extend(["--concurrency", "16"]);
             Sage::spawn(dir.path(), &format!("worker-{i}"), &args)
@@ -363,6 +366,7 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
             "127.0.0.1:0",
             "--otlp-endpoint",
             &otlp,
+            "--remote-roles",
         ],
     );
     sage_ok(&[

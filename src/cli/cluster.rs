@@ -152,6 +152,10 @@ pub struct WorkerArgs {
     /// comma-separated); all when absent.
     #[arg(long = "model", env = "SAGE_MODELS", value_delimiter = ',')]
     models: Vec<String>,
+    /// Ask every role over NATS, even the ones this worker serves (by default its own
+    /// dialogues use its own role actors for those).
+    #[arg(long, env = "SAGE_REMOTE_ROLES")]
+    remote_roles: bool,
     /// Most dialogues this worker plays at once.
     #[arg(long, env = "SAGE_CONCURRENCY", default_value_t = 256)]
     concurrency: usize,
@@ -162,7 +166,7 @@ pub struct WorkerArgs {
     #[arg(long, env = "SAGE_ROLE_RETRY_SECS", default_value_t = 120)]
     role_retry_secs: u64,
     /// Seconds the dialogues in flight get to finish on SIGTERM before they are handed back.
-    #[arg(long, env = "SAGE_GRACE_SECS", default_value_t = 45)]
+    #[arg(long, env = "SAGE_GRACE_SECS", default_value_t = 30)]
     grace_secs: u64,
 }
 
@@ -216,6 +220,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         served: Served {
             roles,
             models: args.models.clone(),
+            remote_roles: args.remote_roles,
         },
         concurrency: args.concurrency.max(1),
         policy: RequestPolicy {

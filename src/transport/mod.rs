@@ -49,3 +49,61 @@ pub trait Transport: Send + Sync {
     /// The rule engine's reference.
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError>;
 }
+
+/// Which roles a [`Routed`] transport serves in this process.
+#[derive(Debug, Clone, Default)]
+pub struct LocalRoles {
+    /// The user role.
+    pub user: bool,
+    /// The service role: `None` when not served here; otherwise the models served (all when
+    /// empty).
+    pub service: Option<Vec<String>>,
+    /// The judge panel.
+    pub judge: bool,
+    /// The rule engine.
+    pub rule: bool,
+}
+
+/// Roles this process serves are asked in-process, the others through `remote`: a worker that
+/// drives dialogues and also serves a role answers its own dialogues' requests for that role
+/// without a round trip through the broker (other processes' requests still reach it there).
+pub struct Routed {
+    /// The roles served here.
+    pub local: std::sync::Arc<dyn Transport>,
+    /// Everything else.
+    pub remote: std::sync::Arc<dyn Transport>,
+    /// Which roles are served here.
+    pub roles: LocalRoles,
+}
+
+impl Routed {
+    fn pick(&self, here: bool) -> &dyn Transport {
+        if here {
+            self.local.as_ref()
+        } else {
+            self.remote.as_ref()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for Routed {
+    async fn user(&self, request: UserRequest) -> Result<UserReply, TransportError> {
+        self.pick(self.roles.user).user(request).await
+    }
+
+    async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
+        let here = self.roles.service.as_ref().is_some_and(|models| {
+            models.is_empty() || models.iter().any(|m| *m == request.job.service_model)
+        });
+        self.pick(here).service(request).await
+    }
+
+    async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError> {
+        self.pick(self.roles.judge).judge(request).await
+    }
+
+    async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
+        self.pick(self.roles.rule).rule(request).await
+    }
+}

@@ -71,6 +71,20 @@ pub fn subject_token(name: &str) -> String {
         .collect()
 }
 
+/// A server URL fit for a log: user names and passwords in it (`nats://user:pass@host`) are
+/// replaced by `<redacted>`.
+pub fn redact_url(urls: &str) -> String {
+    urls.split(',')
+        .map(|url| match (url.find("://"), url.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                format!("{}<redacted>{}", &url[..scheme + 3], &url[at..])
+            }
+            _ => url.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Whether `run` can be used as a run id (one subject token and a key-value key).
 pub fn valid_run_id(run: &str) -> bool {
     !run.is_empty()
@@ -148,6 +162,18 @@ pub enum NatsError {
         what: String,
         /// Why.
         message: String,
+    },
+    /// A message is larger than the server accepts (its `max_payload`).
+    #[error(
+        "{what}: a message of {size} bytes exceeds the server's max_payload of {max} bytes (raise max_payload in the nats-server configuration)"
+    )]
+    TooLarge {
+        /// Where it was going.
+        what: String,
+        /// Its size.
+        size: usize,
+        /// The server's limit.
+        max: usize,
     },
     /// A message did not encode or decode.
     #[error("{what}: bad message: {message}")]
@@ -239,8 +265,8 @@ impl NatsConfig {
                         lost.send_modify(|n| *n += 1);
                         tracing::warn!("NATS connection lost; reconnecting");
                     }
-                    async_nats::Event::Connected => tracing::info!("NATS connected"),
-                    other => tracing::info!(event = %other, "NATS event"),
+                    // async-nats logs every event itself.
+                    other => tracing::debug!(event = %other, "NATS event"),
                 }
                 async {}
             });
@@ -252,13 +278,13 @@ impl NatsConfig {
                     });
                 }
                 Err(e) if started.elapsed() < self.connect_for => {
-                    tracing::warn!(url = %self.url, error = %e, "NATS not reachable yet");
+                    tracing::warn!(url = %redact_url(&self.url), error = %e, "NATS not reachable yet");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
                 Err(e) => {
                     return Err(NatsError::Connect {
-                        url: self.url.clone(),
+                        url: redact_url(&self.url),
                         message: e.to_string(),
                     });
                 }
@@ -445,6 +471,14 @@ impl Broker {
             what: subject.clone(),
             message: e.to_string(),
         })?;
+        let max = self.client.server_info().max_payload;
+        if max > 0 && payload.len() > max {
+            return Err(NatsError::TooLarge {
+                what: subject,
+                size: payload.len(),
+                max,
+            });
+        }
         let mut headers = headers.unwrap_or_default();
         headers.insert("Nats-Msg-Id", id);
         self.js
@@ -500,6 +534,9 @@ impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
         Vec::new()
     }
 }
+
+/// Attempts at a role request that processes refuse (an error reply) before giving up.
+pub const MAX_REFUSALS: u32 = 3;
 
 /// How role requests are retried when no process answers (no responders, a timeout, a lost
 /// connection). Role answers are deterministic, so asking again is safe.
@@ -570,6 +607,7 @@ impl NatsTransport {
             })?
             .into();
         let mut delay = Duration::from_millis(50);
+        let mut refusals = 0;
         loop {
             let mut headers = HeaderMap::new();
             headers.insert(RUN_HEADER, self.run.as_str());
@@ -597,10 +635,17 @@ impl NatsTransport {
             let error = match sent {
                 Ok(reply) => {
                     if let Some(error) = reply.headers.as_ref().and_then(|h| h.get(ERROR_HEADER)) {
-                        return Err(TransportError::Codec {
-                            role: name,
-                            message: error.to_string(),
-                        });
+                        // A process that cannot serve the run (say, a missing API key) refused;
+                        // another member of the queue group may not.
+                        refusals += 1;
+                        if refusals >= MAX_REFUSALS {
+                            return Err(TransportError::Codec {
+                                role: name,
+                                message: error.to_string(),
+                            });
+                        }
+                        tracing::debug!(role = name, %error, "role request refused; asking again");
+                        continue;
                     }
                     return serde_json::from_slice(&reply.payload).map_err(|e| {
                         TransportError::Codec {
@@ -674,6 +719,15 @@ mod tests {
         assert_eq!(role_queue(Role::Judge, None), "judge");
         assert_eq!(jobs_subject("r1"), "sage.v1.jobs.r1");
         assert_eq!(records_subject("r1"), "sage.v1.records.r1");
+    }
+
+    #[test]
+    fn urls_in_logs_carry_no_credentials() {
+        assert_eq!(
+            redact_url("nats://alice:s3cret@nats:4222,tls://tok@other:4222"),
+            "nats://<redacted>@nats:4222,tls://<redacted>@other:4222"
+        );
+        assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
     }
 
     #[test]

@@ -48,14 +48,7 @@ impl Collector {
             let spec: RunSpec = get_json(&self.bucket, &manifest_key(run))
                 .await?
                 .ok_or_else(|| ClusterError::UnknownRun(run.to_string()))?;
-            let path = self.out.join(run);
-            let dir = if path.join("manifest.json").exists() {
-                RunDir::open(&path)?
-            } else {
-                let dir = RunDir::create(&self.out, run)?;
-                dir.write_manifest(&spec.manifest)?;
-                dir
-            };
+            let dir = self.run_dir(run, &spec)?;
             let stored_ids: HashSet<String> = dir.finished_ids()?.into_iter().collect();
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
                 .await?
@@ -75,7 +68,11 @@ impl Collector {
             status.stored = 0;
             status.turns = 0;
             status.infra_errors = 0;
-            dir.scan_dialogues(|r| count(&mut status, r.turns.len(), r.end))?;
+            dir.scan_dialogues(|r| {
+                let infra = r.end == DialogueEnd::InfraError
+                    || r.turns.iter().any(|t| t.infra_error.is_some());
+                count(&mut status, r.turns.len(), infra)
+            })?;
             status.results = Some(dir.path().display().to_string());
             let writer = dir.writer()?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
@@ -94,6 +91,30 @@ impl Collector {
         Ok(self.runs.get_mut(run).expect("inserted above"))
     }
 
+    /// The results folder of a run: `<out>/<run>`, or `<out>/<run>-2`, `-3`, ... when that
+    /// holds another run of the same id (a run id reused after the broker's store was reset).
+    fn run_dir(&self, run: &str, spec: &RunSpec) -> Result<RunDir, ClusterError> {
+        for n in 1.. {
+            let name = if n == 1 {
+                run.to_string()
+            } else {
+                format!("{run}-{n}")
+            };
+            let path = self.out.join(&name);
+            if !path.exists() {
+                let dir = RunDir::create(&self.out, &name)?;
+                dir.write_manifest(&spec.manifest)?;
+                return Ok(dir);
+            }
+            let dir = RunDir::open(&path)?;
+            if dir.read_manifest().ok().as_ref() == Some(&spec.manifest) {
+                return Ok(dir);
+            }
+            tracing::warn!(run, folder = %path.display(), "the folder holds another run of this id");
+        }
+        unreachable!("some folder name is free")
+    }
+
     /// Stores a record (its JSON as sent, and the parts read from it) unless its dialogue is
     /// already stored; true when stored.
     async fn store(&mut self, head: RecordHead, json: &[u8]) -> Result<bool, ClusterError> {
@@ -105,7 +126,7 @@ impl Collector {
             return Ok(false);
         }
         folder.writer.append_json(json)?;
-        count(&mut folder.status, head.turns.len(), head.end);
+        count(&mut folder.status, head.turns.len(), head.infra_error());
         folder.stored_ids.insert(head.job.dialogue_id);
         folder.dirty = true;
         metrics().records_stored.inc();
@@ -136,10 +157,11 @@ impl Collector {
     }
 }
 
-fn count(status: &mut RunStatus, turns: usize, end: DialogueEnd) {
+/// Counts a stored dialogue: its turns, and whether any of them hit an infrastructure error.
+fn count(status: &mut RunStatus, turns: usize, infra_error: bool) {
     status.stored += 1;
     status.turns += turns;
-    if end == DialogueEnd::InfraError {
+    if infra_error {
         status.infra_errors += 1;
     }
 }
@@ -148,8 +170,20 @@ fn count(status: &mut RunStatus, turns: usize, end: DialogueEnd) {
 #[derive(serde::Deserialize)]
 struct RecordHead {
     job: JobHead,
-    turns: Vec<serde::de::IgnoredAny>,
+    turns: Vec<TurnHead>,
     end: DialogueEnd,
+}
+
+impl RecordHead {
+    fn infra_error(&self) -> bool {
+        self.end == DialogueEnd::InfraError || self.turns.iter().any(|t| t.infra_error.is_some())
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TurnHead {
+    #[serde(default)]
+    infra_error: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(serde::Deserialize)]
@@ -189,6 +223,13 @@ pub async fn run_aggregator(
     {
         let client = broker.client.clone();
         health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
+    }
+    {
+        let (health, mut stop) = (health.clone(), stop.clone());
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            health.set_ready(false);
+        });
     }
     health.set_ready(true);
     tracing::info!("aggregator ready");

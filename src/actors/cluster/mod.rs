@@ -164,8 +164,9 @@ pub struct ServedRun {
     pub local: LocalTransport,
     /// The dialogue driver (roles reached over NATS).
     pub driver: Addr<DialogueActor>,
-    /// The NATS transport of the run, for dialogues played through a per-dialogue wrapper.
-    pub nats: Arc<NatsTransport>,
+    /// How this run's dialogues reach the roles: in-process for the roles served here, over
+    /// NATS for the others (for dialogues played through a per-dialogue wrapper).
+    pub transport: Arc<dyn crate::transport::Transport>,
 }
 
 /// The roles a worker serves, and for the service role which models (all when empty).
@@ -175,9 +176,29 @@ pub struct Served {
     pub roles: std::collections::BTreeSet<crate::protocol::Role>,
     /// The models under test served (all when empty).
     pub models: Vec<String>,
+    /// Ask every role through the broker, even the ones served in this process (by default
+    /// this process's dialogues use its own role actors for the roles it serves).
+    pub remote_roles: bool,
 }
 
 impl Served {
+    /// The roles this process's dialogues ask in-process.
+    pub fn local_roles(&self) -> crate::transport::LocalRoles {
+        use crate::protocol::Role;
+        if self.remote_roles {
+            return Default::default();
+        }
+        crate::transport::LocalRoles {
+            user: self.roles.contains(&Role::User),
+            service: self
+                .roles
+                .contains(&Role::Service)
+                .then(|| self.models.clone()),
+            judge: self.roles.contains(&Role::Judge),
+            rule: self.roles.contains(&Role::Rule),
+        }
+    }
+
     /// Whether this worker calls `model` for some role of a run of `config` (only those
     /// endpoints are built, so a worker needs only its own models' API keys).
     pub fn calls(&self, config: &RunConfig, model: &str) -> bool {
@@ -259,13 +280,17 @@ impl Runs {
             prompts: Default::default(),
         });
         let local = start_local_roles(registry, &self.arbiters[0], Some(&self.arbiters[1]));
-        let nats = Arc::new(NatsTransport::new(
-            self.broker.connection(),
-            id,
-            self.policy.clone(),
-        ));
+        let transport: Arc<dyn crate::transport::Transport> = Arc::new(crate::transport::Routed {
+            local: Arc::new(local.clone()),
+            remote: Arc::new(NatsTransport::new(
+                self.broker.connection(),
+                id,
+                self.policy.clone(),
+            )),
+            roles: self.served.local_roles(),
+        });
         let driver = DialogueActor {
-            transport: nats.clone(),
+            transport: transport.clone(),
             sops: Arc::new(sops),
         };
         let driver =
@@ -274,7 +299,7 @@ impl Runs {
             config,
             local,
             driver,
-            nats,
+            transport,
         })
     }
 }

@@ -63,7 +63,7 @@ impl Default for WorkerOptions {
             served: Served::default(),
             concurrency: 256,
             policy: RequestPolicy::default(),
-            grace: Duration::from_secs(45),
+            grace: Duration::from_secs(30),
             max_deliveries: 5,
         }
     }
@@ -133,10 +133,20 @@ pub async fn run_worker(
             servers.push((task, limit));
         }
     }
-    let _ = broker.client.flush().await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), broker.client.flush()).await;
     let mut report = WorkerReport::default();
+    {
+        // Not ready from the moment shutdown starts.
+        let (health, mut stop) = (health.clone(), stop.clone());
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            health.set_ready(false);
+        });
+    }
     if options.served.roles.contains(&Role::Dialogue) {
         let consumer = broker.jobs_consumer().await?;
+        // Records can be stored before an aggregator ever ran.
+        broker.records_stream().await?;
         health.set_ready(true);
         tracing::info!(roles = ?options.served.roles, "worker ready");
         report = pull_jobs(&broker, consumer, runs, &options, stop).await;
@@ -156,7 +166,8 @@ pub async fn run_worker(
         )
         .await;
     }
-    let _ = broker.client.flush().await;
+    // Bounded: with the broker gone, a flush would wait for it forever.
+    let _ = tokio::time::timeout(Duration::from_secs(5), broker.client.flush()).await;
     for arbiter in arbiters {
         arbiter.stop();
     }
@@ -188,7 +199,7 @@ async fn serve_role(
             drop(permit);
         });
     }
-    let _ = subscription.unsubscribe().await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), subscription.unsubscribe()).await;
 }
 
 /// Decodes a request, has the local actor answer it, encodes the reply.
@@ -278,7 +289,7 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
 /// A transport that remembers whether any request failed (the dialogue then did not see the
 /// roles it should have, and is played again rather than stored).
 struct Tripwire {
-    inner: Arc<crate::transport::nats::NatsTransport>,
+    inner: Arc<dyn Transport>,
     tripped: AtomicBool,
 }
 
@@ -289,20 +300,36 @@ impl Tripwire {
         }
         result
     }
+
+    /// Once tripped, the dialogue will be played again: the rest of it fails at once instead
+    /// of waiting out every request's retries and paying for model calls thrown away.
+    fn tripped(&self, role: &'static str) -> Result<(), TransportError> {
+        if self.tripped.load(Ordering::Relaxed) {
+            return Err(TransportError::Unavailable {
+                role,
+                message: "an earlier request of this dialogue failed".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]
 impl Transport for Tripwire {
     async fn user(&self, request: UserRequest) -> Result<UserReply, TransportError> {
+        self.tripped("user")?;
         self.check(self.inner.user(request).await)
     }
     async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
+        self.tripped("service")?;
         self.check(self.inner.service(request).await)
     }
     async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError> {
+        self.tripped("judge")?;
         self.check(self.inner.judge(request).await)
     }
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
+        self.tripped("rule")?;
         self.check(self.inner.rule(request).await)
     }
 }
@@ -316,6 +343,19 @@ async fn pull_jobs(
     options: &WorkerOptions,
     mut stop: watch::Receiver<bool>,
 ) -> WorkerReport {
+    // The consumer's ack wait rules (the first process created it); progress goes by it.
+    let mut consumer = consumer;
+    let ack_wait = match consumer.info().await {
+        Ok(info) => info.config.ack_wait,
+        Err(_) => broker.settings.ack_wait,
+    };
+    if ack_wait != broker.settings.ack_wait {
+        tracing::warn!(
+            consumer = ?ack_wait,
+            configured = ?broker.settings.ack_wait,
+            "the jobs consumer exists with another ack wait; using the consumer's"
+        );
+    }
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let (release_tx, release) = watch::channel(false);
     let stored = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -384,7 +424,7 @@ async fn pull_jobs(
             let job = Job {
                 broker: broker.clone(),
                 runs: runs.clone(),
-                ack_wait: broker.settings.ack_wait,
+                ack_wait,
                 max_deliveries: options.max_deliveries,
                 release: release.clone(),
                 stored: stored.clone(),
@@ -468,7 +508,7 @@ impl Job {
         };
         let _ticker = AbortOnDrop(ticker);
         let tripwire = Arc::new(Tripwire {
-            inner: served.nats.clone(),
+            inner: served.transport.clone(),
             tripped: AtomicBool::new(false),
         });
         let run_id = job.run_id.clone();
@@ -509,6 +549,13 @@ impl Job {
                 .await
             {
                 Ok(()) => break,
+                Err(e @ NatsError::TooLarge { .. }) => {
+                    // Retrying cannot help until the server's limit is raised.
+                    tracing::error!(dialogue = %dialogue_id, error = %e, "cannot store the record");
+                    self.hand_back(&message, "transport_error", Some(Duration::from_secs(60)))
+                        .await;
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!(dialogue = %dialogue_id, error = %e, "cannot store the record yet");
                     if *self.release.borrow_and_update() {
