@@ -87,25 +87,25 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start(dir: &Path, workers: usize, concurrency: usize) -> Cluster {
+    fn start(dir: &Path, workers: usize, concurrency: usize, remote_roles: bool) -> Cluster {
         let nats = Nats::start(dir);
         let url = nats.url();
         let concurrency = concurrency.to_string();
         let workers = (0..workers)
             .map(|i| {
-                Sage::spawn(
-                    dir,
-                    &format!("worker-{i}"),
-                    &[
-                        "worker",
-                        "--nats",
-                        &url,
-                        "--metrics-addr",
-                        "127.0.0.1:0",
-                        "--concurrency",
-                        &concurrency,
-                    ],
-                )
+                let mut args = vec![
+                    "worker",
+                    "--nats",
+                    &url,
+                    "--metrics-addr",
+                    "127.0.0.1:0",
+                    "--concurrency",
+                    &concurrency,
+                ];
+                if remote_roles {
+                    args.push("--remote-roles");
+                }
+                Sage::spawn(dir, &format!("worker-{i}"), &args)
             })
             .collect();
         let out = dir.join("results").display().to_string();
@@ -179,10 +179,10 @@ fn throughput() {
     println!("| setup | dialogues | turns | wall s | turns/s | CPU s | CPU/turn us | x embedded |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut embedded_per_turn = None;
-    for (workers, concurrency) in [(1, 256), (2, 256)] {
-        let sub = dir.path().join(format!("w{workers}"));
+    for (workers, remote) in [(1, false), (1, true), (2, false), (2, true)] {
+        let sub = dir.path().join(format!("w{workers}-{remote}"));
         std::fs::create_dir_all(&sub).expect("dir");
-        let cluster = Cluster::start(&sub, workers, concurrency);
+        let cluster = Cluster::start(&sub, workers, 256, remote);
         let cpu_before = cluster.cpu();
         let started = Instant::now();
         let sweep_cpu = run_measured(&[
@@ -208,13 +208,18 @@ fn throughput() {
         let distributed = std::fs::read_to_string(sub.join("results/bench/summary.json"))
             .expect("distributed summary");
         assert!(distributed == summary, "distributed summary differs");
-        if workers == 1 {
+        if workers == 1 && !remote {
             println!(
                 "| embedded `sage run` | {dialogues} | {run_turns} | - | - | {embedded_cpu:.2} | {embedded:.1} | 1.0 |"
             );
         }
+        let roles = if remote {
+            "every role request through NATS (--remote-roles)"
+        } else {
+            "own roles in-process"
+        };
         println!(
-            "| {workers} worker(s) x all roles + aggregator + nats-server | {dialogues} | {run_turns} | {wall:.2} | {:.0} | {cpu:.2} | {per_turn:.1} | {:.2} |",
+            "| {workers} worker(s), all roles, {roles}; aggregator; nats-server | {dialogues} | {run_turns} | {wall:.2} | {:.0} | {cpu:.2} | {per_turn:.1} | {:.2} |",
             run_turns / wall,
             per_turn / embedded
         );
@@ -229,6 +234,8 @@ fn scaling() {
     let dir = tempfile::tempdir().expect("temp dir");
     let latency = "{fixed_ms: 1000}";
     let per_worker = 1000;
+    // No per-process model limit: the harness, not the endpoint limit, is measured.
+    let limit = 100_000;
     println!("scaling: simulated models at 1 s per call, {per_worker} dialogues per worker");
     println!(
         "| workers | capacity | in flight (mean) | turns/s | s per turn (in flight / turns/s) | CPU s per s |"
@@ -242,13 +249,13 @@ fn scaling() {
             &format!("scale{workers}.yaml"),
             &format!(
                 "models:
-  - {{name: sim-strong, provider: simulated, sim: {{kind: agent, profile: strong, latency: {latency}}}}}
-  - {{name: sim-balanced, provider: simulated, sim: {{kind: agent, profile: balanced, latency: {latency}}}}}
-  - {{name: sim-weak, provider: simulated, sim: {{kind: agent, profile: weak, latency: {latency}}}}}
-  - {{name: sim-user, provider: simulated, sim: {{kind: user, latency: {latency}}}}}
-  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge, latency: {latency}}}}}
-  - {{name: sim-judge-2, provider: simulated, sim: {{kind: judge, noise: 0.03, latency: {latency}}}}}
-  - {{name: sim-judge-3, provider: simulated, sim: {{kind: judge, noise: 0.06, latency: {latency}}}}}
+  - {{name: sim-strong, provider: simulated, max_concurrency: {limit}, sim: {{kind: agent, profile: strong, latency: {latency}}}}}
+  - {{name: sim-balanced, provider: simulated, max_concurrency: {limit}, sim: {{kind: agent, profile: balanced, latency: {latency}}}}}
+  - {{name: sim-weak, provider: simulated, max_concurrency: {limit}, sim: {{kind: agent, profile: weak, latency: {latency}}}}}
+  - {{name: sim-user, provider: simulated, max_concurrency: {limit}, sim: {{kind: user, latency: {latency}}}}}
+  - {{name: sim-judge-1, provider: simulated, max_concurrency: {limit}, sim: {{kind: judge, latency: {latency}}}}}
+  - {{name: sim-judge-2, provider: simulated, max_concurrency: {limit}, sim: {{kind: judge, noise: 0.03, latency: {latency}}}}}
+  - {{name: sim-judge-3, provider: simulated, max_concurrency: {limit}, sim: {{kind: judge, noise: 0.06, latency: {latency}}}}}
 dialogues_per_scenario: {dialogues}
 min_per_route: 1
 max_turns: 16
@@ -257,7 +264,7 @@ max_turns: 16
         );
         let sub = dir.path().join(format!("s{workers}"));
         std::fs::create_dir_all(&sub).expect("dir");
-        let cluster = Cluster::start(&sub, workers, per_worker);
+        let cluster = Cluster::start(&sub, workers, per_worker, false);
         sage_ok(&[
             "sweep",
             "--nats",
