@@ -43,6 +43,7 @@ fn wait_for_port(port: u16, within: Duration) -> bool {
 pub struct Nats {
     /// Its client port.
     pub port: u16,
+    extra: Vec<String>,
     store: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -51,8 +52,14 @@ pub struct Nats {
 impl Nats {
     /// Starts one on a free port, storing under `dir`.
     pub fn start(dir: &Path) -> Nats {
+        Nats::start_with(dir, &[])
+    }
+
+    /// Starts one with extra command-line options (authentication, TLS).
+    pub fn start_with(dir: &Path, extra: &[&str]) -> Nats {
         let mut nats = Nats {
             port: free_port(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             store: dir.join("jetstream"),
             log: dir.join("nats-server.log"),
             child: None,
@@ -72,6 +79,7 @@ impl Nats {
             .arg(self.port.to_string())
             .arg("-sd")
             .arg(&self.store)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
