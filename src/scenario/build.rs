@@ -36,7 +36,7 @@ pub(super) fn from_yaml(text: &str, file: &str) -> Result<Scenario, ScenarioErro
 }
 
 /// Turns a parser error into a problem with its line and column.
-fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
+pub(super) fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
     let (line, column) = e
         .location()
         .map(|l| (l.line(), l.column()))

@@ -6,6 +6,7 @@
 
 mod build;
 pub mod bundled;
+pub mod desk;
 pub mod domain;
 mod error;
 mod raw;

@@ -6,6 +6,7 @@
 //! * [`stats`]: means with seeded cluster-bootstrap intervals ([`Metric`], [`Bootstrap`]).
 //! * [`leaderboard`]: the summary as Markdown tables and a terminal table.
 
+pub mod desk;
 pub mod leaderboard;
 pub mod stats;
 pub mod summary;
