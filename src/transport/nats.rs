@@ -18,6 +18,9 @@ use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// Room kept for headers when checking a message against the server's `max_payload`.
+const HEADER_ROOM: usize = 1024;
+
 /// Header naming the run a role request belongs to.
 pub const RUN_HEADER: &str = "Sage-Run";
 /// Header of a reply that carries an error instead of a reply.
@@ -472,7 +475,8 @@ impl Broker {
             message: e.to_string(),
         })?;
         let max = self.client.server_info().max_payload;
-        if max > 0 && payload.len() > max {
+        // Headers count too (message id, trace context): keep a little room for them.
+        if max > 0 && payload.len() + HEADER_ROOM > max {
             return Err(NatsError::TooLarge {
                 what: subject,
                 size: payload.len(),

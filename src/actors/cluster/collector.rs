@@ -101,13 +101,27 @@ impl Collector {
                 format!("{run}-{n}")
             };
             let path = self.out.join(&name);
-            if !path.exists() {
-                let dir = RunDir::create(&self.out, &name)?;
+            let fresh =
+                !path.join("manifest.json").exists() && !path.join("dialogues.jsonl").exists();
+            if fresh {
+                // New, or left empty by a crash before its manifest was written.
+                std::fs::create_dir_all(&path).map_err(|source| crate::store::StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let dir = RunDir::open_or_new(&path);
                 dir.write_manifest(&spec.manifest)?;
                 return Ok(dir);
             }
             let dir = RunDir::open(&path)?;
-            if dir.read_manifest().ok().as_ref() == Some(&spec.manifest) {
+            // The same run: same id, same creation time, same scenarios (compared field by
+            // field: a float of the configuration may not survive a JSON round trip exactly).
+            let same = dir.read_manifest().ok().is_some_and(|m| {
+                m.run_id == spec.manifest.run_id
+                    && m.created_at == spec.manifest.created_at
+                    && m.scenarios == spec.manifest.scenarios
+            });
+            if same {
                 return Ok(dir);
             }
             tracing::warn!(run, folder = %path.display(), "the folder holds another run of this id");

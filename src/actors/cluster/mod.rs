@@ -64,7 +64,7 @@ pub struct RunStatus {
     pub stored: usize,
     /// Turns stored.
     pub turns: usize,
-    /// Dialogues ended by an infrastructure error.
+    /// Dialogues with an infrastructure error in any turn.
     pub infra_errors: usize,
     /// When it was submitted (UTC, RFC 3339).
     pub submitted_at: String,
@@ -156,13 +156,14 @@ pub enum ClusterError {
 }
 
 /// A run as a worker serves it: its scenarios and model endpoints, the role actors that
-/// answer its requests, and the dialogue driver that plays its jobs over NATS.
+/// answer its requests, and the dialogue driver that plays its jobs (the roles served here
+/// in-process, the others over NATS).
 pub struct ServedRun {
     /// The run's configuration.
     pub config: RunConfig,
     /// The role actors (reached in this process).
     pub local: LocalTransport,
-    /// The dialogue driver (roles reached over NATS).
+    /// The dialogue driver.
     pub driver: Addr<DialogueActor>,
     /// How this run's dialogues reach the roles: in-process for the roles served here, over
     /// NATS for the others (for dialogues played through a per-dialogue wrapper).

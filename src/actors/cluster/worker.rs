@@ -3,9 +3,11 @@
 //! - The dialogue role pulls jobs from the shared JetStream consumer (never more than
 //!   `concurrency` at once), plays each with the dialogue driver over NATS, signals progress
 //!   while it plays (so `ack_wait` only has to cover a silent worker, not a long dialogue),
-//!   stores the record in the records stream and only then acks the job. A dialogue that lost
-//!   a role to the transport (no process answered after retries) is not stored: the job goes
-//!   back to the queue, unless it has been tried `max_deliveries` times already.
+//!   stores the record in the records stream and only then acks the job. Roles this worker
+//!   serves itself are asked in-process, the others over NATS (all over NATS with
+//!   `remote_roles`). A dialogue that lost a role to the transport (no process answered within
+//!   the retry budget, or every one refused) is not stored: the job goes back to the queue,
+//!   unless it has been tried `max_deliveries` times already.
 //! - The user, service, judge and rule roles answer requests on their queue groups with the
 //!   local role actors of the request's run.
 //!
@@ -158,13 +160,12 @@ pub async fn run_worker(
     health.set_ready(false);
     // This process's dialogues are done: stop answering, finish the requests being answered.
     let _ = roles_stop_tx.send(true);
+    // One deadline for all of them, so shutdown stays within a pod's grace period.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     for (task, limit) in servers {
-        let _ = task.await;
-        let _ = tokio::time::timeout(
-            Duration::from_secs(10),
-            limit.acquire_many(ROLE_REQUESTS_IN_FLIGHT),
-        )
-        .await;
+        let _ = tokio::time::timeout_at(deadline, task).await;
+        let _ =
+            tokio::time::timeout_at(deadline, limit.acquire_many(ROLE_REQUESTS_IN_FLIGHT)).await;
     }
     // Bounded: with the broker gone, a flush would wait for it forever.
     let _ = tokio::time::timeout(Duration::from_secs(5), broker.client.flush()).await;
@@ -550,10 +551,20 @@ impl Job {
             {
                 Ok(()) => break,
                 Err(e @ NatsError::TooLarge { .. }) => {
-                    // Retrying cannot help until the server's limit is raised.
-                    tracing::error!(dialogue = %dialogue_id, error = %e, "cannot store the record");
-                    self.hand_back(&message, "transport_error", Some(Duration::from_secs(60)))
-                        .await;
+                    // Retrying cannot help until the server's limit is raised: try again a
+                    // minute later, and after the last delivery stop replaying (and paying for)
+                    // the dialogue.
+                    tracing::error!(dialogue = %dialogue_id, delivered, error = %e, "cannot store the record");
+                    if delivered >= self.max_deliveries {
+                        let _ = message.ack_with(AckKind::Term).await;
+                        metrics()
+                            .jobs_released
+                            .with_label_values(&["transport_error"])
+                            .inc();
+                    } else {
+                        self.hand_back(&message, "transport_error", Some(Duration::from_secs(60)))
+                            .await;
+                    }
                     return;
                 }
                 Err(e) => {
