@@ -152,6 +152,7 @@ async fn ask_until<T>(
             json,
             attempt,
             sim: Some(Arc::new(ctx.clone())),
+            tools: Vec::new(),
         };
         let called = endpoint.call(&request).await;
         calls.push(with_request(
@@ -282,6 +283,7 @@ impl ServiceRole {
             json: true,
             attempt: 0,
             sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
+            tools: Vec::new(),
         };
         let called = endpoint.call(&request).await;
         let mut record = with_request(called.record, &request.messages, reg.record_prompts);

@@ -7,7 +7,9 @@
 //! The messages API has no JSON mode and no seed: `request.json` and `seed` are not sent.
 
 use super::openai::{HttpCore, base_url_or, invalid, read_api_key, secret_header};
-use super::{ChatModel, ChatRequest, ChatResponse, ChatRole, LlmError, ModelConfig};
+use super::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatRole, LlmError, ModelConfig, ToolCall,
+};
 use crate::protocol::Usage;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
@@ -79,12 +81,98 @@ struct MessagesRequest<'a> {
     messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolDef<'a>>,
 }
 
 #[derive(Serialize)]
+struct ToolDef<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a serde_json::Value,
+}
+
+/// A turn: plain text, or content blocks (tool use and tool results).
+#[derive(Serialize)]
 struct Turn<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Blocks(Vec<OutBlock<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OutBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+    },
+}
+
+/// The conversation in Anthropic's shape: system text apart, tool calls as `tool_use` blocks
+/// of the assistant's turn, tool results as `tool_result` blocks of one user turn.
+fn turns(messages: &[ChatMessage]) -> (Vec<&str>, Vec<Turn<'_>>) {
+    let mut system = Vec::new();
+    let mut out: Vec<Turn<'_>> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match m.role {
+            ChatRole::System => system.push(&*m.content),
+            ChatRole::Assistant if !m.tool_calls.is_empty() => {
+                let mut blocks = Vec::new();
+                if !m.content.is_empty() {
+                    blocks.push(OutBlock::Text { text: &m.content });
+                }
+                for c in &m.tool_calls {
+                    blocks.push(OutBlock::ToolUse {
+                        id: &c.id,
+                        name: &c.name,
+                        // Arguments that do not parse are sent as an empty object.
+                        input: serde_json::from_str(&c.arguments)
+                            .unwrap_or_else(|_| serde_json::json!({})),
+                    });
+                }
+                out.push(Turn {
+                    role: "assistant",
+                    content: Content::Blocks(blocks),
+                });
+            }
+            ChatRole::Tool => {
+                let block = OutBlock::ToolResult {
+                    tool_use_id: m.tool_call_id.as_deref().unwrap_or(""),
+                    content: &m.content,
+                };
+                match out.last_mut() {
+                    Some(Turn {
+                        role: "user",
+                        content: Content::Blocks(blocks),
+                    }) => blocks.push(block),
+                    _ => out.push(Turn {
+                        role: "user",
+                        content: Content::Blocks(vec![block]),
+                    }),
+                }
+            }
+            ChatRole::User | ChatRole::Assistant => out.push(Turn {
+                role: m.role.as_str(),
+                content: Content::Text(&m.content),
+            }),
+        }
+    }
+    (system, out)
 }
 
 #[derive(Deserialize)]
@@ -102,6 +190,12 @@ struct Block {
     kind: String,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -124,23 +218,22 @@ pub fn finish_reason(stop_reason: &str) -> String {
 #[async_trait::async_trait]
 impl ChatModel for AnthropicMessages {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut system: Vec<&str> = Vec::new();
-        let mut messages = Vec::with_capacity(request.messages.len());
-        for m in &request.messages {
-            match m.role {
-                ChatRole::System => system.push(&m.content),
-                ChatRole::User | ChatRole::Assistant => messages.push(Turn {
-                    role: m.role.as_str(),
-                    content: &m.content,
-                }),
-            }
-        }
+        let (system, messages) = turns(&request.messages);
         let body = MessagesRequest {
             model: &self.model,
             max_tokens: self.max_tokens,
             system: (!system.is_empty()).then(|| system.join("\n\n")),
             messages,
             temperature: self.temperature,
+            tools: request
+                .tools
+                .iter()
+                .map(|t| ToolDef {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: &t.parameters,
+                })
+                .collect(),
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
@@ -160,10 +253,24 @@ impl ChatModel for AnthropicMessages {
                 output_tokens: u.output_tokens.unwrap_or(0),
             })
             .unwrap_or_default();
+        let tool_calls = answer
+            .content
+            .into_iter()
+            .filter(|b| b.kind == "tool_use")
+            .map(|b| ToolCall {
+                id: b.id.unwrap_or_default(),
+                name: b.name.unwrap_or_default(),
+                arguments: b
+                    .input
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "{}".into()),
+            })
+            .collect();
         Ok(ChatResponse {
             text,
             finish_reason: answer.stop_reason.as_deref().map(finish_reason),
             usage,
+            tool_calls,
         })
     }
 }

@@ -33,6 +33,9 @@ struct KeyMaterial<'a> {
     #[serde(skip_serializing_if = "is_zero")]
     attempt: u32,
     messages: &'a [ChatMessage],
+    /// Tools offered (left out when none, so plain-chat keys are unchanged).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: &'a [super::ToolSpec],
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -56,6 +59,7 @@ pub(crate) fn cache_key(config: &ModelConfig, request: &ChatRequest) -> String {
         json_mode: config.json_mode,
         attempt: request.attempt,
         messages: &request.messages,
+        tools: &request.tools,
     };
     let mut hasher = Sha256::new();
     // Serializing plain data into a Vec cannot fail; an empty key material would still hash.
@@ -171,6 +175,20 @@ mod tests {
             cache_key(&ModelConfig::new("m", Provider::Openai), &retry),
             k
         );
+        let plain = ModelConfig::new("m", Provider::Openai);
+        let k = cache_key(&plain, &request("hi"));
+        let mut tools = request("hi");
+        tools.tools.push(super::super::ToolSpec {
+            name: "order_lookup".into(),
+            description: "look up".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        });
+        assert_ne!(cache_key(&plain, &tools), k, "tools shape the answer");
+        let mut answered = request("hi");
+        answered
+            .messages
+            .push(super::super::ChatMessage::tool_result("c1", "{}"));
+        assert_ne!(cache_key(&plain, &answered), k);
     }
 
     #[tokio::test]
@@ -186,6 +204,7 @@ mod tests {
                 input_tokens: 3,
                 output_tokens: 1,
             },
+            tool_calls: Vec::new(),
         };
         cache.put(&key, &resp).await.expect("put");
         let path = cache.path(&key);

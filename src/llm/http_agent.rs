@@ -93,6 +93,7 @@ impl ChatModel for HttpAgent {
             .map_err(|e| invalid(&self.core, "an agent reply", &e, &bytes))?;
         let usage = reply.usage.unwrap_or_default();
         Ok(ChatResponse {
+            tool_calls: Vec::new(),
             text: reply.reply,
             finish_reason: reply.finish_reason,
             usage: Usage {

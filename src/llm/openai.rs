@@ -5,7 +5,7 @@
 //! `reqwest::Client` per backend, the API key read once from the configured environment variable
 //! (never printed), the per-attempt timeout and the mapping of HTTP outcomes onto [`LlmError`].
 
-use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
+use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig, ToolCall};
 use crate::protocol::Usage;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
@@ -403,7 +403,9 @@ impl OpenAiChat {
 #[derive(Serialize)]
 struct CompletionRequest<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage],
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -412,6 +414,83 @@ struct CompletionRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat>,
+}
+
+/// A message as the chat-completions API wants it (tool calls nested under `function`).
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// A tool call in a completion.
+#[derive(Deserialize)]
+struct ResponseToolCall {
+    #[serde(default)]
+    id: String,
+    function: ResponseFunction,
+}
+
+#[derive(Deserialize)]
+struct ResponseFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireToolSpec<'a>,
+}
+
+#[derive(Serialize)]
+struct WireToolSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::Value,
+}
+
+fn wire_messages(messages: &[ChatMessage]) -> Vec<WireMessage<'_>> {
+    messages
+        .iter()
+        .map(|m| WireMessage {
+            role: m.role.as_str(),
+            content: &m.content,
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| WireToolCall {
+                    id: &c.id,
+                    kind: "function",
+                    function: WireFunction {
+                        name: &c.name,
+                        arguments: &c.arguments,
+                    },
+                })
+                .collect(),
+            tool_call_id: m.tool_call_id.as_deref(),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -439,6 +518,8 @@ struct Choice {
 struct AssistantMessage {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ResponseToolCall>>,
 }
 
 #[derive(Deserialize)]
@@ -454,7 +535,19 @@ impl ChatModel for OpenAiChat {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = CompletionRequest {
             model: &self.model,
-            messages: &request.messages,
+            messages: wire_messages(&request.messages),
+            tools: request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: WireToolSpec {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
+                .collect(),
             temperature: self.temperature,
             seed: self.seed,
             max_tokens: self.max_tokens,
@@ -472,7 +565,21 @@ impl ChatModel for OpenAiChat {
                 "the chat completion has no choices".into(),
             ));
         };
-        let text = choice.message.and_then(|m| m.content).unwrap_or_default();
+        let (text, tool_calls) = match choice.message {
+            Some(m) => (
+                m.content.unwrap_or_default(),
+                m.tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| ToolCall {
+                        id: c.id,
+                        name: c.function.name,
+                        arguments: c.function.arguments,
+                    })
+                    .collect(),
+            ),
+            None => (String::new(), Vec::new()),
+        };
         let usage = completion
             .usage
             .map(|u| Usage {
@@ -484,6 +591,7 @@ impl ChatModel for OpenAiChat {
             text,
             finish_reason: choice.finish_reason,
             usage,
+            tool_calls,
         })
     }
 }

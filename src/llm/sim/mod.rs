@@ -260,6 +260,7 @@ impl<P: Play> ChatModel for Simulated<P> {
             },
             text,
             finish_reason: Some(finish.to_string()),
+            tool_calls: Vec::new(),
         })
     }
 
