@@ -9,6 +9,7 @@ fn bundled() -> Vec<String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
     files
