@@ -162,7 +162,10 @@ fn concurrency() {
         match &mut m.sim {
             Some(SimSpec::Agent { latency, .. })
             | Some(SimSpec::User { latency, .. })
-            | Some(SimSpec::Judge { latency, .. }) => {
+            | Some(SimSpec::Judge { latency, .. })
+            | Some(SimSpec::DeskAgent { latency, .. })
+            | Some(SimSpec::DeskCustomer { latency })
+            | Some(SimSpec::DeskJudge { latency, .. }) => {
                 *latency = Some(Latency::UniformMs(800, 1200))
             }
             None => {}

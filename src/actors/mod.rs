@@ -8,6 +8,7 @@
 
 pub mod aggregator;
 pub mod cluster;
+pub mod desk;
 pub mod dialogue;
 pub mod roles;
 pub mod runner;

@@ -153,6 +153,7 @@ async fn ask_until<T>(
             attempt,
             sim: Some(Arc::new(ctx.clone())),
             tools: Vec::new(),
+            desk: None,
         };
         let called = endpoint.call(&request).await;
         calls.push(with_request(
@@ -284,6 +285,7 @@ impl ServiceRole {
             attempt: 0,
             sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
             tools: Vec::new(),
+            desk: None,
         };
         let called = endpoint.call(&request).await;
         let mut record = with_request(called.record, &request.messages, reg.record_prompts);

@@ -1,6 +1,7 @@
 //! The command line: parses arguments, wires the layers, prints. No logic of its own.
 
 mod cluster;
+mod desk;
 mod run;
 mod scenario;
 

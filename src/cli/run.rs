@@ -46,6 +46,19 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Which suite: the SAGE benchmark (SOP scenarios) or the support desk (a store with tools;
+    /// docs/support-desk.md).
+    #[arg(long, value_enum, default_value = "sage")]
+    suite: Suite,
+}
+
+/// The suites `sage run` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Suite {
+    /// SOP scenarios scored by the SAGE paper's formulas.
+    Sage,
+    /// A store's support desk with tools (SupportAgentBench methodology).
+    SupportDesk,
 }
 
 /// Loads the scenarios a configuration names (`bundled`, or files), each with its YAML text.
@@ -86,6 +99,21 @@ pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
 
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    if args.suite == Suite::SupportDesk {
+        if args.resume.is_some() || args.dialogues.is_some() {
+            bail!("--resume and --dialogues apply to the SAGE suite, not to --suite support-desk");
+        }
+        return super::desk::run(super::desk::DeskArgs {
+            config: args.config.as_deref(),
+            repeats: args.repeats,
+            seed: args.seed,
+            concurrency: args.concurrency,
+            max_turns: args.max_turns,
+            out: args.out.as_deref(),
+            run_id: args.run_id.as_deref(),
+            quiet: args.quiet,
+        });
+    }
     let (config, run_dir) = match &args.resume {
         Some(dir) => {
             let run = RunDir::open(dir)?;

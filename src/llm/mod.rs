@@ -134,6 +134,9 @@ pub struct ChatRequest {
     pub sim: Option<Arc<sim::SimContext>>,
     /// Tools the model may call (none: plain chat).
     pub tools: Vec<ToolSpec>,
+    /// The facts a simulated support-desk model plays from; never sent to a real model and not
+    /// part of the cache key.
+    pub desk: Option<Arc<sim::desk::DeskContext>>,
 }
 
 /// A model's answer.

@@ -3,6 +3,7 @@
 //! (the paper's path coverage, section 3.2.1). Pure and deterministic for a seed.
 
 pub mod config;
+pub mod desk;
 
 pub use config::RunConfig;
 

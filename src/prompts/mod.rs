@@ -15,6 +15,7 @@
 //! The agent's and the judges' answers are parsed by [`crate::protocol::parse`].
 
 pub mod agent;
+pub mod desk;
 pub mod judge;
 pub mod user;
 

@@ -207,7 +207,9 @@ pub fn extract_chat(raw: &str) -> Option<String> {
 /// parse are skipped whole (their inner objects are not tried). When no span parses: `Truncated`
 /// if the text ends inside an unclosed object or `truncated` is set, else `InvalidJson` (a span
 /// was found) or `NoJsonObject` (none was).
-fn extract_object(raw: &str, truncated: bool) -> Result<Map<String, Json>, FormatError> {
+/// The first JSON object in a model's text (in a code fence, after prose, ...); `truncated` when the
+/// model stopped at its token limit.
+pub fn extract_object(raw: &str, truncated: bool) -> Result<Map<String, Json>, FormatError> {
     let mut first_error = None;
     let mut from = 0;
     while let Some(offset) = raw[from..].find('{') {

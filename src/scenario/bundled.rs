@@ -27,3 +27,9 @@ pub const BUNDLED: [(&str, &str); 6] = [
         include_str!("../../scenarios/telecom_package.yaml"),
     ),
 ];
+
+/// The bundled support-desk store, Northline: (store.yaml, cases.yaml).
+pub const NORTHLINE: (&str, &str) = (
+    include_str!("../../scenarios/northline/store.yaml"),
+    include_str!("../../scenarios/northline/cases.yaml"),
+);

@@ -214,7 +214,13 @@ impl RunDir {
     /// Opens dialogues.jsonl for appending. A last line cut off by a killed process is removed
     /// first, so the next record starts on a line of its own.
     pub fn writer(&self) -> Result<DialogueWriter, StoreError> {
-        let path = self.file("dialogues.jsonl");
+        self.jsonl_writer("dialogues.jsonl")
+    }
+
+    /// An appending writer of the JSON-lines file `name` in the folder (a cut-off last line is
+    /// dropped first).
+    pub fn jsonl_writer(&self, name: &str) -> Result<DialogueWriter, StoreError> {
+        let path = self.file(name);
         if path.exists() {
             let text = fs::read(&path).map_err(io(&path))?;
             if let Some(last_newline) = text.iter().rposition(|b| *b == b'\n') {
@@ -296,7 +302,7 @@ pub struct DialogueWriter {
 
 impl DialogueWriter {
     /// Appends one record as a line and hands it to the operating system before returning.
-    pub fn append(&mut self, record: &DialogueRecord) -> Result<(), StoreError> {
+    pub fn append(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
         self.line.clear();
         serde_json::to_writer(&mut self.line, record).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),

@@ -13,6 +13,7 @@
 //!   scores chat quality from the reply's text.
 
 pub mod agent;
+pub mod desk;
 pub mod judge;
 pub mod user;
 
@@ -97,6 +98,33 @@ pub enum SimSpec {
         /// Probability per call of an empty reply (to exercise retries).
         #[serde(default)]
         empty_rate: f64,
+    },
+    /// A support-desk agent with tools (`kind: desk_agent`), its judgment in `skills`.
+    #[serde(rename = "desk_agent")]
+    DeskAgent {
+        /// Its judgment (probabilities per turn).
+        #[serde(default)]
+        skills: desk::DeskSkills,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
+    /// A support-desk customer (`kind: desk_customer`).
+    #[serde(rename = "desk_customer")]
+    DeskCustomer {
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
+    /// A support-desk oracle judge (`kind: desk_judge`).
+    #[serde(rename = "desk_judge")]
+    DeskJudge {
+        /// Largest deviation of a score.
+        #[serde(default)]
+        noise: f64,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
     },
     /// An oracle judge.
     Judge {
@@ -197,6 +225,15 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
                 latency,
             })
         }
+        SimSpec::DeskAgent { skills, latency } => {
+            desk::check(&config.name, &skills)?;
+            Arc::new(desk::SimDeskAgent { skills, latency })
+        }
+        SimSpec::DeskCustomer { latency } => Arc::new(desk::SimDeskCustomer { latency }),
+        SimSpec::DeskJudge { noise, latency } => {
+            probability(&config.name, "noise", noise)?;
+            Arc::new(desk::SimDeskJudge { noise, latency })
+        }
         SimSpec::Judge {
             noise,
             latency,
@@ -213,6 +250,21 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
             })
         }
     })
+}
+
+/// Waits the simulated latency of a call (drawn from `rng` when uniform).
+pub async fn sleep_latency(latency: Option<Latency>, rng: &mut ChaCha8Rng) {
+    let Some(latency) = latency else { return };
+    let ms = match latency {
+        Latency::FixedMs(ms) => ms,
+        Latency::UniformMs(lo, hi) => {
+            use rand::Rng;
+            rng.random_range(lo..=hi.max(lo))
+        }
+    };
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
 }
 
 /// A simulated model's text answer for a call.
@@ -232,18 +284,7 @@ impl<P: Play> ChatModel for Simulated<P> {
         let ctx = request.sim.as_ref().ok_or_else(|| {
             LlmError::Config("a simulated model needs the call's simulation context".into())
         })?;
-        if let Some(latency) = self.latency {
-            let ms = match latency {
-                Latency::FixedMs(ms) => ms,
-                Latency::UniformMs(lo, hi) => {
-                    use rand::Rng;
-                    ctx.rng("latency").random_range(lo..=hi.max(lo))
-                }
-            };
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-            }
-        }
+        sleep_latency(self.latency, &mut ctx.rng("latency")).await;
         let (text, finish) = self.model.play(ctx);
         // Token counts as a real tokenizer would roughly give them (4 characters a token). The
         // roles send a simulated model no prompt: estimate one (a 4,000-character system prompt

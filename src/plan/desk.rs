@@ -1,0 +1,149 @@
+//! The support-desk suite's configuration (`sage run --suite support-desk [--config desk.yaml]`,
+//! docs/support-desk.md). With no file: the bundled Northline store against three simulated
+//! agents of different judgment, the simulated customer and two simulated judges.
+
+use crate::llm::sim::SimSpec;
+use crate::llm::sim::desk::DeskSkills;
+use crate::llm::{ModelConfig, Provider};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One support-desk run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeskConfig {
+    /// Every model endpoint (agents under test, the customer, the judges).
+    pub models: Vec<ModelConfig>,
+    /// The agents under test (names from `models`).
+    pub agents: Vec<String>,
+    /// The customer simulator.
+    pub customer_model: String,
+    /// The primary judge and the second judge that re-judges every run.
+    pub judge_models: Vec<String>,
+    /// The store folder (store.yaml and cases.yaml), or `bundled` for Northline.
+    pub store: String,
+    /// Runs of each case (medians across runs are published).
+    pub repeats: u32,
+    /// Most customer turns per conversation.
+    pub max_turns: u32,
+    /// Run seed.
+    pub seed: u64,
+    /// Conversations in flight.
+    pub concurrency: usize,
+    /// Where results/<run-id>/ goes.
+    pub output_dir: PathBuf,
+}
+
+fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
+    ModelConfig {
+        sim: Some(sim),
+        ..ModelConfig::new(name, Provider::Simulated)
+    }
+}
+
+impl Default for DeskConfig {
+    fn default() -> Self {
+        let agent =
+            |unsafe_propensity: f64, resolve: f64, over_escalation: f64| SimSpec::DeskAgent {
+                skills: DeskSkills {
+                    unsafe_propensity,
+                    resolve,
+                    over_escalation,
+                    ..DeskSkills::default()
+                },
+                latency: None,
+            };
+        DeskConfig {
+            models: vec![
+                // Chances per turn; a trap sees up to seven pushes.
+                simulated("sim-desk-careful", agent(0.005, 0.85, 0.03)),
+                simulated("sim-desk-cautious", agent(0.0, 0.5, 0.3)),
+                simulated("sim-desk-reckless", agent(0.15, 0.9, 0.0)),
+                simulated("sim-customer", SimSpec::DeskCustomer { latency: None }),
+                simulated(
+                    "sim-desk-judge-1",
+                    SimSpec::DeskJudge {
+                        noise: 0.0,
+                        latency: None,
+                    },
+                ),
+                simulated(
+                    "sim-desk-judge-2",
+                    SimSpec::DeskJudge {
+                        noise: 0.05,
+                        latency: None,
+                    },
+                ),
+            ],
+            agents: vec![
+                "sim-desk-careful".into(),
+                "sim-desk-cautious".into(),
+                "sim-desk-reckless".into(),
+            ],
+            customer_model: "sim-customer".into(),
+            judge_models: vec!["sim-desk-judge-1".into(), "sim-desk-judge-2".into()],
+            store: "bundled".into(),
+            repeats: 3,
+            max_turns: 8,
+            seed: 42,
+            concurrency: 64,
+            output_dir: PathBuf::from("results"),
+        }
+    }
+}
+
+impl DeskConfig {
+    /// Reads a configuration; `file` labels errors.
+    pub fn from_yaml(text: &str, file: &str) -> Result<DeskConfig, super::config::ConfigError> {
+        let config: DeskConfig =
+            serde_saphyr::from_str(text).map_err(|e| super::config::ConfigError {
+                file: file.to_string(),
+                problem: e.to_string(),
+            })?;
+        config.check(file)?;
+        Ok(config)
+    }
+
+    /// Checks that every model named is configured and the numbers make sense.
+    pub fn check(&self, file: &str) -> Result<(), super::config::ConfigError> {
+        let err = |problem: String| super::config::ConfigError {
+            file: file.to_string(),
+            problem,
+        };
+        let known = |name: &str| self.models.iter().any(|m| m.name == name);
+        let named = self
+            .agents
+            .iter()
+            .chain(std::iter::once(&self.customer_model))
+            .chain(&self.judge_models);
+        for name in named {
+            if !known(name) {
+                return Err(err(format!(
+                    "model `{name}` is not in `models`; expected one of: {}",
+                    self.models
+                        .iter()
+                        .map(|m| m.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        if self.agents.is_empty() {
+            return Err(err(
+                "`agents` is empty; expected at least one model under test".into(),
+            ));
+        }
+        if self.judge_models.len() != 2 {
+            return Err(err(format!(
+                "`judge_models` has {} entries; expected two (the judge and the second judge)",
+                self.judge_models.len()
+            )));
+        }
+        if self.repeats == 0 || self.max_turns == 0 || self.concurrency == 0 {
+            return Err(err(
+                "`repeats`, `max_turns` and `concurrency` must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,294 @@
+//! The support-desk suite: the bundled Northline store and its 162 cases, validation with
+//! precise messages, the tools against the fixture, and the whole suite offline with simulated
+//! agents: every planted unsafe action is detected, a safe agent scores zero.
+
+use sage::actors::desk::{DeskModels, run_suite};
+use sage::llm::sim::SimSpec;
+use sage::llm::sim::desk::DeskSkills;
+use sage::llm::{Endpoint, ModelConfig, Provider};
+use sage::plan::desk::DeskConfig;
+use sage::scenario::bundled::NORTHLINE;
+use sage::scenario::desk::{Bucket, Desk, Tool, UnsafeKind};
+use sage::scoring::desk::{SafetyBand, summarize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+fn northline() -> Desk {
+    Desk::from_yaml(NORTHLINE.0, NORTHLINE.1, ("store.yaml", "cases.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn northline_has_the_methodology_buckets() {
+    let desk = northline();
+    let counts = desk.counts();
+    assert_eq!(counts[&Bucket::Resolvable], 120);
+    assert_eq!(counts[&Bucket::MustEscalate], 24);
+    assert_eq!(counts[&Bucket::Adversarial], 18);
+    let mut kinds: BTreeMap<UnsafeKind, usize> = BTreeMap::new();
+    for c in &desk.cases {
+        if let Some(f) = c.forbidden {
+            *kinds.entry(f.kind).or_default() += 1;
+        }
+        assert!(desk.order(&c.order).is_some(), "{}", c.id);
+    }
+    // Every kind of catastrophic failure is tempted.
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert_eq!(kinds.values().sum::<usize>(), 18);
+}
+
+fn broken(edit: impl Fn(&mut String, &mut String)) -> String {
+    let (mut store, mut cases) = (NORTHLINE.0.to_string(), NORTHLINE.1.to_string());
+    edit(&mut store, &mut cases);
+    match Desk::from_yaml(&store, &cases, ("store.yaml", "cases.yaml")) {
+        Ok(_) => panic!("the edit should break the desk"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn validation_names_the_place_and_what_was_expected() {
+    let desk = northline();
+    let first = &desk.cases[0];
+    // A case about an order the store does not have.
+    let e = broken(|_, c| {
+        let from = format!("order: \"{}\"", first.order);
+        assert!(c.contains(&from), "{from}");
+        *c = c.replacen(&from, "order: \"NL-99999\"", 1)
+    });
+    assert!(
+        e.contains(&format!("case {}", first.id))
+            && e.contains("NL-99999")
+            && e.contains("an order number of store.yaml"),
+        "{e}"
+    );
+    // An unknown key, with its line.
+    let e = broken(|s, _| *s = s.replacen("currency:", "curency:", 1));
+    assert!(
+        e.contains("unknown key `curency`") && e.contains("line "),
+        "{e}"
+    );
+    // A total that is not the sum of its lines.
+    let order = &desk.store.orders[0];
+    let e = broken(|s, _| {
+        let from = format!("total: {}", yaml_number(order.total));
+        assert!(s.contains(&from), "{from}");
+        *s = s.replacen(&from, "total: 1.5", 1)
+    });
+    assert!(
+        e.contains(&format!("order {}", order.number)) && e.contains("sum of price x quantity"),
+        "{e}"
+    );
+}
+
+fn yaml_number(x: f64) -> String {
+    // How the fixture writes money: with two decimals or as an integer.
+    let two = format!("{x:.2}");
+    if NORTHLINE.0.contains(&format!("total: {two}")) {
+        two
+    } else {
+        format!("{x}")
+    }
+}
+
+#[test]
+fn tools_answer_from_the_fixture_and_change_nothing() {
+    let desk = northline();
+    let order = &desk.store.orders[0];
+    let args = serde_json::json!({"order_number": order.number});
+    let lookup = desk.call(Tool::OrderLookup, &args);
+    assert!(lookup.ok);
+    assert_eq!(lookup.output["number"], order.number.as_str());
+    assert_eq!(
+        lookup.output["customer"]["name"],
+        order.customer.name.as_str()
+    );
+    let reship = desk.call(Tool::Reship, &args);
+    assert_eq!(reship.output["status"], "recorded");
+    assert_eq!(reship.output["action"], "reship");
+    // Nothing changed.
+    assert_eq!(desk.call(Tool::OrderLookup, &args).output, lookup.output);
+    let missing = desk.call(
+        Tool::CancelOrder,
+        &serde_json::json!({"order_number": "NL-00000"}),
+    );
+    assert!(!missing.ok);
+    assert!(!desk.call(Tool::Replace, &serde_json::json!({})).ok);
+}
+
+fn sim(name: &str, spec: SimSpec) -> ModelConfig {
+    ModelConfig {
+        sim: Some(spec),
+        ..ModelConfig::new(name, Provider::Simulated)
+    }
+}
+
+async fn suite(agent: DeskSkills) -> sage::scoring::desk::ModelRow {
+    let config = DeskConfig {
+        models: vec![
+            sim(
+                "agent",
+                SimSpec::DeskAgent {
+                    skills: agent,
+                    latency: None,
+                },
+            ),
+            sim("customer", SimSpec::DeskCustomer { latency: None }),
+            sim(
+                "judge-1",
+                SimSpec::DeskJudge {
+                    noise: 0.0,
+                    latency: None,
+                },
+            ),
+            sim(
+                "judge-2",
+                SimSpec::DeskJudge {
+                    noise: 0.1,
+                    latency: None,
+                },
+            ),
+        ],
+        agents: vec!["agent".into()],
+        customer_model: "customer".into(),
+        judge_models: vec!["judge-1".into(), "judge-2".into()],
+        repeats: 2,
+        ..DeskConfig::default()
+    };
+    config.check("test").expect("a valid config");
+    let endpoints: HashMap<String, Arc<Endpoint>> = config
+        .models
+        .iter()
+        .map(|m| {
+            (
+                m.name.clone(),
+                Arc::new(Endpoint::new(m.clone(), None).expect("endpoint")),
+            )
+        })
+        .collect();
+    let models = Arc::new(DeskModels {
+        customer: endpoints["customer"].clone(),
+        judges: [endpoints["judge-1"].clone(), endpoints["judge-2"].clone()],
+        endpoints,
+    });
+    let mut records = Vec::new();
+    run_suite(&config, Arc::new(northline()), models, "test", |r| {
+        records.push(r)
+    })
+    .await;
+    assert_eq!(records.len(), 162 * 2);
+    assert!(records.iter().all(|r| r.infra_error.is_none()));
+    let rows = summarize(
+        records
+            .iter()
+            .map(|r| (r.model.as_str(), r.repeat, &r.run, r.cost_usd)),
+    );
+    assert_eq!(rows.len(), 1);
+    rows.into_iter().next().expect("a row")
+}
+
+#[tokio::test]
+async fn every_planted_unsafe_action_is_detected() {
+    let reckless = DeskSkills {
+        unsafe_propensity: 1.0,
+        ..DeskSkills::default()
+    };
+    let row = suite(reckless).await;
+    assert_eq!(row.unsafe_actions, 18.0);
+    assert_eq!(row.safety_band, SafetyBand::Reckless);
+    let desk = northline();
+    for kind in UnsafeKind::ALL {
+        let planted = desk
+            .cases
+            .iter()
+            .filter(|c| c.forbidden.is_some_and(|f| f.kind == kind))
+            .count();
+        assert_eq!(
+            row.unsafe_by_kind[kind.name()],
+            planted as f64,
+            "{}",
+            kind.name()
+        );
+    }
+    // The oracle judges see it: no policy adherence on the traps that fired.
+    assert!(row.policy_adherence.expect("judged") < 1.0);
+}
+
+#[tokio::test]
+async fn a_safe_agent_scores_zero() {
+    let safe = DeskSkills {
+        unsafe_propensity: 0.0,
+        premature_close: 0.0,
+        over_escalation: 0.0,
+        resolve: 1.0,
+        escalate: 1.0,
+    };
+    let row = suite(safe).await;
+    assert_eq!(row.unsafe_actions, 0.0);
+    assert_eq!(row.safety_band, SafetyBand::Safe);
+    assert_eq!(row.false_closures, 0.0);
+    assert_eq!(row.escalation_accuracy, 1.0);
+    assert_eq!(row.over_escalation, 0.0);
+    assert_eq!(row.resolution_rate, 1.0);
+    assert_eq!(row.resolution_quality, Some(1.0));
+    // The second judge (noise 0.1) is close to the first.
+    let d = row.judge_disagreement.expect("both judged");
+    assert!(
+        d.policy_adherence <= 0.1 && d.resolution_quality <= 0.1,
+        "{d:?}"
+    );
+}
+
+#[test]
+fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args([
+            "run",
+            "--suite",
+            "support-desk",
+            "--repeats",
+            "1",
+            "--quiet",
+        ])
+        .args(["--run-id", "desk", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("sage runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    for model in ["sim-desk-careful", "sim-desk-cautious", "sim-desk-reckless"] {
+        assert!(table.contains(model), "{table}");
+    }
+    assert!(
+        table.contains("Unsafe") && table.contains("Esc.acc"),
+        "{table}"
+    );
+    let folder = dir.path().join("desk");
+    let lines = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    assert_eq!(lines.lines().count(), 162 * 3);
+    let rows: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary"),
+    )
+    .expect("JSON");
+    assert_eq!(rows.as_array().map(Vec::len), Some(3));
+    // The reckless agent takes more unsafe actions than the careful one.
+    let unsafe_of = |name: &str| {
+        rows.as_array()
+            .and_then(|r| r.iter().find(|row| row["model"] == name))
+            .and_then(|row| row["unsafe_actions"].as_f64())
+            .expect("a row")
+    };
+    assert!(unsafe_of("sim-desk-reckless") > unsafe_of("sim-desk-careful") + 3.0);
+    // --resume does not apply to this suite, and says so.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["run", "--suite", "support-desk", "--resume", "x"])
+        .output()
+        .expect("sage runs");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("support-desk"));
+}
