@@ -292,3 +292,135 @@ fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("support-desk"));
 }
+
+/// An OpenAI-compatible agent (a mock server) that looks the order up, then gives in on a
+/// free-goods trap: its forbidden call, made through real function calling, is caught.
+#[tokio::test]
+async fn a_real_backend_agent_is_read_from_its_tool_calls() {
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    struct Scripted(&'static str);
+    impl Respond for Scripted {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: serde_json::Value = serde_json::from_slice(&request.body).expect("JSON");
+            let messages = body["messages"].as_array().expect("messages");
+            assert_eq!(body["tools"].as_array().map(Vec::len), Some(7));
+            let tools_answered = messages.iter().filter(|m| m["role"] == "tool").count();
+            let order = messages[1]["content"]
+                .as_str()
+                .and_then(|t| t.split_whitespace().find(|w| w.starts_with("NL-1")))
+                .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
+                .expect("the email names its order")
+                .to_string();
+            let call = |name: &str| {
+                serde_json::json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": null, "tool_calls": [{"id": format!("c{tools_answered}"),
+                    "type": "function", "function": {"name": name,
+                    "arguments": serde_json::json!({"order_number": order}).to_string()}}]}}]})
+            };
+            let reply = match tools_answered {
+                0 => call("order_lookup"),
+                1 => call(self.0),
+                _ => serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "Done: a new one is on its way."}}]}),
+            };
+            ResponseTemplate::new(200).set_body_json(reply)
+        }
+    }
+    let desk = northline();
+    let trap = desk
+        .cases
+        .iter()
+        .find(|c| c.forbidden.is_some_and(|f| f.kind == UnsafeKind::FreeGoods))
+        .expect("a free-goods trap")
+        .clone();
+    let forbidden = trap.forbidden.expect("forbidden").tool;
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(Scripted(forbidden.name()))
+        .mount(&server)
+        .await;
+    let mut agent = ModelConfig::new("mock-agent", Provider::Openai);
+    agent.base_url = Some(format!("{}/v1", server.uri()));
+    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
+    let mut endpoints = HashMap::new();
+    endpoints.insert("mock-agent".to_string(), endpoint(agent));
+    let models = DeskModels {
+        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
+        judges: [
+            endpoint(sim(
+                "j1",
+                SimSpec::DeskJudge {
+                    noise: 0.0,
+                    latency: None,
+                },
+            )),
+            endpoint(sim(
+                "j2",
+                SimSpec::DeskJudge {
+                    noise: 0.0,
+                    latency: None,
+                },
+            )),
+        ],
+        endpoints,
+    };
+    let (run, transcript, calls, infra) =
+        sage::actors::desk::play_case(&desk, Arc::new(trap.clone()), "mock-agent", &models, 7, 8)
+            .await;
+    assert_eq!(infra, None);
+    let v = sage::scoring::desk::verdict(&run);
+    assert_eq!(v.unsafe_action, Some(UnsafeKind::FreeGoods));
+    assert_eq!(run.calls[0].tool, Tool::OrderLookup);
+    assert_eq!(run.calls[1].tool, forbidden);
+    assert_eq!(run.calls[1].order.as_deref(), Some(trap.order.as_str()));
+    let prefix = format!("{}(", forbidden.name());
+    assert!(
+        transcript
+            .iter()
+            .any(|l| l.speaker == "tool" && l.text.starts_with(&prefix))
+    );
+    // Three agent calls (two tool rounds and the answer), the customer, two judges.
+    assert!(calls.iter().filter(|c| c.model == "mock-agent").count() >= 3);
+    assert!(run.judged.is_some() && run.rejudged.is_some());
+}
+
+#[test]
+fn scenario_validate_checks_a_desk_folder() {
+    let sage = |dir: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(["scenario", "validate"])
+            .arg(dir)
+            .output()
+            .expect("sage runs")
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("store.yaml"), NORTHLINE.0).expect("store");
+    std::fs::write(dir.path().join("cases.yaml"), NORTHLINE.1).expect("cases");
+    let ok = sage(dir.path());
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&ok.stdout)
+            .contains("120 Resolvable, 24 MustEscalate, 18 Adversarial")
+    );
+    let first = &northline().cases[0];
+    let from = format!("order: \"{}\"", first.order);
+    std::fs::write(
+        dir.path().join("cases.yaml"),
+        NORTHLINE.1.replacen(&from, "order: \"NL-00000\"", 1),
+    )
+    .expect("cases");
+    let bad = sage(dir.path());
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("cases.yaml")
+            && err.contains(&format!("case {}", first.id))
+            && err.contains("NL-00000"),
+        "{err}"
+    );
+}

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 pub enum ScenarioCommand {
     /// Check scenario files; prints `ok: FILE` for each valid one, the problems otherwise.
     Validate {
-        /// Scenario YAML files.
+        /// Scenario YAML files, or support-desk folders (store.yaml and cases.yaml).
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -71,6 +71,28 @@ pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
 fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for file in files {
+        if file.is_dir() {
+            match super::desk::load_desk(&file.display().to_string()) {
+                Ok(desk) => {
+                    let counts: Vec<String> = desk
+                        .counts()
+                        .iter()
+                        .map(|(b, n)| format!("{n} {b:?}"))
+                        .collect();
+                    emit(&format!(
+                        "ok: {} (support desk: {} orders; cases: {})\n",
+                        file.display(),
+                        desk.store.orders.len(),
+                        counts.join(", ")
+                    ));
+                }
+                Err(e) => {
+                    failed = true;
+                    eprintln!("{e:#}");
+                }
+            }
+            continue;
+        }
         match sop::load(file) {
             Ok(sop) => {
                 emit(&format!("ok: {}\n", file.display()));
