@@ -218,7 +218,10 @@ pub struct Runs {
     broker: Broker,
     policy: RequestPolicy,
     arbiters: [actix::ArbiterHandle; 2],
-    loaded: tokio::sync::Mutex<HashMap<String, Arc<ServedRun>>>,
+    /// Runs served so far (read on every request).
+    served_runs: std::sync::RwLock<HashMap<String, Arc<ServedRun>>>,
+    /// Held while a run is being loaded, so it is loaded once.
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl Runs {
@@ -234,22 +237,36 @@ impl Runs {
             broker,
             policy,
             arbiters,
-            loaded: Default::default(),
+            served_runs: Default::default(),
+            loading: Default::default(),
         }
     }
 
     /// The run `id`, loading it from the bucket the first time.
     pub async fn get(&self, id: &str) -> Result<Arc<ServedRun>, ClusterError> {
-        let mut loaded = self.loaded.lock().await;
-        if let Some(run) = loaded.get(id) {
-            return Ok(run.clone());
+        let known = |runs: &Self| {
+            runs.served_runs
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(id)
+                .cloned()
+        };
+        if let Some(run) = known(self) {
+            return Ok(run);
+        }
+        let _loading = self.loading.lock().await;
+        if let Some(run) = known(self) {
+            return Ok(run);
         }
         let bucket = self.broker.runs().await?;
         let spec: RunSpec = get_json(&bucket, &manifest_key(id))
             .await?
             .ok_or_else(|| ClusterError::UnknownRun(id.to_string()))?;
         let run = Arc::new(self.serve(id, spec)?);
-        loaded.insert(id.to_string(), run.clone());
+        self.served_runs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), run.clone());
         Ok(run)
     }
 
