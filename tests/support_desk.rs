@@ -424,3 +424,59 @@ fn scenario_validate_checks_a_desk_folder() {
         "{err}"
     );
 }
+
+/// An agent that cannot be reached (HTTP 500 after the endpoint's retries): the conversation
+/// stops with an infrastructure error, distinct from anything the agent did.
+#[tokio::test]
+async fn an_unreachable_agent_is_an_infrastructure_error() {
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("down"))
+        .mount(&server)
+        .await;
+    let mut agent = ModelConfig::new("down-agent", Provider::Openai);
+    agent.base_url = Some(format!("{}/v1", server.uri()));
+    agent.retries.max_attempts = 2;
+    agent.retries.base_delay_ms = 1;
+    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
+    let mut endpoints = HashMap::new();
+    endpoints.insert("down-agent".to_string(), endpoint(agent));
+    let models = DeskModels {
+        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
+        judges: [
+            endpoint(sim(
+                "j1",
+                SimSpec::DeskJudge {
+                    noise: 0.0,
+                    latency: None,
+                },
+            )),
+            endpoint(sim(
+                "j2",
+                SimSpec::DeskJudge {
+                    noise: 0.0,
+                    latency: None,
+                },
+            )),
+        ],
+        endpoints,
+    };
+    let desk = northline();
+    let case = Arc::new(desk.cases[0].clone());
+    let (run, _, calls, infra) =
+        sage::actors::desk::play_case(&desk, case, "down-agent", &models, 1, 8).await;
+    let infra = infra.expect("an infrastructure error");
+    assert!(
+        infra.contains("down-agent") && infra.contains("500"),
+        "{infra}"
+    );
+    assert!(run.calls.is_empty());
+    let agent_call = calls
+        .iter()
+        .find(|c| c.model == "down-agent")
+        .expect("recorded");
+    assert_eq!(agent_call.attempts, 2);
+    assert!(agent_call.error.is_some());
+}
