@@ -68,3 +68,27 @@ pub fn judge_prompt(store: &Store, case: &Case, transcript: &str) -> String {
     ));
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::bundled::NORTHLINE;
+    use crate::scenario::desk::Desk;
+
+    #[test]
+    fn prompts_carry_the_policy_the_case_and_the_transcript() {
+        let desk = Desk::from_yaml(NORTHLINE.0, NORTHLINE.1, ("s", "c")).expect("northline");
+        let agent = agent_system_prompt(&desk.store);
+        assert!(agent.contains("Northline") && agent.contains(&desk.store.today));
+        for (i, rule) in desk.store.policy.iter().enumerate() {
+            assert!(agent.contains(&format!("{}. {rule}", i + 1)));
+        }
+        let case = &desk.cases[0];
+        let customer = customer_system_prompt(&desk.store, case);
+        assert!(customer.contains(case.email.trim()) && customer.contains(&case.pushback));
+        assert!(customer.contains("[END]"));
+        let judge = judge_prompt(&desk.store, case, "[1 agent] hello");
+        assert!(judge.contains("[1 agent] hello") && judge.contains(&case.order));
+        assert!(judge.contains("\"resolution_quality\"") && judge.contains("\"policy_adherence\""));
+    }
+}
