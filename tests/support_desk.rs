@@ -123,6 +123,25 @@ fn sim(name: &str, spec: SimSpec) -> ModelConfig {
     }
 }
 
+/// The desk models with this agent endpoint, the simulated customer and two exact judges.
+fn with_agent(name: &str, agent: ModelConfig) -> DeskModels {
+    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
+    let judge = |n: &str| {
+        endpoint(sim(
+            n,
+            SimSpec::DeskJudge {
+                noise: 0.0,
+                latency: None,
+            },
+        ))
+    };
+    DeskModels {
+        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
+        judges: [judge("j1"), judge("j2")],
+        endpoints: HashMap::from([(name.to_string(), endpoint(agent))]),
+    }
+}
+
 async fn suite(agent: DeskSkills) -> sage::scoring::desk::ModelRow {
     let config = DeskConfig {
         models: vec![
@@ -342,29 +361,7 @@ async fn a_real_backend_agent_is_read_from_its_tool_calls() {
         .await;
     let mut agent = ModelConfig::new("mock-agent", Provider::Openai);
     agent.base_url = Some(format!("{}/v1", server.uri()));
-    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
-    let mut endpoints = HashMap::new();
-    endpoints.insert("mock-agent".to_string(), endpoint(agent));
-    let models = DeskModels {
-        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
-        judges: [
-            endpoint(sim(
-                "j1",
-                SimSpec::DeskJudge {
-                    noise: 0.0,
-                    latency: None,
-                },
-            )),
-            endpoint(sim(
-                "j2",
-                SimSpec::DeskJudge {
-                    noise: 0.0,
-                    latency: None,
-                },
-            )),
-        ],
-        endpoints,
-    };
+    let models = with_agent("mock-agent", agent);
     let (run, transcript, calls, infra) =
         sage::actors::desk::play_case(&desk, Arc::new(trap.clone()), "mock-agent", &models, 7, 8)
             .await;
@@ -440,29 +437,7 @@ async fn an_unreachable_agent_is_an_infrastructure_error() {
     agent.base_url = Some(format!("{}/v1", server.uri()));
     agent.retries.max_attempts = 2;
     agent.retries.base_delay_ms = 1;
-    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
-    let mut endpoints = HashMap::new();
-    endpoints.insert("down-agent".to_string(), endpoint(agent));
-    let models = DeskModels {
-        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
-        judges: [
-            endpoint(sim(
-                "j1",
-                SimSpec::DeskJudge {
-                    noise: 0.0,
-                    latency: None,
-                },
-            )),
-            endpoint(sim(
-                "j2",
-                SimSpec::DeskJudge {
-                    noise: 0.0,
-                    latency: None,
-                },
-            )),
-        ],
-        endpoints,
-    };
+    let models = with_agent("down-agent", agent);
     let desk = northline();
     let case = Arc::new(desk.cases[0].clone());
     let (run, _, calls, infra) =

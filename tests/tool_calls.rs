@@ -6,7 +6,6 @@
 use sage::llm::{
     ChatMessage, ChatRequest, ChatRole, Endpoint, ModelConfig, Provider, ToolCall, ToolSpec,
 };
-use sage::scenario::desk::Tool;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -16,14 +15,7 @@ fn init() {
 }
 
 fn desk_tools() -> Vec<ToolSpec> {
-    Tool::ALL
-        .iter()
-        .map(|t| ToolSpec {
-            name: t.name().into(),
-            description: t.description().into(),
-            parameters: t.parameters(),
-        })
-        .collect()
+    sage::actors::desk::tool_specs()
 }
 
 fn config(server: &MockServer, provider: Provider) -> ModelConfig {

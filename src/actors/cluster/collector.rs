@@ -52,17 +52,8 @@ impl Collector {
             let stored_ids: HashSet<String> = dir.finished_ids()?.into_iter().collect();
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
                 .await?
-                .unwrap_or_else(|| RunStatus {
-                    run_id: run.to_string(),
-                    state: RunState::Submitted,
-                    jobs: spec.manifest.jobs,
-                    stored: 0,
-                    turns: 0,
-                    infra_errors: 0,
-                    submitted_at: spec.manifest.created_at.clone(),
-                    updated_at: now_utc().0,
-                    leaderboard: None,
-                    results: None,
+                .unwrap_or_else(|| {
+                    RunStatus::submitted(run, spec.manifest.jobs, &spec.manifest.created_at)
                 });
             // Counted again from the folder (the folder is the truth after a restart).
             status.stored = 0;

@@ -78,6 +78,24 @@ pub struct RunStatus {
     pub results: Option<String>,
 }
 
+impl RunStatus {
+    /// The status of a run just submitted: `jobs` queued, nothing stored.
+    pub fn submitted(run_id: &str, jobs: usize, submitted_at: &str) -> RunStatus {
+        RunStatus {
+            run_id: run_id.to_string(),
+            state: RunState::Submitted,
+            jobs,
+            stored: 0,
+            turns: 0,
+            infra_errors: 0,
+            submitted_at: submitted_at.to_string(),
+            updated_at: crate::store::now_utc().0,
+            leaderboard: None,
+            results: None,
+        }
+    }
+}
+
 /// The bucket key of a run's manifest.
 pub fn manifest_key(run: &str) -> String {
     format!("manifest.{run}")

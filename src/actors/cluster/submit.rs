@@ -6,7 +6,7 @@ use super::{
 };
 use crate::plan::{self, RunConfig};
 use crate::sop::Sop;
-use crate::store::{Manifest, now_utc};
+use crate::store::Manifest;
 use crate::transport::nats::{Broker, NatsError, jobs_subject, js_error};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -50,18 +50,7 @@ pub async fn submit(
                 "run {run_id} cannot be submitted (is the id already used?)"
             ))(&e)
         })?;
-    let status = RunStatus {
-        run_id: run_id.to_string(),
-        state: RunState::Submitted,
-        jobs: jobs.len(),
-        stored: 0,
-        turns: 0,
-        infra_errors: 0,
-        submitted_at: spec.manifest.created_at.clone(),
-        updated_at: now_utc().0,
-        leaderboard: None,
-        results: None,
-    };
+    let status = RunStatus::submitted(run_id, jobs.len(), &spec.manifest.created_at);
     put_json(&bucket, &status_key(run_id), &status).await?;
     broker.jobs_stream().await?;
     let subject = jobs_subject(run_id);
