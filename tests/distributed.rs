@@ -419,3 +419,45 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
         assert!(ids.insert(trace.clone()), "two dialogues share a trace");
     }
 }
+
+#[test]
+fn an_embedded_run_can_serve_its_metrics_too() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "{fixed_ms: 300}", 1, 3);
+    let out = dir.path().join("out").display().to_string();
+    let mut run = Sage::spawn(
+        dir.path(),
+        "run",
+        &[
+            "run",
+            "--config",
+            &config,
+            "--out",
+            &out,
+            "--quiet",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = run.metrics_addr();
+    // Dialogues start once the scenarios are loaded and the jobs planned.
+    let started = std::time::Instant::now();
+    let body = loop {
+        let (code, body) = http_get(&addr, "/metrics");
+        assert_eq!(code, 200);
+        if body.contains("sage_dialogues_started_total{")
+            || started.elapsed() > Duration::from_secs(30)
+        {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    promtool_check(&body);
+    assert!(body.contains("sage_dialogues_started_total{"), "{body}");
+    assert_eq!(http_get(&addr, "/readyz").0, 200);
+    let started = std::time::Instant::now();
+    while run.running() && started.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!run.running(), "the run did not finish");
+}

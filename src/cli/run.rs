@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Serve /metrics, /healthz and /readyz here while the run lasts (port 0: any free port,
+    /// printed); none by default.
+    #[arg(long, env = "SAGE_RUN_METRICS_ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
     /// Which suite: the SAGE benchmark (SOP scenarios) or the support desk (a store with tools;
     /// docs/support-desk.md).
     #[arg(long, value_enum, default_value = "sage")]
@@ -197,7 +201,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .build()
             .expect("a tokio runtime")
     })
-    .block_on(run_embedded(&config, &sops, jobs, &run_dir, progress))?;
+    .block_on(async {
+        if let Some(addr) = args.metrics_addr {
+            let health = crate::telemetry::Health::new();
+            health.set_ready(true);
+            let bound = crate::telemetry::server::serve(addr, health)
+                .await
+                .with_context(|| format!("serving metrics on {addr}"))?;
+            eprintln!("metrics: http://{bound}/metrics");
+        }
+        Ok::<_, anyhow::Error>(run_embedded(&config, &sops, jobs, &run_dir, progress).await?)
+    })?;
     if counts.user_ended_early > 0 || counts.infra_errors > 0 {
         eprintln!(
             "{} dialogues ended by the user before the target action; {} ended by infrastructure errors",
