@@ -7,7 +7,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
 };
-use std::sync::LazyLock;
+use std::sync::{LazyLock, RwLock};
 
 /// Every metric of the process.
 pub struct Metrics {
@@ -44,6 +44,21 @@ pub struct Metrics {
     pub records_stored: IntCounter,
     /// Dialogue records the aggregator dropped as a second attempt of a stored dialogue.
     pub records_duplicate: IntCounter,
+    /// The model-call series of each (model, role), resolved once: a call then costs a few
+    /// atomic adds instead of four label lookups (every turn makes about five calls). A run
+    /// has a handful of pairs, so a list scanned without allocating is the fastest lookup.
+    call_series: RwLock<Vec<(String, Role, CallSeries)>>,
+}
+
+/// The series one (model, role) pair's calls go to.
+struct CallSeries {
+    ok: IntCounter,
+    error: IntCounter,
+    cached: IntCounter,
+    latency: Histogram,
+    input_tokens: IntCounter,
+    output_tokens: IntCounter,
+    cost: prometheus::Counter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -185,6 +200,7 @@ impl Metrics {
             ),
             records_stored: stored,
             records_duplicate: duplicate,
+            call_series: RwLock::default(),
             registry: r,
         }
     }
@@ -197,37 +213,63 @@ impl Metrics {
         String::from_utf8(out).unwrap_or_default()
     }
 
+    /// The series of a (model, role) pair.
+    fn new_call_series(&self, model: &str, role: Role) -> CallSeries {
+        let r = role.as_str();
+        let requests = |outcome| self.model_requests.with_label_values(&[model, r, outcome]);
+        let tokens = |direction| self.model_tokens.with_label_values(&[model, r, direction]);
+        CallSeries {
+            ok: requests("ok"),
+            error: requests("error"),
+            cached: requests("cached"),
+            latency: self.model_latency.with_label_values(&[model, r]),
+            input_tokens: tokens("input"),
+            output_tokens: tokens("output"),
+            cost: self.model_cost.with_label_values(&[model, r]),
+        }
+    }
+
     /// Records the model calls a role made.
     pub fn observe_calls(&self, role: Role, calls: &[CallRecord]) {
-        let role = role.as_str();
         for call in calls {
-            let outcome = if call.error.is_some() {
-                "error"
-            } else if call.cached {
-                "cached"
-            } else {
-                "ok"
+            let known = self.call_series.read().unwrap_or_else(|e| e.into_inner());
+            let find = |all: &[(String, Role, CallSeries)]| {
+                all.iter()
+                    .position(|(model, r, _)| *r == role && *model == call.model)
             };
-            let labels = [call.model.as_str(), role];
-            self.model_requests
-                .with_label_values(&[call.model.as_str(), role, outcome])
-                .inc();
-            self.model_latency
-                .with_label_values(&labels)
-                .observe(call.latency_ms as f64 / 1000.0);
-            if call.usage.input_tokens > 0 || call.usage.output_tokens > 0 {
-                self.model_tokens
-                    .with_label_values(&[call.model.as_str(), role, "input"])
-                    .inc_by(call.usage.input_tokens);
-                self.model_tokens
-                    .with_label_values(&[call.model.as_str(), role, "output"])
-                    .inc_by(call.usage.output_tokens);
+            if let Some(i) = find(&known) {
+                known[i].2.observe(call);
+                continue;
             }
-            if call.cost_usd > 0.0 {
-                self.model_cost
-                    .with_label_values(&labels)
-                    .inc_by(call.cost_usd);
-            }
+            drop(known);
+            let mut all = self.call_series.write().unwrap_or_else(|e| e.into_inner());
+            let i = find(&all).unwrap_or_else(|| {
+                all.push((
+                    call.model.clone(),
+                    role,
+                    self.new_call_series(&call.model, role),
+                ));
+                all.len() - 1
+            });
+            all[i].2.observe(call);
+        }
+    }
+}
+
+impl CallSeries {
+    fn observe(&self, call: &CallRecord) {
+        if call.error.is_some() {
+            self.error.inc();
+        } else if call.cached {
+            self.cached.inc();
+        } else {
+            self.ok.inc();
+        }
+        self.latency.observe(call.latency_ms as f64 / 1000.0);
+        self.input_tokens.inc_by(call.usage.input_tokens);
+        self.output_tokens.inc_by(call.usage.output_tokens);
+        if call.cost_usd > 0.0 {
+            self.cost.inc_by(call.cost_usd);
         }
     }
 }
@@ -313,5 +355,63 @@ impl DialogueMetrics {
 impl Drop for DialogueMetrics {
     fn drop(&mut self) {
         metrics().dialogues_in_flight.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Usage;
+
+    fn call(model: &str, error: bool, cached: bool, tokens: u64, cost: f64) -> CallRecord {
+        CallRecord {
+            model: model.into(),
+            simulated: false,
+            request: Vec::new(),
+            response: None,
+            finish_reason: None,
+            error: error.then(|| "down".into()),
+            attempts: 1,
+            usage: Usage {
+                input_tokens: tokens,
+                output_tokens: tokens / 2,
+            },
+            cost_usd: cost,
+            cached,
+            latency_ms: 250,
+        }
+    }
+
+    #[test]
+    fn model_calls_are_counted_by_model_role_and_outcome() {
+        let m = metrics();
+        let model = "metrics-test-model";
+        m.observe_calls(
+            Role::Judge,
+            &[
+                call(model, false, false, 100, 0.5),
+                call(model, true, false, 0, 0.0),
+            ],
+        );
+        m.observe_calls(Role::Judge, &[call(model, false, true, 10, 0.0)]);
+        m.observe_calls(Role::User, &[call(model, false, false, 4, 0.25)]);
+        let requests = |role, outcome| {
+            m.model_requests
+                .with_label_values(&[model, role, outcome])
+                .get()
+        };
+        assert_eq!(requests("judge", "ok"), 1);
+        assert_eq!(requests("judge", "error"), 1);
+        assert_eq!(requests("judge", "cached"), 1);
+        assert_eq!(requests("user", "ok"), 1);
+        let tokens = |role, d| m.model_tokens.with_label_values(&[model, role, d]).get();
+        assert_eq!(tokens("judge", "input"), 110);
+        assert_eq!(tokens("judge", "output"), 55);
+        assert_eq!(tokens("user", "input"), 4);
+        assert_eq!(m.model_cost.with_label_values(&[model, "judge"]).get(), 0.5);
+        assert_eq!(m.model_cost.with_label_values(&[model, "user"]).get(), 0.25);
+        let latency = m.model_latency.with_label_values(&[model, "judge"]);
+        assert_eq!(latency.get_sample_count(), 3);
+        assert_eq!(latency.get_sample_sum(), 0.75);
     }
 }
