@@ -3,10 +3,10 @@
 
 use crate::actors::cluster::{Served, collector, submit, worker};
 use crate::protocol::Role;
+use crate::telemetry::Health;
 use crate::telemetry::trace::{self, LogFormat};
-use crate::telemetry::{Health, server};
 use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy, valid_run_id};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -124,11 +124,7 @@ impl TelemetryArgs {
         };
         let guard = trace::init(format, "info", self.otlp_endpoint.as_deref(), service)?;
         let health = Health::new();
-        let bound = server::serve(self.metrics_addr, health.clone())
-            .await
-            .with_context(|| format!("serving metrics on {}", self.metrics_addr))?;
-        eprintln!("metrics: http://{bound}/metrics");
-        tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
+        super::serve_metrics(self.metrics_addr, health.clone()).await?;
         Ok((guard, health))
     }
 }
@@ -199,16 +195,6 @@ fn shutdown_signal() -> tokio::sync::watch::Receiver<bool> {
     rx
 }
 
-fn system<F: std::future::Future>(f: F) -> F::Output {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
-    })
-    .block_on(f)
-}
-
 /// `sage worker`.
 pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let roles = args
@@ -230,7 +216,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         grace: Duration::from_secs(args.grace_secs),
         ..Default::default()
     };
-    system(async move {
+    super::system(async move {
         let (_guard, health) = args.telemetry.start("sage-worker").await?;
         let stop = shutdown_signal();
         let broker = args.nats.broker("sage-worker").await?;
@@ -258,7 +244,7 @@ pub struct AggregatorArgs {
 
 /// `sage aggregator`.
 pub fn aggregator(args: AggregatorArgs) -> anyhow::Result<()> {
-    system(async move {
+    super::system(async move {
         let (_guard, health) = args.telemetry.start("sage-aggregator").await?;
         let stop = shutdown_signal();
         let broker = args.nats.broker("sage-aggregator").await?;
@@ -299,7 +285,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         bail!("--run-id `{run_id}`: use letters, digits, `-`, `_` or `=` only");
     }
     let scenarios = super::run::load_named_scenarios(&config)?;
-    system(async move {
+    super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
         let status = submit::submit(&broker, &config, &scenarios, &run_id).await?;
@@ -352,7 +338,7 @@ pub struct StatusArgs {
 
 /// `sage status`.
 pub fn status(args: StatusArgs) -> anyhow::Result<()> {
-    system(async move {
+    super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-status")?;
         let broker = args.nats.broker("sage-status").await?;
         let runs = match &args.run {

@@ -119,19 +119,15 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     let mut writer = run.jsonl_writer("desk.jsonl")?;
     let mut records = Vec::with_capacity(total);
     let mut failed = None;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("a tokio runtime")?
-        .block_on(run_suite(&config, desk, models, &run_id, |record| {
-            if let Err(e) = writer.append(&record) {
-                failed.get_or_insert(e);
-            }
-            if let Some(p) = &progress {
-                p.inc(1);
-            }
-            records.push(record);
-        }));
+    super::system(run_suite(&config, desk, models, &run_id, |record| {
+        if let Err(e) = writer.append(&record) {
+            failed.get_or_insert(e);
+        }
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+        records.push(record);
+    }));
     if let Some(e) = failed {
         return Err(e.into());
     }

@@ -54,6 +54,32 @@ enum Command {
     },
 }
 
+/// Runs `f` to its end in an actix `System` on a multi-threaded tokio runtime (actors need a
+/// System; NATS and HTTP tasks need the runtime).
+fn system<F: std::future::Future>(f: F) -> F::Output {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    })
+    .block_on(f)
+}
+
+/// Serves /metrics, /healthz and /readyz on `addr` and prints where (port 0: a free port).
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    health: std::sync::Arc<crate::telemetry::Health>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let bound = crate::telemetry::server::serve(addr, health)
+        .await
+        .with_context(|| format!("serving metrics on {addr}"))?;
+    eprintln!("metrics: http://{bound}/metrics");
+    tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
+    Ok(())
+}
+
 /// Runs the command line with the process arguments; the exit code of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();

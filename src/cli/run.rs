@@ -195,20 +195,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         jobs.len(),
         run_dir.path().display()
     );
-    let counts = actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
-    })
-    .block_on(async {
+    let counts = super::system(async {
         if let Some(addr) = args.metrics_addr {
             let health = crate::telemetry::Health::new();
             health.set_ready(true);
-            let bound = crate::telemetry::server::serve(addr, health)
-                .await
-                .with_context(|| format!("serving metrics on {addr}"))?;
-            eprintln!("metrics: http://{bound}/metrics");
+            super::serve_metrics(addr, health).await?;
         }
         Ok::<_, anyhow::Error>(run_embedded(&config, &sops, jobs, &run_dir, progress).await?)
     })?;
