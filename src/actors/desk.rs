@@ -244,13 +244,14 @@ pub async fn run_suite(
     run_id: &str,
     mut on_record: impl FnMut(DeskRecord),
 ) {
+    let cases: Vec<Arc<Case>> = desk.cases.iter().cloned().map(Arc::new).collect();
     let mut jobs = Vec::new();
     for model in &config.agents {
-        for case in &desk.cases {
+        for case in &cases {
             for repeat in 0..config.repeats {
                 // The same customer for every model (paired comparison).
                 let seed = derive_seed((config.seed, &case.id, repeat));
-                jobs.push((model.clone(), Arc::new(case.clone()), repeat, seed));
+                jobs.push((model.clone(), case.clone(), repeat, seed));
             }
         }
     }

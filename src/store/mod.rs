@@ -135,13 +135,6 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// A run folder at `dir` without checking what is in it (it must exist).
-    pub fn open_or_new(dir: &Path) -> RunDir {
-        RunDir {
-            dir: dir.to_path_buf(),
-        }
-    }
-
     /// Creates `base/run_id/` (an existing non-empty folder is refused: use resume).
     pub fn create(base: &Path, run_id: &str) -> Result<RunDir, StoreError> {
         let dir = base.join(run_id);

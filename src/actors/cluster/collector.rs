@@ -95,12 +95,8 @@ impl Collector {
             let fresh =
                 !path.join("manifest.json").exists() && !path.join("dialogues.jsonl").exists();
             if fresh {
-                // New, or left empty by a crash before its manifest was written.
-                std::fs::create_dir_all(&path).map_err(|source| crate::store::StoreError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                let dir = RunDir::open_or_new(&path);
+                // New, or left without a record by a crash before its manifest was written.
+                let dir = RunDir::create(&self.out, &name)?;
                 dir.write_manifest(&spec.manifest)?;
                 return Ok(dir);
             }

@@ -177,8 +177,6 @@ pub enum ClusterError {
 /// answer its requests, and the dialogue driver that plays its jobs (the roles served here
 /// in-process, the others over NATS).
 pub struct ServedRun {
-    /// The run's configuration.
-    pub config: RunConfig,
     /// The role actors (reached in this process).
     pub local: LocalTransport,
     /// The dialogue driver.
@@ -332,7 +330,6 @@ impl Runs {
         let driver =
             <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
         Ok(ServedRun {
-            config,
             local,
             driver,
             transport,
