@@ -148,10 +148,6 @@ impl Cluster {
         self.pids().into_iter().map(cpu_of).sum()
     }
 
-    fn stored(&self) -> f64 {
-        metric(&self.aggregator.metrics_addr(), "sage_records_stored_total")
-    }
-
     fn sum(&self, family: &str) -> f64 {
         self.workers
             .iter()
@@ -290,27 +286,20 @@ max_turns: 16
         let turns_per_s = (cluster.sum("sage_turns_total") - turns0) / secs;
         let cpu_per_s = (cluster.cpu() - cpu0) / secs;
         let in_flight = samples.iter().sum::<f64>() / samples.len() as f64;
-        let stored = cluster.stored();
         println!(
             "| {workers} | {} | {in_flight:.0} | {turns_per_s:.0} | {:.2} | {cpu_per_s:.2} |",
             workers * per_worker,
             in_flight / turns_per_s
         );
-        let _ = stored;
         drop(cluster);
     }
 }
 
 fn main() {
-    let which: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let all = which.is_empty();
-    if all || which.iter().any(|w| w == "throughput") {
+    if common::bench_selected("throughput") {
         throughput();
     }
-    if all || which.iter().any(|w| w == "scaling") {
+    if common::bench_selected("scaling") {
         scaling();
     }
 }

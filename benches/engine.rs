@@ -236,18 +236,13 @@ fn http() {
 }
 
 fn main() {
-    let which: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let all = which.is_empty();
-    if all || which.iter().any(|w| w == "harness") {
+    if common::bench_selected("harness") {
         harness();
     }
-    if all || which.iter().any(|w| w == "concurrency") {
+    if common::bench_selected("concurrency") {
         concurrency();
     }
-    if all || which.iter().any(|w| w == "http") {
+    if common::bench_selected("http") {
         http();
     }
 }

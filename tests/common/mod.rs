@@ -14,6 +14,16 @@ pub const SCENARIOS: [&str; 6] = [
     "telecom_package",
 ];
 
+/// Whether a benchmark group runs: the groups named on the command line
+/// (`cargo bench --bench X -- a b`), or all when none is named.
+pub fn bench_selected(name: &str) -> bool {
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    named.is_empty() || named.iter().any(|n| n == name)
+}
+
 /// Loads and compiles a bundled scenario by id.
 pub fn load(id: &str) -> sage::sop::Sop {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
