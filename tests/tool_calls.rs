@@ -168,3 +168,91 @@ async fn anthropic_tool_use() {
             "content": "{\"fulfilment\":\"shipped\"}"}]})
     );
 }
+
+/// The shapes llama-cpp-python's server (0.3.36, `--chat_format hf-tokenizer-config`, the server
+/// of `../shared/tools/local-model-server`) really answers with, captured from it: with `tools`
+/// offered and no `tool_choice` it ignores them and answers plain text; when it does call a tool,
+/// `content` is `null`, the call has a long generated id, `arguments` is a JSON string with
+/// padding, and the message also carries the legacy `function_call`. Its request validation
+/// rejects an assistant turn with `content: null` (HTTP 500), so the follow-up must send a string.
+#[tokio::test]
+async fn openai_llama_cpp_python_shapes() {
+    init();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-fea9f95e", "object": "chat.completion", "created": 1795321260,
+            "model": "gemma3-270m",
+            "choices": [{"index": 0, "message": {
+                "content": "You run a support desk.\n\nWhere is my order NL-10002?",
+                "role": "assistant"}, "logprobs": null, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 28, "completion_tokens": 60, "total_tokens": 88}
+        })))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let arguments = "{ \"order_number\": \"10001\" } ";
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-4293ae6d", "object": "chat.completion", "created": 1795321283,
+            "model": "gemma3-270m",
+            "choices": [{"index": 0, "message": {
+                "content": null,
+                "tool_calls": [{"id": "call__0_order_lookup_cmpl-4293ae6d", "type": "function",
+                    "function": {"name": "order_lookup", "arguments": arguments}}],
+                "role": "assistant",
+                "function_call": {"name": "order_lookup", "arguments": arguments}},
+                "logprobs": null, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 21, "completion_tokens": 16, "total_tokens": 37}
+        })))
+        .mount(&server)
+        .await;
+    let endpoint = Endpoint::new(config(&server, Provider::Openai), None).expect("endpoint");
+    let (first, _) = requests();
+    // Tools offered, plain text back: no calls, the text kept, the truncation reported.
+    let called = endpoint.call(&first).await;
+    let answer = called.result.expect("an answer");
+    assert!(answer.tool_calls.is_empty());
+    assert!(answer.text.starts_with("You run a support desk."));
+    assert_eq!(answer.finish_reason.as_deref(), Some("length"));
+    assert_eq!(
+        (answer.usage.input_tokens, answer.usage.output_tokens),
+        (28, 60)
+    );
+    // A call: read as sent, the arguments untouched (they parse as JSON).
+    let answer = endpoint.call(&first).await.result.expect("an answer");
+    assert_eq!(answer.text, "");
+    assert_eq!(
+        answer.tool_calls,
+        vec![ToolCall {
+            id: "call__0_order_lookup_cmpl-4293ae6d".into(),
+            name: "order_lookup".into(),
+            arguments: arguments.into(),
+        }]
+    );
+    let args: Value = serde_json::from_str(&answer.tool_calls[0].arguments).expect("JSON");
+    assert_eq!(args, json!({"order_number": "10001"}));
+    // The follow-up: the assistant's turn with calls carries a string content, never null.
+    let mut follow_up = first.clone();
+    follow_up.messages.push(ChatMessage::tool_calls(
+        answer.text.clone(),
+        answer.tool_calls.clone(),
+    ));
+    follow_up.messages.push(ChatMessage::tool_result(
+        &answer.tool_calls[0].id,
+        r#"{"fulfilment":"shipped"}"#,
+    ));
+    endpoint.call(&follow_up).await.result.expect("an answer");
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 3);
+    let messages = sent[2]["messages"].as_array().expect("messages");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[2]["content"], json!(""));
+    assert_eq!(
+        messages[3]["tool_call_id"],
+        "call__0_order_lookup_cmpl-4293ae6d"
+    );
+    assert!(sent[0].get("tool_choice").is_none());
+}
