@@ -461,3 +461,134 @@ fn an_embedded_run_can_serve_its_metrics_too() {
     }
     assert!(!run.running(), "the run did not finish");
 }
+
+/// The support-desk suite on the same workers: a worker that drives the conversations and
+/// serves the agents under test, another that serves the customer and the judges, every role
+/// request through the broker. The desk summary equals the embedded run's, every conversation
+/// is stored once, and the desk metrics are on the driving worker's /metrics.
+#[test]
+fn a_support_desk_sweep_equals_the_embedded_run() {
+    let dir = common::cluster::test_dir();
+    let embedded = dir.path().join("embedded");
+    sage_ok(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--run-id",
+        "desk",
+        "--out",
+        &embedded.display().to_string(),
+        "--quiet",
+    ]);
+    let expected =
+        std::fs::read_to_string(embedded.join("desk/desk-summary.json")).expect("summary");
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = [
+        "--nats",
+        url.as_str(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--remote-roles",
+    ];
+    let spawn = |name: &str, roles: &str| {
+        let mut args = vec!["worker", "--roles", roles];
+        args.extend(common);
+        Sage::spawn(dir.path(), name, &args)
+    };
+    let mut workers = [
+        spawn("driver", "dialogue,service"),
+        spawn("roles", "user,judge"),
+    ];
+    let out_arg = out.display().to_string();
+    let mut args = vec!["aggregator", "--out", &out_arg];
+    args.extend(&common[..4]);
+    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    let printed = sage_ok(&[
+        "sweep",
+        "--suite",
+        "support-desk",
+        "--nats",
+        &url,
+        "--run-id",
+        "desk",
+    ]);
+    assert_eq!(printed.trim(), "desk");
+    let status = wait_status(&url, "desk", Duration::from_secs(240), |s| {
+        s["state"] == "complete"
+    });
+    let jobs = status["jobs"].as_u64().expect("jobs");
+    assert_eq!(jobs, 162 * 3 * 3);
+    assert_eq!(status["stored"].as_u64(), Some(jobs));
+    assert_eq!(status["infra_errors"].as_u64(), Some(0));
+    assert!(
+        status["leaderboard"]
+            .as_str()
+            .is_some_and(|t| t.contains("sim-desk-reckless") && t.contains("Unsafe")),
+        "{status}"
+    );
+    let folder = out.join("desk");
+    let text = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    let mut ids = BTreeSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
+        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
+        assert!(ids.insert(id.clone()), "conversation {id} stored twice");
+    }
+    assert_eq!(ids.len() as u64, jobs);
+    let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
+    assert!(
+        summary == expected,
+        "the distributed desk summary differs from the embedded one"
+    );
+
+    // The driver counted every conversation; the other worker answered the customer and the
+    // judges (their model calls are on its /metrics, not the driver's).
+    let documented = documented_metrics();
+    let scrape = |worker: &Sage| {
+        let (code, body) = http_get(&worker.metrics_addr(), "/metrics");
+        assert_eq!(code, 200);
+        promtool_check(&body);
+        let samples = parse_exposition(&body);
+        for (family, series, _) in &samples {
+            assert!(
+                documented.contains(family),
+                "{}: {series} is not in docs/metrics.md",
+                worker.name
+            );
+        }
+        (body, samples)
+    };
+    let (body, samples) = scrape(&workers[0]);
+    assert_eq!(
+        sum_of(&samples, "sage_desk_conversations_total") as u64,
+        jobs
+    );
+    assert!(sum_of(&samples, "sage_desk_unsafe_actions_total") > 0.0);
+    assert!(sum_of(&samples, "sage_desk_tool_calls_total") > jobs as f64);
+    assert!(
+        body.contains("model=\"sim-desk-reckless\"") && body.contains("kind=\"free_goods\""),
+        "{body}"
+    );
+    // Model calls by role: the agents here, the customer and the judges on the other worker,
+    // reached through the broker.
+    let called = |body: &str, role: &str| {
+        body.lines().any(|l| {
+            l.starts_with("sage_model_requests_total{") && l.contains(&format!("role=\"{role}\""))
+        })
+    };
+    assert!(called(&body, "service") && !called(&body, "judge") && !called(&body, "user"));
+    assert!(body.contains("sage_role_requests_total{outcome=\"ok\",role=\"judge\"}"));
+    let (body, samples) = scrape(&workers[1]);
+    assert_eq!(sum_of(&samples, "sage_desk_conversations_total"), 0.0);
+    assert!(called(&body, "judge") && called(&body, "user") && !called(&body, "service"));
+    for worker in &mut workers {
+        assert_eq!(
+            worker.terminate(Duration::from_secs(30)),
+            Some(0),
+            "{}",
+            worker.log_text()
+        );
+    }
+}

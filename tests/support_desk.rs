@@ -2,16 +2,16 @@
 //! precise messages, the tools against the fixture, and the whole suite offline with simulated
 //! agents: every planted unsafe action is detected, a safe agent scores zero.
 
-use sage::actors::desk::{DeskModels, run_suite};
+use sage::actors::desk::run_embedded;
 use sage::llm::sim::SimSpec;
 use sage::llm::sim::desk::DeskSkills;
-use sage::llm::{Endpoint, ModelConfig, Provider};
+use sage::llm::{ModelConfig, Provider};
 use sage::plan::desk::DeskConfig;
+use sage::protocol::desk::DeskRecord;
 use sage::scenario::bundled::NORTHLINE;
 use sage::scenario::desk::{Bucket, Desk, Tool, UnsafeKind};
 use sage::scoring::desk::{SafetyBand, summarize};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
 fn northline() -> Desk {
     Desk::from_yaml(NORTHLINE.0, NORTHLINE.1, ("store.yaml", "cases.yaml"))
@@ -123,96 +123,87 @@ fn sim(name: &str, spec: SimSpec) -> ModelConfig {
     }
 }
 
-/// The desk models with this agent endpoint, the simulated customer and two exact judges.
-fn with_agent(name: &str, agent: ModelConfig) -> DeskModels {
-    let endpoint = |c: ModelConfig| Arc::new(Endpoint::new(c, None).expect("endpoint"));
-    let judge = |n: &str| {
-        endpoint(sim(
+/// A desk configuration with this agent, the simulated customer and two exact judges (the
+/// second slightly noisy when `noisy`).
+fn config_with(agent: ModelConfig, noisy: bool) -> DeskConfig {
+    let judge = |n: &str, noise: f64| {
+        sim(
             n,
             SimSpec::DeskJudge {
-                noise: 0.0,
+                noise,
                 latency: None,
             },
-        ))
+        )
     };
-    DeskModels {
-        customer: endpoint(sim("c", SimSpec::DeskCustomer { latency: None })),
-        judges: [judge("j1"), judge("j2")],
-        endpoints: HashMap::from([(name.to_string(), endpoint(agent))]),
-    }
-}
-
-async fn suite(agent: DeskSkills) -> sage::scoring::desk::ModelRow {
     let config = DeskConfig {
+        agents: vec![agent.name.clone()],
         models: vec![
-            sim(
-                "agent",
-                SimSpec::DeskAgent {
-                    skills: agent,
-                    latency: None,
-                },
-            ),
+            agent,
             sim("customer", SimSpec::DeskCustomer { latency: None }),
-            sim(
-                "judge-1",
-                SimSpec::DeskJudge {
-                    noise: 0.0,
-                    latency: None,
-                },
-            ),
-            sim(
-                "judge-2",
-                SimSpec::DeskJudge {
-                    noise: 0.1,
-                    latency: None,
-                },
-            ),
+            judge("judge-1", 0.0),
+            judge("judge-2", if noisy { 0.1 } else { 0.0 }),
         ],
-        agents: vec!["agent".into()],
         customer_model: "customer".into(),
         judge_models: vec!["judge-1".into(), "judge-2".into()],
-        repeats: 2,
         ..DeskConfig::default()
     };
     config.check("test").expect("a valid config");
-    let endpoints: HashMap<String, Arc<Endpoint>> = config
-        .models
-        .iter()
-        .map(|m| {
-            (
-                m.name.clone(),
-                Arc::new(Endpoint::new(m.clone(), None).expect("endpoint")),
-            )
-        })
-        .collect();
-    let models = Arc::new(DeskModels {
-        customer: endpoints["customer"].clone(),
-        judges: [endpoints["judge-1"].clone(), endpoints["judge-2"].clone()],
-        endpoints,
-    });
+    config
+}
+
+/// Plays every job of `config` over `desk` with the role actors in this process.
+fn run_desk(config: &DeskConfig, desk: Desk) -> Vec<DeskRecord> {
     let mut records = Vec::new();
-    run_suite(&config, Arc::new(northline()), models, "test", |r| {
-        records.push(r)
-    })
-    .await;
+    actix::System::new()
+        .block_on(run_embedded(config, desk, "test", |r| records.push(r)))
+        .expect("the run");
+    records
+}
+
+/// Plays one run of `case` alone with `agent`.
+fn play_one(agent: ModelConfig, case: &sage::scenario::desk::Case) -> DeskRecord {
+    let mut desk = northline();
+    desk.cases.retain(|c| c.id == case.id);
+    let config = DeskConfig {
+        repeats: 1,
+        ..config_with(agent, false)
+    };
+    let mut records = run_desk(&config, desk);
+    assert_eq!(records.len(), 1);
+    records.pop().expect("a record")
+}
+
+fn suite(agent: DeskSkills) -> sage::scoring::desk::ModelRow {
+    let agent = sim(
+        "agent",
+        SimSpec::DeskAgent {
+            skills: agent,
+            latency: None,
+        },
+    );
+    let config = DeskConfig {
+        repeats: 2,
+        ..config_with(agent, true)
+    };
+    let records = run_desk(&config, northline());
     assert_eq!(records.len(), 162 * 2);
     assert!(records.iter().all(|r| r.infra_error.is_none()));
     let rows = summarize(
         records
             .iter()
-            .map(|r| (r.model.as_str(), r.repeat, &r.run, r.cost_usd)),
+            .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
     );
     assert_eq!(rows.len(), 1);
     rows.into_iter().next().expect("a row")
 }
 
-#[tokio::test]
-async fn every_planted_unsafe_action_is_detected() {
+#[test]
+fn every_planted_unsafe_action_is_detected() {
     let reckless = DeskSkills {
         unsafe_propensity: 1.0,
         ..DeskSkills::default()
     };
-    let row = suite(reckless).await;
+    let row = suite(reckless);
     assert_eq!(row.unsafe_actions, 18.0);
     assert_eq!(row.safety_band, SafetyBand::Reckless);
     let desk = northline();
@@ -233,8 +224,8 @@ async fn every_planted_unsafe_action_is_detected() {
     assert!(row.policy_adherence.expect("judged") < 1.0);
 }
 
-#[tokio::test]
-async fn a_safe_agent_scores_zero() {
+#[test]
+fn a_safe_agent_scores_zero() {
     let safe = DeskSkills {
         unsafe_propensity: 0.0,
         premature_close: 0.0,
@@ -242,7 +233,7 @@ async fn a_safe_agent_scores_zero() {
         resolve: 1.0,
         escalate: 1.0,
     };
-    let row = suite(safe).await;
+    let row = suite(safe);
     assert_eq!(row.unsafe_actions, 0.0);
     assert_eq!(row.safety_band, SafetyBand::Safe);
     assert_eq!(row.false_closures, 0.0);
@@ -314,8 +305,8 @@ fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
 
 /// An OpenAI-compatible agent (a mock server) that looks the order up, then gives in on a
 /// free-goods trap: its forbidden call, made through real function calling, is caught.
-#[tokio::test]
-async fn a_real_backend_agent_is_read_from_its_tool_calls() {
+#[test]
+fn a_real_backend_agent_is_read_from_its_tool_calls() {
     use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
     let _ = rustls::crypto::ring::default_provider().install_default();
     struct Scripted(&'static str);
@@ -354,18 +345,25 @@ async fn a_real_backend_agent_is_read_from_its_tool_calls() {
         .expect("a free-goods trap")
         .clone();
     let forbidden = trap.forbidden.expect("forbidden").tool;
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::method("POST"))
-        .respond_with(Scripted(forbidden.name()))
-        .mount(&server)
-        .await;
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(Scripted(forbidden.name()))
+            .mount(&server)
+            .await;
+        server
+    });
     let mut agent = ModelConfig::new("mock-agent", Provider::Openai);
     agent.base_url = Some(format!("{}/v1", server.uri()));
-    let models = with_agent("mock-agent", agent);
-    let (run, transcript, calls, infra) =
-        sage::actors::desk::play_case(&desk, Arc::new(trap.clone()), "mock-agent", &models, 7, 8)
-            .await;
-    assert_eq!(infra, None);
+    let DeskRecord {
+        run,
+        transcript,
+        calls,
+        infra_error,
+        ..
+    } = play_one(agent, &trap);
+    assert_eq!(infra_error, None);
     let v = sage::scoring::desk::verdict(&run);
     assert_eq!(v.unsafe_action, Some(UnsafeKind::FreeGoods));
     assert_eq!(run.calls[0].tool, Tool::OrderLookup);
@@ -424,25 +422,26 @@ fn scenario_validate_checks_a_desk_folder() {
 
 /// An agent that cannot be reached (HTTP 500 after the endpoint's retries): the conversation
 /// stops with an infrastructure error, distinct from anything the agent did.
-#[tokio::test]
-async fn an_unreachable_agent_is_an_infrastructure_error() {
+#[test]
+fn an_unreachable_agent_is_an_infrastructure_error() {
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_string("down"))
-        .mount(&server)
-        .await;
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(ResponseTemplate::new(500).set_body_string("down"))
+            .mount(&server)
+            .await;
+        server
+    });
     let mut agent = ModelConfig::new("down-agent", Provider::Openai);
     agent.base_url = Some(format!("{}/v1", server.uri()));
     agent.retries.max_attempts = 2;
     agent.retries.base_delay_ms = 1;
-    let models = with_agent("down-agent", agent);
-    let desk = northline();
-    let case = Arc::new(desk.cases[0].clone());
-    let (run, _, calls, infra) =
-        sage::actors::desk::play_case(&desk, case, "down-agent", &models, 1, 8).await;
-    let infra = infra.expect("an infrastructure error");
+    let record = play_one(agent, &northline().cases[0]);
+    let (run, calls) = (&record.run, &record.calls);
+    let infra = record.infra_error.clone().expect("an infrastructure error");
     assert!(
         infra.contains("down-agent") && infra.contains("500"),
         "{infra}"
@@ -454,4 +453,7 @@ async fn an_unreachable_agent_is_an_infrastructure_error() {
         .expect("recorded");
     assert_eq!(agent_call.attempts, 2);
     assert!(agent_call.error.is_some());
+    // Left out of the metrics, so not judged: the agent's call is the only one.
+    assert_eq!(calls.len(), 1);
+    assert!(run.judged.is_none() && run.rejudged.is_none());
 }

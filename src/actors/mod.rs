@@ -13,6 +13,10 @@ pub mod dialogue;
 pub mod roles;
 pub mod runner;
 
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
+};
 use crate::protocol::{
     DialogueJob, DialogueRecord, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest,
     ServiceReply, ServiceRequest, UserReply, UserRequest,
@@ -30,8 +34,26 @@ use tracing::Instrument;
 /// Mailbox capacity of every actor (messages waiting beyond the ones being served).
 pub const MAILBOX: usize = 1024;
 
+/// Has a role actor answer `Ask<$req, $rep>` with its logic's `$method`, counting the model
+/// calls of the reply.
+macro_rules! role_handler {
+    ($actor:ident, $role:expr, $req:ty, $rep:ty, $method:ident) => {
+        impl Handler<Ask<$req, $rep>> for $actor {
+            type Result = ResponseFuture<$rep>;
+            fn handle(&mut self, msg: Ask<$req, $rep>, _: &mut Context<Self>) -> Self::Result {
+                let logic = self.0.clone();
+                Box::pin(async move {
+                    let reply = logic.$method(msg.0).await;
+                    metrics().observe_calls($role, &reply.calls);
+                    reply
+                })
+            }
+        }
+    };
+}
+
 macro_rules! role_actor {
-    ($actor:ident, $logic:ident, $role:expr, $req:ty, $rep:ty) => {
+    ($actor:ident, $logic:ident) => {
         /// The actor around the role's logic.
         pub struct $actor(pub Arc<$logic>);
 
@@ -41,35 +63,41 @@ macro_rules! role_actor {
                 ctx.set_mailbox_capacity(MAILBOX);
             }
         }
-
-        impl Handler<Ask<$req, $rep>> for $actor {
-            type Result = ResponseFuture<$rep>;
-            fn handle(&mut self, msg: Ask<$req, $rep>, _: &mut Context<Self>) -> Self::Result {
-                let logic = self.0.clone();
-                Box::pin(async move {
-                    let reply = logic.handle(msg.0).await;
-                    metrics().observe_calls($role, &reply.calls);
-                    reply
-                })
-            }
-        }
     };
 }
 
-role_actor!(UserActor, UserRole, Role::User, UserRequest, UserReply);
-role_actor!(
+role_actor!(UserActor, UserRole);
+role_actor!(ServiceActor, ServiceRole);
+role_actor!(JudgeActor, JudgePanel);
+role_handler!(UserActor, Role::User, UserRequest, UserReply, handle);
+role_handler!(
     ServiceActor,
-    ServiceRole,
     Role::Service,
     ServiceRequest,
-    ServiceReply
+    ServiceReply,
+    handle
 );
-role_actor!(
+role_handler!(JudgeActor, Role::Judge, JudgeRequest, JudgeReply, handle);
+role_handler!(
+    UserActor,
+    Role::User,
+    DeskCustomerRequest,
+    DeskCustomerReply,
+    desk
+);
+role_handler!(
+    ServiceActor,
+    Role::Service,
+    DeskAgentRequest,
+    DeskAgentReply,
+    desk
+);
+role_handler!(
     JudgeActor,
-    JudgePanel,
     Role::Judge,
-    JudgeRequest,
-    JudgeReply
+    DeskJudgeRequest,
+    DeskJudgeReply,
+    desk
 );
 
 /// The rule engine's actor (synchronous logic).
@@ -89,7 +117,8 @@ impl Handler<Ask<RuleRequest, RuleReply>> for RuleActor {
     }
 }
 
-/// Starts the four role actors and returns the transport that reaches them. The user and
+/// Starts the four role actors and returns the transport that reaches them (the user, service
+/// and judge actors answer support-desk requests too). The user and
 /// service roles run on `first`; the judge panel (three calls a turn, the busiest role) and the
 /// rule engine on `second` when given (another thread), so a burst of replies is served by two
 /// cores.
@@ -103,11 +132,17 @@ pub fn start_local_roles(
     let user = UserActor(Arc::new(UserRole(registry.clone())));
     let service = ServiceActor(Arc::new(ServiceRole(registry)));
     let second = second.unwrap_or(first);
+    let user = UserActor::start_in_arbiter(first, |_| user);
+    let service = ServiceActor::start_in_arbiter(first, |_| service);
+    let judge = JudgeActor::start_in_arbiter(second, |_| judge);
     LocalTransport {
-        user: UserActor::start_in_arbiter(first, |_| user).recipient(),
-        service: ServiceActor::start_in_arbiter(first, |_| service).recipient(),
-        judge: JudgeActor::start_in_arbiter(second, |_| judge).recipient(),
+        user: user.clone().recipient(),
+        service: service.clone().recipient(),
+        judge: judge.clone().recipient(),
         rule: RuleActor::start_in_arbiter(second, |_| rule).recipient(),
+        desk_agent: service.recipient(),
+        desk_customer: user.recipient(),
+        desk_judge: judge.recipient(),
     }
 }
 

@@ -34,6 +34,8 @@ pub struct Registry {
     pub record_prompts: bool,
     /// System prompts already rendered.
     pub prompts: PromptCache,
+    /// The support desk served (a support-desk run), if any.
+    pub desk: Option<Arc<crate::actors::desk::roles::DeskFixture>>,
 }
 
 /// System prompts already rendered, by what they depend on (role, scenario, the values shown),
@@ -48,7 +50,11 @@ impl PromptCache {
     pub const CAPACITY: usize = 4096;
 
     /// The prompt for `key`, rendered with `render` the first time.
-    fn get_or(&self, key: impl std::hash::Hash, render: impl FnOnce() -> String) -> Arc<str> {
+    pub(crate) fn get_or(
+        &self,
+        key: impl std::hash::Hash,
+        render: impl FnOnce() -> String,
+    ) -> Arc<str> {
         use std::hash::Hasher;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
@@ -88,7 +94,7 @@ impl Registry {
         Ok((self.sop(scenario)?, self.endpoint(model)?))
     }
 
-    fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
+    pub(crate) fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
         self.endpoints
             .get(name)
             .ok_or_else(|| format!("model `{name}` is not configured in this process"))
@@ -98,7 +104,11 @@ impl Registry {
 /// Records the request of a call: the full messages when prompts are recorded, else their
 /// SHA-256 (nothing for a simulated model, which plays from the job rather than the prompt).
 /// Keeping every prompt would make records grow with the square of the dialogue's length.
-fn with_request(mut record: CallRecord, messages: &[ChatMessage], keep: bool) -> CallRecord {
+pub(crate) fn with_request(
+    mut record: CallRecord,
+    messages: &[ChatMessage],
+    keep: bool,
+) -> CallRecord {
     record.request = if keep {
         messages
             .iter()

@@ -36,11 +36,18 @@ pub enum RunError {
 
 /// The model endpoints of a configuration.
 pub fn endpoints(config: &RunConfig) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
-    config
-        .models
+    build_endpoints(&config.models, config.cache_dir.clone())
+}
+
+/// An endpoint for each of `models`, by name (responses cached under `cache_dir` when given).
+pub fn build_endpoints(
+    models: &[crate::llm::ModelConfig],
+    cache_dir: Option<std::path::PathBuf>,
+) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    models
         .iter()
         .map(|m| {
-            Endpoint::new(m.clone(), config.cache_dir.clone())
+            Endpoint::new(m.clone(), cache_dir.clone())
                 .map(|e| (m.name.clone(), Arc::new(e)))
                 .map_err(|source| RunError::Model {
                     model: m.name.clone(),
@@ -78,6 +85,7 @@ pub async fn run_embedded(
         content_attempts: config.content_attempts,
         record_prompts: config.record_prompts,
         prompts: Default::default(),
+        desk: None,
     });
     // A second thread for the busiest role (the judge panel) and the rule engine when there is a
     // second core.

@@ -268,29 +268,64 @@ pub struct SweepArgs {
     /// Follow the run's progress until it completes, then print its leaderboard.
     #[arg(long)]
     follow: bool,
+    /// Which suite: the SAGE benchmark (a run configuration) or the support desk (a desk
+    /// configuration, docs/support-desk.md).
+    #[arg(long, value_enum, default_value = "sage")]
+    suite: super::run::Suite,
 }
 
 /// `sage sweep`.
 pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
-    let config = match &args.config {
-        Some(path) => super::run::read_config(path)?,
-        None => crate::plan::RunConfig::default(),
+    use super::run::Suite;
+    /// What is submitted, loaded and checked before connecting.
+    enum Submission {
+        Sage(
+            crate::plan::RunConfig,
+            Vec<(std::sync::Arc<crate::sop::Sop>, String, String)>,
+        ),
+        Desk(
+            crate::plan::desk::DeskConfig,
+            (String, String),
+            crate::scenario::desk::Desk,
+        ),
+    }
+    let (submission, default_id) = match args.suite {
+        Suite::Sage => {
+            let config = match &args.config {
+                Some(path) => super::run::read_config(path)?,
+                None => crate::plan::RunConfig::default(),
+            };
+            config.check("sweep")?;
+            let scenarios = super::run::load_named_scenarios(&config)?;
+            let id = format!("{}-s{}", crate::store::now_utc().1, config.seed);
+            (Submission::Sage(config, scenarios), id)
+        }
+        Suite::SupportDesk => {
+            let config = super::desk::read_config(args.config.as_deref())?;
+            config.check("sweep")?;
+            let texts = super::desk::read_store(&config.store)?;
+            let desk = super::desk::parse_store(&config.store, (&texts.0, &texts.1))?;
+            let id = format!("{}-desk-s{}", crate::store::now_utc().1, config.seed);
+            (Submission::Desk(config, texts, desk), id)
+        }
     };
-    config.check("sweep")?;
-    let run_id = args
-        .run_id
-        .clone()
-        .unwrap_or_else(|| format!("{}-s{}", crate::store::now_utc().1, config.seed));
+    let run_id = args.run_id.clone().unwrap_or(default_id);
     if !valid_run_id(&run_id) {
         bail!("--run-id `{run_id}`: use letters, digits, `-`, `_` or `=` only");
     }
-    let scenarios = super::run::load_named_scenarios(&config)?;
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
-        let status = submit::submit(&broker, &config, &scenarios, &run_id).await?;
+        let status = match &submission {
+            Submission::Sage(config, scenarios) => {
+                submit::submit(&broker, config, scenarios, &run_id).await?
+            }
+            Submission::Desk(config, (store, cases), desk) => {
+                submit::submit_desk(&broker, config, (store, cases), desk, &run_id).await?
+            }
+        };
         println!("{run_id}");
-        eprintln!("run {run_id}: {} dialogue jobs queued", status.jobs);
+        eprintln!("run {run_id}: {} jobs queued", status.jobs);
         if args.follow {
             follow(&broker, &run_id).await?;
         }

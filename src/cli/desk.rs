@@ -1,15 +1,12 @@
 //! `sage run --suite support-desk`: wiring only.
 
-use crate::actors::desk::{DeskModels, run_suite};
-use crate::llm::Endpoint;
+use crate::actors::desk::run_embedded;
 use crate::plan::desk::DeskConfig;
 use crate::scenario::desk::Desk;
-use crate::scoring::desk::{summarize, table};
+use crate::store::desk::{DESK_RECORDS, DeskManifest, desk_report};
 use crate::store::{RunDir, now_utc};
 use anyhow::Context;
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The options of `sage run` that apply to the support desk.
 pub struct DeskArgs<'a> {
@@ -29,41 +26,59 @@ pub struct DeskArgs<'a> {
     pub run_id: Option<&'a str>,
     /// No progress bar.
     pub quiet: bool,
+    /// Serve /metrics here while the run lasts.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
-/// Loads a store folder (store.yaml + cases.yaml), or the bundled Northline store.
-pub fn load_desk(store: &str) -> anyhow::Result<Desk> {
+/// The texts of a store folder's store.yaml and cases.yaml, or of the bundled Northline store.
+pub fn read_store(store: &str) -> anyhow::Result<(String, String)> {
     if store == "bundled" {
         let (s, c) = crate::scenario::bundled::NORTHLINE;
-        return Ok(Desk::from_yaml(
-            s,
-            c,
-            ("northline/store.yaml", "northline/cases.yaml"),
-        )?);
+        return Ok((s.to_string(), c.to_string()));
     }
     let dir = Path::new(store);
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))
     };
-    let (s, c) = (read("store.yaml")?, read("cases.yaml")?);
+    Ok((read("store.yaml")?, read("cases.yaml")?))
+}
+
+/// Loads a store from its texts; `store` (a folder or `bundled`) names the files in errors.
+pub fn parse_store(store: &str, texts: (&str, &str)) -> anyhow::Result<Desk> {
+    let dir = if store == "bundled" {
+        Path::new("northline")
+    } else {
+        Path::new(store)
+    };
     let files = (
         dir.join("store.yaml").display().to_string(),
         dir.join("cases.yaml").display().to_string(),
     );
-    Ok(Desk::from_yaml(&s, &c, (&files.0, &files.1))?)
+    Ok(Desk::from_yaml(texts.0, texts.1, (&files.0, &files.1))?)
+}
+
+/// Loads a store folder (store.yaml + cases.yaml), or the bundled Northline store.
+pub fn load_desk(store: &str) -> anyhow::Result<Desk> {
+    let (s, c) = read_store(store)?;
+    parse_store(store, (&s, &c))
+}
+
+/// Reads a desk configuration file, or the default one.
+pub fn read_config(path: Option<&Path>) -> anyhow::Result<DeskConfig> {
+    match path {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            Ok(DeskConfig::from_yaml(&text, &path.display().to_string())?)
+        }
+        None => Ok(DeskConfig::default()),
+    }
 }
 
 /// `sage run --suite support-desk`.
 pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
-    let mut config = match args.config {
-        Some(path) => {
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-            DeskConfig::from_yaml(&text, &path.display().to_string())?
-        }
-        None => DeskConfig::default(),
-    };
+    let mut config = read_config(args.config)?;
     if let Some(n) = args.repeats {
         config.repeats = n;
     }
@@ -80,34 +95,18 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         config.output_dir = out.to_path_buf();
     }
     config.check("command line")?;
-    let desk = Arc::new(load_desk(&config.store)?);
+    let (store, cases) = read_store(&config.store)?;
+    let desk = parse_store(&config.store, (&store, &cases))?;
     let run_id = args
         .run_id
         .map(str::to_string)
         .unwrap_or_else(|| format!("{}-desk-s{}", now_utc().1, config.seed));
     let run = RunDir::create(&config.output_dir, &run_id)?;
-    run.write_json("desk-config.json", &config)?;
-    let needed: Vec<&String> = config
-        .agents
-        .iter()
-        .chain(std::iter::once(&config.customer_model))
-        .chain(&config.judge_models)
-        .collect();
-    let mut endpoints = HashMap::new();
-    for m in config.models.iter().filter(|m| needed.contains(&&m.name)) {
-        let endpoint =
-            Endpoint::new(m.clone(), None).with_context(|| format!("model {}", m.name))?;
-        endpoints.insert(m.name.clone(), Arc::new(endpoint));
-    }
-    let models = Arc::new(DeskModels {
-        customer: endpoints[&config.customer_model].clone(),
-        judges: [
-            endpoints[&config.judge_models[0]].clone(),
-            endpoints[&config.judge_models[1]].clone(),
-        ],
-        endpoints,
-    });
     let total = config.agents.len() * desk.cases.len() * config.repeats as usize;
+    run.write_json(
+        "manifest.json",
+        &DeskManifest::new(&run_id, &config, (&store, &cases), total),
+    )?;
     eprintln!(
         "run {run_id}: {} cases x {} models x {} runs = {total} conversations -> {}",
         desk.cases.len(),
@@ -116,38 +115,35 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         run.path().display()
     );
     let progress = (!args.quiet).then(|| indicatif::ProgressBar::new(total as u64));
-    let mut writer = run.jsonl_writer("desk.jsonl")?;
-    let mut records = Vec::with_capacity(total);
+    let mut writer = run.jsonl_writer(DESK_RECORDS)?;
     let mut failed = None;
-    super::system(run_suite(&config, desk, models, &run_id, |record| {
-        if let Err(e) = writer.append(&record) {
-            failed.get_or_insert(e);
-        }
-        if let Some(p) = &progress {
-            p.inc(1);
-        }
-        records.push(record);
-    }));
+    let mut infra = 0;
+    super::system(async {
+        super::serve_run_metrics(args.metrics_addr).await?;
+        run_embedded(&config, desk, &run_id, |record| {
+            infra += usize::from(record.infra_error.is_some());
+            if let Err(e) = writer.append(&record) {
+                failed.get_or_insert(e);
+            }
+            if let Some(p) = &progress {
+                p.inc(1);
+            }
+        })
+        .await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
     if let Some(e) = failed {
         return Err(e.into());
     }
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let infra = records.iter().filter(|r| r.infra_error.is_some()).count();
     if infra > 0 {
         eprintln!(
-            "{infra} conversations stopped early: a model could not be reached (see desk.jsonl)"
+            "{infra} conversations stopped early by an infrastructure error (a model call failed after its retries, or a role could not be reached; see `infra_error` in desk.jsonl); they are left out of the metrics"
         );
     }
-    let rows = summarize(
-        records
-            .iter()
-            .map(|r| (r.model.as_str(), r.repeat, &r.run, r.cost_usd)),
-    );
-    let text = table(&rows);
-    run.write_json("desk-summary.json", &rows)?;
-    run.write_text("desk-leaderboard.txt", &text)?;
+    let text = desk_report(&run)?;
     println!("{text}");
     println!("results: {}", run.path().display());
     Ok(())

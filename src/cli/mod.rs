@@ -24,7 +24,8 @@ enum Command {
     /// Run dialogues and score them (embedded; with no arguments: the bundled scenarios against
     /// the bundled simulated models).
     Run(run::RunArgs),
-    /// Rebuild summary.json and leaderboard.md of a results folder from dialogues.jsonl.
+    /// Rebuild summary.json and leaderboard.md of a results folder from dialogues.jsonl (for a
+    /// support-desk run: desk-summary.json and desk-leaderboard.txt from desk.jsonl).
     Report {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
@@ -80,6 +81,16 @@ async fn serve_metrics(
     Ok(())
 }
 
+/// Serves the metrics of an embedded run on `addr`, when given, for as long as it lasts.
+async fn serve_run_metrics(addr: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
+    if let Some(addr) = addr {
+        let health = crate::telemetry::Health::new();
+        health.set_ready(true);
+        serve_metrics(addr, health).await?;
+    }
+    Ok(())
+}
+
 /// Runs the command line with the process arguments; the exit code of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -92,7 +103,14 @@ pub fn main() -> ExitCode {
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
-            .and_then(|r| crate::store::report(&r).map_err(anyhow::Error::from))
+            .and_then(|r| {
+                if r.is_desk() {
+                    crate::store::desk::desk_report(&r)
+                } else {
+                    crate::store::report(&r)
+                }
+                .map_err(anyhow::Error::from)
+            })
             .map(|table| {
                 println!("{table}");
                 ExitCode::SUCCESS

@@ -116,6 +116,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             out: args.out.as_deref(),
             run_id: args.run_id.as_deref(),
             quiet: args.quiet,
+            metrics_addr: args.metrics_addr,
         });
     }
     let (config, run_dir) = match &args.resume {
@@ -196,11 +197,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         run_dir.path().display()
     );
     let counts = super::system(async {
-        if let Some(addr) = args.metrics_addr {
-            let health = crate::telemetry::Health::new();
-            health.set_ready(true);
-            super::serve_metrics(addr, health).await?;
-        }
+        super::serve_run_metrics(args.metrics_addr).await?;
         Ok::<_, anyhow::Error>(run_embedded(&config, &sops, jobs, &run_dir, progress).await?)
     })?;
     if counts.user_ended_early > 0 || counts.infra_errors > 0 {

@@ -5,6 +5,8 @@
 use crate::llm::sim::SimSpec;
 use crate::llm::sim::desk::DeskSkills;
 use crate::llm::{ModelConfig, Provider};
+use crate::protocol::desk::DeskJob;
+use crate::scenario::desk::Desk;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -104,6 +106,16 @@ impl DeskConfig {
         Ok(config)
     }
 
+    /// Every model the run calls: the agents, the customer and the judges.
+    pub fn model_names(&self) -> Vec<&str> {
+        self.agents
+            .iter()
+            .chain(std::iter::once(&self.customer_model))
+            .chain(&self.judge_models)
+            .map(String::as_str)
+            .collect()
+    }
+
     /// Checks that every model named is configured and the numbers make sense.
     pub fn check(&self, file: &str) -> Result<(), super::config::ConfigError> {
         let err = |problem: String| super::config::ConfigError {
@@ -111,12 +123,7 @@ impl DeskConfig {
             problem,
         };
         let known = |name: &str| self.models.iter().any(|m| m.name == name);
-        let named = self
-            .agents
-            .iter()
-            .chain(std::iter::once(&self.customer_model))
-            .chain(&self.judge_models);
-        for name in named {
+        for name in self.model_names() {
             if !known(name) {
                 return Err(err(format!(
                     "model `{name}` is not in `models`; expected one of: {}",
@@ -146,4 +153,28 @@ impl DeskConfig {
         }
         Ok(())
     }
+}
+
+/// The jobs of a support-desk run: every case with every agent, `repeats` times, in that order.
+/// A run of a case has the same seed for every agent (the same customer: a paired comparison).
+pub fn jobs(config: &DeskConfig, run_id: &str, desk: &Desk) -> Vec<DeskJob> {
+    let mut jobs = Vec::with_capacity(config.agents.len() * desk.cases.len());
+    for model in &config.agents {
+        for case in &desk.cases {
+            for repeat in 0..config.repeats {
+                jobs.push(DeskJob {
+                    run_id: run_id.to_string(),
+                    dialogue_id: format!("{}/{model}/r{repeat}", case.id),
+                    case: case.id.clone(),
+                    model: model.clone(),
+                    customer_model: config.customer_model.clone(),
+                    judge_models: config.judge_models.clone(),
+                    repeat,
+                    max_turns: config.max_turns,
+                    seed: super::derive_seed((config.seed, &case.id, repeat)),
+                });
+            }
+        }
+    }
+    jobs
 }

@@ -1,8 +1,36 @@
-//! What a support-desk run records: one line of desk.jsonl per run of a case by a model.
+//! The support-desk suite's messages: a conversation job, the requests the desk driver sends to
+//! the roles (the agent under test with its tools, the customer, the two judges) and their
+//! replies, and the record of one run of a case (a line of desk.jsonl). Like the SAGE messages,
+//! they carry everything a role needs, so a role can answer in another process.
 
 use super::{CallRecord, Usage};
-use crate::scoring::desk::{CaseRun, Verdict};
+use crate::llm::ChatMessage;
+use crate::scoring::desk::{CaseRun, Judged, ToolCall, Verdict};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One run of one case by one agent under test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeskJob {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Stable id within the run: `<case>/<model>/r<repeat>`.
+    pub dialogue_id: String,
+    /// The case id.
+    pub case: String,
+    /// The agent under test (a model name from the run's configuration).
+    pub model: String,
+    /// The customer simulator.
+    pub customer_model: String,
+    /// The judge and the second judge.
+    pub judge_models: Vec<String>,
+    /// Which run of the case (0-based).
+    pub repeat: u32,
+    /// Most customer turns.
+    pub max_turns: u32,
+    /// The conversation's seed: the same for every model (paired comparison).
+    pub seed: u64,
+}
 
 /// A line of a desk conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,15 +43,98 @@ pub struct DeskLine {
     pub text: String,
 }
 
-/// One run of one case by one model.
+/// The agent's turn: it may call tools several times, then answers the customer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskAgentRequest {
+    /// The job.
+    pub job: Arc<DeskJob>,
+    /// 1-based turn.
+    pub turn: u32,
+    /// The agent's view of the conversation so far, without the system prompt (the customer
+    /// speaks as `user`; earlier tool calls and results included).
+    pub messages: Vec<ChatMessage>,
+    /// Every tool call of the conversation so far.
+    pub calls: Vec<ToolCall>,
+}
+
+/// What the agent did in a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskAgentReply {
+    /// Messages to append to the agent's view: the tool-calling turns with their results,
+    /// then the answer.
+    pub messages: Vec<ChatMessage>,
+    /// The answer the customer sees.
+    pub answer: String,
+    /// The tool calls made in this turn, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// The tool lines of the transcript (each call and its answer).
+    pub lines: Vec<DeskLine>,
+    /// A handover or a closed ticket ends the conversation.
+    pub ended: bool,
+    /// Every model call made.
+    pub calls: Vec<CallRecord>,
+    /// The agent could not be reached (after the endpoint's retries).
+    pub infra_error: Option<String>,
+}
+
+/// The customer's next message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskCustomerRequest {
+    /// The job.
+    pub job: Arc<DeskJob>,
+    /// The 1-based turn the message opens.
+    pub turn: u32,
+    /// The customer's view so far, without the system prompt (the agent speaks as `user`, the
+    /// customer as `assistant`).
+    pub messages: Vec<ChatMessage>,
+    /// Every tool call of the conversation so far.
+    pub calls: Vec<ToolCall>,
+}
+
+/// The customer's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskCustomerReply {
+    /// The message (without the end marker).
+    pub message: String,
+    /// The customer ends the conversation after it.
+    pub done: bool,
+    /// Every model call made.
+    pub calls: Vec<CallRecord>,
+    /// The customer simulator could not be reached.
+    pub infra_error: Option<String>,
+}
+
+/// The two judges score a finished conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskJudgeRequest {
+    /// The job.
+    pub job: Arc<DeskJob>,
+    /// The transcript as the judges read it.
+    pub transcript: String,
+    /// What the transcript shows (simulated judges score from it).
+    pub verdict: Verdict,
+    /// Every tool call of the conversation.
+    pub calls: Vec<ToolCall>,
+}
+
+/// The judges' scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskJudgeReply {
+    /// The judge's scores, when it answered with usable ones.
+    pub judged: Option<Judged>,
+    /// The second judge's scores, likewise.
+    pub rejudged: Option<Judged>,
+    /// Every model call made.
+    pub calls: Vec<CallRecord>,
+}
+
+/// One run of one case by one model (a line of desk.jsonl).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeskRecord {
-    /// The run.
-    pub run_id: String,
-    /// The model under test.
-    pub model: String,
-    /// Which run of the case (0-based).
-    pub repeat: u32,
+    /// The job.
+    pub job: DeskJob,
+    /// Customer turns played.
+    pub turns: u32,
     /// The conversation, tool calls included.
     pub transcript: Vec<DeskLine>,
     /// The case, its tool calls and its judgments.
@@ -36,6 +147,6 @@ pub struct DeskRecord {
     pub usage: Usage,
     /// Cost of the agent's calls (US dollars).
     pub cost_usd: f64,
-    /// Why the conversation stopped early, when a model could not be reached.
+    /// Why the conversation stopped early, when a model or a role could not be reached.
     pub infra_error: Option<String>,
 }

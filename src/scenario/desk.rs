@@ -291,6 +291,17 @@ pub enum Bucket {
     Adversarial,
 }
 
+impl Bucket {
+    /// The bucket's name as in cases.yaml (`resolvable`, `must_escalate`, `adversarial`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Bucket::Resolvable => "resolvable",
+            Bucket::MustEscalate => "must_escalate",
+            Bucket::Adversarial => "adversarial",
+        }
+    }
+}
+
 /// What resolves a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -2,6 +2,7 @@
 //! finished dialogue, appended and flushed as each finishes, so a killed run loses nothing it
 //! finished), summary.json and leaderboard.md; resume; training-data export.
 
+pub mod desk;
 pub mod export;
 
 use crate::plan::RunConfig;
@@ -179,7 +180,12 @@ impl RunDir {
 
     /// Reads manifest.json.
     pub fn read_manifest(&self) -> Result<Manifest, StoreError> {
-        let path = self.file("manifest.json");
+        self.read_json("manifest.json")
+    }
+
+    /// Reads a JSON file of the run.
+    pub fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T, StoreError> {
+        let path = self.file(name);
         let text = fs::read_to_string(&path).map_err(io(&path))?;
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
             path,
@@ -249,8 +255,19 @@ impl RunDir {
     }
 
     /// Calls `f` with every complete record, without holding them all.
-    pub fn scan_dialogues(&self, mut f: impl FnMut(DialogueRecord)) -> Result<(), StoreError> {
-        let path = self.file("dialogues.jsonl");
+    pub fn scan_dialogues(&self, f: impl FnMut(DialogueRecord)) -> Result<(), StoreError> {
+        self.scan_jsonl("dialogues.jsonl", f)
+    }
+
+    /// Calls `f` with every complete record of the JSON-lines file `name` (none when it does
+    /// not exist). A cut-off last line (a killed run) is skipped; any other bad line is an
+    /// error naming its number.
+    pub fn scan_jsonl<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+        mut f: impl FnMut(T),
+    ) -> Result<(), StoreError> {
+        let path = self.file(name);
         if !path.exists() {
             return Ok(());
         }
@@ -261,7 +278,7 @@ impl RunDir {
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<DialogueRecord>(&line) {
+            match serde_json::from_str::<T>(&line) {
                 Ok(r) => f(r),
                 Err(_) if lines.peek().is_none() => {} // cut off by a killed run
                 Err(e) => {

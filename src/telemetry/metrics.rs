@@ -2,6 +2,7 @@
 //! process ([`metrics`]); the actors record into it in both modes, the HTTP server
 //! ([`super::server`]) serves it.
 
+use crate::protocol::desk::DeskRecord;
 use crate::protocol::{CallRecord, DialogueEnd, DialogueJob, Role, ServiceOutcome, TurnRecord};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
@@ -44,6 +45,17 @@ pub struct Metrics {
     pub records_stored: IntCounter,
     /// Dialogue records the aggregator dropped as a second attempt of a stored dialogue.
     pub records_duplicate: IntCounter,
+    /// Support-desk conversations finished (model, bucket, outcome = resolved|unresolved|
+    /// infra_error).
+    pub desk_conversations: IntCounterVec,
+    /// Unsafe actions taken on adversarial support-desk cases (model, kind).
+    pub desk_unsafe_actions: IntCounterVec,
+    /// Tickets closed before the required outcome happened (model).
+    pub desk_false_closures: IntCounterVec,
+    /// Conversations the agent handed over to a human (model, bucket).
+    pub desk_handovers: IntCounterVec,
+    /// Tool calls the agents made (model, tool).
+    pub desk_tool_calls: IntCounterVec,
     /// The model-call series of each (model, role), resolved once: a call then costs a few
     /// atomic adds instead of four label lookups (every turn makes about five calls). A run
     /// has a handful of pairs, so a list scanned without allocating is the fastest lookup.
@@ -200,8 +212,72 @@ impl Metrics {
             ),
             records_stored: stored,
             records_duplicate: duplicate,
+            desk_conversations: counter(
+                &r,
+                "sage_desk_conversations_total",
+                "Support-desk conversations finished, by case bucket and outcome.",
+                &["model", "bucket", "outcome"],
+            ),
+            desk_unsafe_actions: counter(
+                &r,
+                "sage_desk_unsafe_actions_total",
+                "Unsafe actions taken on adversarial support-desk cases, by kind.",
+                &["model", "kind"],
+            ),
+            desk_false_closures: counter(
+                &r,
+                "sage_desk_false_closures_total",
+                "Support-desk tickets closed before the required outcome happened.",
+                &["model"],
+            ),
+            desk_handovers: counter(
+                &r,
+                "sage_desk_handovers_total",
+                "Support-desk conversations handed over to a human, by case bucket.",
+                &["model", "bucket"],
+            ),
+            desk_tool_calls: counter(
+                &r,
+                "sage_desk_tool_calls_total",
+                "Tool calls of the support-desk agents, by tool.",
+                &["model", "tool"],
+            ),
             call_series: RwLock::default(),
             registry: r,
+        }
+    }
+
+    /// Records a finished support-desk conversation: its outcome, the unsafe action and false
+    /// closure the transcript shows, the handover, and every tool call.
+    pub fn observe_desk(&self, record: &DeskRecord) {
+        let model = record.job.model.as_str();
+        let bucket = record.run.bucket.name();
+        let v = &record.verdict;
+        let outcome = match (&record.infra_error, v.resolved) {
+            (Some(_), _) => "infra_error",
+            (None, true) => "resolved",
+            (None, false) => "unresolved",
+        };
+        self.desk_conversations
+            .with_label_values(&[model, bucket, outcome])
+            .inc();
+        if let Some(kind) = v.unsafe_action {
+            self.desk_unsafe_actions
+                .with_label_values(&[model, kind.name()])
+                .inc();
+        }
+        if v.false_closure {
+            self.desk_false_closures.with_label_values(&[model]).inc();
+        }
+        if v.handed_over {
+            self.desk_handovers
+                .with_label_values(&[model, bucket])
+                .inc();
+        }
+        for call in &record.run.calls {
+            self.desk_tool_calls
+                .with_label_values(&[model, call.tool.name()])
+                .inc();
         }
     }
 
@@ -280,8 +356,26 @@ pub fn metrics() -> &'static Metrics {
     &METRICS
 }
 
+/// Counts a dialogue or conversation in flight in this process while it lives.
+pub struct InFlight(());
+
+impl InFlight {
+    /// Counts one more in flight (one less when dropped).
+    pub fn start() -> InFlight {
+        metrics().dialogues_in_flight.inc();
+        InFlight(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics().dialogues_in_flight.dec();
+    }
+}
+
 /// The metrics of one dialogue: its labels resolved once, so a turn costs a few atomic adds.
 pub struct DialogueMetrics {
+    _in_flight: InFlight,
     labels: [String; 3],
     turns: prometheus::IntCounter,
     logic: Histogram,
@@ -300,9 +394,10 @@ impl DialogueMetrics {
         ];
         let l = [labels[0].as_str(), labels[1].as_str(), labels[2].as_str()];
         m.dialogues_started.with_label_values(&l).inc();
-        m.dialogues_in_flight.inc();
+        let in_flight = InFlight::start();
         let score = |name: &str| m.turn_score.with_label_values(&[l[0], l[1], l[2], name]);
         DialogueMetrics {
+            _in_flight: in_flight,
             turns: m.turns.with_label_values(&l),
             logic: score("logic"),
             chat: score("chat"),
@@ -349,12 +444,6 @@ impl DialogueMetrics {
         m.dialogues_completed
             .with_label_values(&[a, b, c, end])
             .inc();
-    }
-}
-
-impl Drop for DialogueMetrics {
-    fn drop(&mut self) {
-        metrics().dialogues_in_flight.dec();
     }
 }
 

@@ -2,6 +2,10 @@
 //! mailbox (bounded: a full mailbox makes the caller wait).
 
 use super::{Transport, TransportError};
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
+};
 use crate::protocol::{
     JudgeReply, JudgeRequest, RuleReply, RuleRequest, ServiceReply, ServiceRequest, UserReply,
     UserRequest,
@@ -34,6 +38,12 @@ pub struct LocalTransport {
     pub judge: Recipient<Ask<JudgeRequest, JudgeReply>>,
     /// The rule engine.
     pub rule: Recipient<Ask<RuleRequest, RuleReply>>,
+    /// The service role's support-desk turns.
+    pub desk_agent: Recipient<Ask<DeskAgentRequest, DeskAgentReply>>,
+    /// The user role's support-desk customer.
+    pub desk_customer: Recipient<Ask<DeskCustomerRequest, DeskCustomerReply>>,
+    /// The judge role's support-desk judges.
+    pub desk_judge: Recipient<Ask<DeskJudgeRequest, DeskJudgeReply>>,
 }
 
 fn gone(role: &'static str) -> impl FnOnce(actix::MailboxError) -> TransportError {
@@ -71,5 +81,35 @@ impl Transport for LocalTransport {
             .send(Ask::new(request))
             .await
             .map_err(gone("rule"))
+    }
+
+    async fn desk_agent(
+        &self,
+        request: DeskAgentRequest,
+    ) -> Result<DeskAgentReply, TransportError> {
+        self.desk_agent
+            .send(Ask::new(request))
+            .await
+            .map_err(gone("service"))
+    }
+
+    async fn desk_customer(
+        &self,
+        request: DeskCustomerRequest,
+    ) -> Result<DeskCustomerReply, TransportError> {
+        self.desk_customer
+            .send(Ask::new(request))
+            .await
+            .map_err(gone("user"))
+    }
+
+    async fn desk_judge(
+        &self,
+        request: DeskJudgeRequest,
+    ) -> Result<DeskJudgeReply, TransportError> {
+        self.desk_judge
+            .send(Ask::new(request))
+            .await
+            .map_err(gone("judge"))
     }
 }

@@ -5,6 +5,10 @@
 pub mod local;
 pub mod nats;
 
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
+};
 use crate::protocol::{
     JudgeReply, JudgeRequest, RuleReply, RuleRequest, ServiceReply, ServiceRequest, UserReply,
     UserRequest,
@@ -48,6 +52,17 @@ pub trait Transport: Send + Sync {
     async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError>;
     /// The rule engine's reference.
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError>;
+    /// Support desk: the agent under test plays a turn with its tools (the service role).
+    async fn desk_agent(&self, request: DeskAgentRequest)
+    -> Result<DeskAgentReply, TransportError>;
+    /// Support desk: the customer's next message (the user role).
+    async fn desk_customer(
+        &self,
+        request: DeskCustomerRequest,
+    ) -> Result<DeskCustomerReply, TransportError>;
+    /// Support desk: the two judges score a conversation (the judge role).
+    async fn desk_judge(&self, request: DeskJudgeRequest)
+    -> Result<DeskJudgeReply, TransportError>;
 }
 
 /// Which roles a [`Routed`] transport serves in this process.
@@ -77,6 +92,14 @@ pub struct Routed {
 }
 
 impl Routed {
+    /// Whether the service role for `model` is served here.
+    fn serves_model(&self, model: &str) -> bool {
+        self.roles
+            .service
+            .as_ref()
+            .is_some_and(|models| models.is_empty() || models.iter().any(|m| m == model))
+    }
+
     fn pick(&self, here: bool) -> &dyn Transport {
         if here {
             self.local.as_ref()
@@ -93,9 +116,7 @@ impl Transport for Routed {
     }
 
     async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
-        let here = self.roles.service.as_ref().is_some_and(|models| {
-            models.is_empty() || models.iter().any(|m| *m == request.job.service_model)
-        });
+        let here = self.serves_model(&request.job.service_model);
         self.pick(here).service(request).await
     }
 
@@ -105,5 +126,27 @@ impl Transport for Routed {
 
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
         self.pick(self.roles.rule).rule(request).await
+    }
+
+    async fn desk_agent(
+        &self,
+        request: DeskAgentRequest,
+    ) -> Result<DeskAgentReply, TransportError> {
+        let here = self.serves_model(&request.job.model);
+        self.pick(here).desk_agent(request).await
+    }
+
+    async fn desk_customer(
+        &self,
+        request: DeskCustomerRequest,
+    ) -> Result<DeskCustomerReply, TransportError> {
+        self.pick(self.roles.user).desk_customer(request).await
+    }
+
+    async fn desk_judge(
+        &self,
+        request: DeskJudgeRequest,
+    ) -> Result<DeskJudgeReply, TransportError> {
+        self.pick(self.roles.judge).desk_judge(request).await
     }
 }

@@ -5,6 +5,10 @@
 //! context travel in message headers.
 
 use super::{Transport, TransportError};
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
+};
 use crate::protocol::{
     JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest, ServiceReply, ServiceRequest,
     UserReply, UserRequest,
@@ -701,6 +705,30 @@ impl Transport for NatsTransport {
 
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
         self.ask(Role::Rule, role_subject(Role::Rule, None), &request)
+            .await
+    }
+
+    async fn desk_agent(
+        &self,
+        request: DeskAgentRequest,
+    ) -> Result<DeskAgentReply, TransportError> {
+        let subject = role_subject(Role::Service, Some(&request.job.model));
+        self.ask(Role::Service, subject, &request).await
+    }
+
+    async fn desk_customer(
+        &self,
+        request: DeskCustomerRequest,
+    ) -> Result<DeskCustomerReply, TransportError> {
+        self.ask(Role::User, role_subject(Role::User, None), &request)
+            .await
+    }
+
+    async fn desk_judge(
+        &self,
+        request: DeskJudgeRequest,
+    ) -> Result<DeskJudgeReply, TransportError> {
+        self.ask(Role::Judge, role_subject(Role::Judge, None), &request)
             .await
     }
 }

@@ -26,6 +26,8 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// One run's results folder as the aggregator keeps it.
 struct RunFolder {
     dir: RunDir,
+    /// A support-desk run (desk.jsonl and the desk summary).
+    desk: bool,
     writer: DialogueWriter,
     stored_ids: HashSet<String>,
     status: RunStatus,
@@ -49,28 +51,27 @@ impl Collector {
                 .await?
                 .ok_or_else(|| ClusterError::UnknownRun(run.to_string()))?;
             let dir = self.run_dir(run, &spec)?;
-            let stored_ids: HashSet<String> = dir.finished_ids()?.into_iter().collect();
+            let records = records_file(spec.is_desk());
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
                 .await?
-                .unwrap_or_else(|| {
-                    RunStatus::submitted(run, spec.manifest.jobs, &spec.manifest.created_at)
-                });
+                .unwrap_or_else(|| RunStatus::submitted(run, spec.jobs(), spec.created_at()));
             // Counted again from the folder (the folder is the truth after a restart).
             status.stored = 0;
             status.turns = 0;
             status.infra_errors = 0;
-            dir.scan_dialogues(|r| {
-                let infra = r.end == DialogueEnd::InfraError
-                    || r.turns.iter().any(|t| t.infra_error.is_some());
-                count(&mut status, r.turns.len(), infra)
+            let mut stored_ids = HashSet::new();
+            dir.scan_jsonl(records, |r: RecordHead| {
+                count(&mut status, r.turns.count(), r.infra_error());
+                stored_ids.insert(r.job.dialogue_id);
             })?;
             status.results = Some(dir.path().display().to_string());
-            let writer = dir.writer()?;
+            let writer = dir.jsonl_writer(records)?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
             self.runs.insert(
                 run.to_string(),
                 RunFolder {
                     dir,
+                    desk: spec.is_desk(),
                     writer,
                     stored_ids,
                     status,
@@ -92,22 +93,27 @@ impl Collector {
                 format!("{run}-{n}")
             };
             let path = self.out.join(&name);
-            let fresh =
-                !path.join("manifest.json").exists() && !path.join("dialogues.jsonl").exists();
+            let fresh = !path.join("manifest.json").exists()
+                && !path.join(records_file(false)).exists()
+                && !path.join(records_file(true)).exists();
             if fresh {
                 // New, or left without a record by a crash before its manifest was written.
                 let dir = RunDir::create(&self.out, &name)?;
-                dir.write_manifest(&spec.manifest)?;
+                match spec {
+                    RunSpec::Sage { manifest, .. } => dir.write_manifest(manifest)?,
+                    RunSpec::SupportDesk { manifest, .. } => {
+                        dir.write_json("manifest.json", manifest)?
+                    }
+                }
                 return Ok(dir);
             }
             let dir = RunDir::open(&path)?;
-            // The same run: same id, same creation time, same scenarios (compared field by
-            // field: a float of the configuration may not survive a JSON round trip exactly).
-            let same = dir.read_manifest().ok().is_some_and(|m| {
-                m.run_id == spec.manifest.run_id
-                    && m.created_at == spec.manifest.created_at
-                    && m.scenarios == spec.manifest.scenarios
-            });
+            // The same run: same id, same creation time (compared field by field: a float of
+            // the configuration may not survive a JSON round trip exactly).
+            let same = dir
+                .read_json::<ManifestHead>("manifest.json")
+                .ok()
+                .is_some_and(|m| m.run_id == spec.run_id() && m.created_at == spec.created_at());
             if same {
                 return Ok(dir);
             }
@@ -127,7 +133,7 @@ impl Collector {
             return Ok(false);
         }
         folder.writer.append_json(json)?;
-        count(&mut folder.status, head.turns.len(), head.infra_error());
+        count(&mut folder.status, head.turns.count(), head.infra_error());
         folder.stored_ids.insert(head.job.dialogue_id);
         folder.dirty = true;
         metrics().records_stored.inc();
@@ -135,7 +141,11 @@ impl Collector {
             folder.status.state = RunState::Running;
         }
         if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
-            let table = crate::store::report(&folder.dir)?;
+            let table = if folder.desk {
+                crate::store::desk::desk_report(&folder.dir)?
+            } else {
+                crate::store::report(&folder.dir)?
+            };
             folder.status.state = RunState::Complete;
             folder.status.leaderboard = Some(table);
             tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
@@ -167,18 +177,88 @@ fn count(status: &mut RunStatus, turns: usize, infra_error: bool) {
     }
 }
 
-/// What the aggregator reads of a record: the rest is stored as it came.
+/// What the aggregator reads of a record (a SAGE dialogue or a support-desk conversation):
+/// the rest is stored as it came.
 #[derive(serde::Deserialize)]
 struct RecordHead {
     job: JobHead,
-    turns: Vec<TurnHead>,
-    end: DialogueEnd,
+    turns: TurnsHead,
+    /// How a SAGE dialogue ended.
+    #[serde(default)]
+    end: Option<DialogueEnd>,
+    /// Why a support-desk conversation stopped early.
+    #[serde(default)]
+    infra_error: Option<serde::de::IgnoredAny>,
+}
+
+/// A dialogue's turns (their count, and whether any hit an infrastructure error), or a
+/// conversation's turn count. Read without buffering the turns.
+struct TurnsHead {
+    count: usize,
+    infra_error: bool,
+}
+
+impl TurnsHead {
+    fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TurnsHead {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = TurnsHead;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of turns or a number of turns")
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<TurnsHead, E> {
+                Ok(TurnsHead {
+                    count: n as usize,
+                    infra_error: false,
+                })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TurnsHead, A::Error> {
+                let mut head = TurnsHead {
+                    count: 0,
+                    infra_error: false,
+                };
+                while let Some(turn) = seq.next_element::<TurnHead>()? {
+                    head.count += 1;
+                    head.infra_error |= turn.infra_error.is_some();
+                }
+                Ok(head)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 impl RecordHead {
     fn infra_error(&self) -> bool {
-        self.end == DialogueEnd::InfraError || self.turns.iter().any(|t| t.infra_error.is_some())
+        self.end == Some(DialogueEnd::InfraError)
+            || self.infra_error.is_some()
+            || self.turns.infra_error
     }
+}
+
+/// The records file of a run's folder.
+fn records_file(desk: bool) -> &'static str {
+    if desk {
+        crate::store::desk::DESK_RECORDS
+    } else {
+        "dialogues.jsonl"
+    }
+}
+
+/// What the aggregator compares of a folder's manifest.
+#[derive(serde::Deserialize)]
+struct ManifestHead {
+    run_id: String,
+    created_at: String,
 }
 
 #[derive(serde::Deserialize)]

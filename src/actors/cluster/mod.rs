@@ -15,12 +15,17 @@ pub mod collector;
 pub mod submit;
 pub mod worker;
 
+use super::desk::DeskActor;
+use super::desk::roles::DeskFixture;
 use super::roles::Registry;
 use super::runner::{RunError, endpoints};
 use super::{DialogueActor, start_local_roles};
 use crate::plan::RunConfig;
+use crate::plan::desk::DeskConfig;
+use crate::scenario::desk::Desk;
 use crate::sop::{self, Sop};
 use crate::store::Manifest;
+use crate::store::desk::DeskManifest;
 use crate::transport::local::LocalTransport;
 use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy};
 use actix::Addr;
@@ -30,13 +35,57 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What the runs bucket holds for a run under `manifest.<run>`: everything a process needs to
-/// serve it.
+/// serve it, for either suite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSpec {
-    /// The manifest (configuration, versions, seed, job count).
-    pub manifest: Manifest,
-    /// Each scenario's name and YAML text, in the configuration's order.
-    pub scenarios: Vec<(String, String)>,
+#[serde(tag = "suite", rename_all = "kebab-case")]
+pub enum RunSpec {
+    /// A SAGE run (SOP scenarios).
+    Sage {
+        /// The manifest (configuration, versions, seed, job count).
+        manifest: Manifest,
+        /// Each scenario's name and YAML text, in the configuration's order.
+        scenarios: Vec<(String, String)>,
+    },
+    /// A support-desk run.
+    SupportDesk {
+        /// The manifest (configuration, versions, seed, job count).
+        manifest: DeskManifest,
+        /// The store's store.yaml text.
+        store: String,
+        /// The store's cases.yaml text.
+        cases: String,
+    },
+}
+
+impl RunSpec {
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        match self {
+            RunSpec::Sage { manifest, .. } => &manifest.run_id,
+            RunSpec::SupportDesk { manifest, .. } => &manifest.run_id,
+        }
+    }
+
+    /// When it was submitted.
+    pub fn created_at(&self) -> &str {
+        match self {
+            RunSpec::Sage { manifest, .. } => &manifest.created_at,
+            RunSpec::SupportDesk { manifest, .. } => &manifest.created_at,
+        }
+    }
+
+    /// Jobs in the run.
+    pub fn jobs(&self) -> usize {
+        match self {
+            RunSpec::Sage { manifest, .. } => manifest.jobs,
+            RunSpec::SupportDesk { manifest, .. } => manifest.jobs,
+        }
+    }
+
+    /// Whether it is a support-desk run.
+    pub fn is_desk(&self) -> bool {
+        matches!(self, RunSpec::SupportDesk { .. })
+    }
 }
 
 /// Where a run is.
@@ -173,14 +222,22 @@ pub enum ClusterError {
     Store(#[from] crate::store::StoreError),
 }
 
+/// The driver that plays a run's jobs.
+pub enum Driver {
+    /// SAGE dialogues.
+    Sage(Addr<DialogueActor>),
+    /// Support-desk conversations.
+    Desk(Addr<DeskActor>),
+}
+
 /// A run as a worker serves it: its scenarios and model endpoints, the role actors that
-/// answer its requests, and the dialogue driver that plays its jobs (the roles served here
+/// answer its requests, and the driver that plays its jobs (the roles served here
 /// in-process, the others over NATS).
 pub struct ServedRun {
     /// The role actors (reached in this process).
     pub local: LocalTransport,
-    /// The dialogue driver.
-    pub driver: Addr<DialogueActor>,
+    /// The driver of the run's suite.
+    pub driver: Driver,
     /// How this run's dialogues reach the roles: in-process for the roles served here, over
     /// NATS for the others (for dialogues played through a per-dialogue wrapper).
     pub transport: Arc<dyn crate::transport::Transport>,
@@ -219,11 +276,30 @@ impl Served {
     /// Whether this worker calls `model` for some role of a run of `config` (only those
     /// endpoints are built, so a worker needs only its own models' API keys).
     pub fn calls(&self, config: &RunConfig, model: &str) -> bool {
+        self.calls_in(
+            model,
+            &config.user_model,
+            &config.judge_models,
+            &config.service_models,
+        )
+    }
+
+    /// Whether this worker calls `model` for some role of a support-desk run of `config`.
+    pub fn calls_desk(&self, config: &DeskConfig, model: &str) -> bool {
+        self.calls_in(
+            model,
+            &config.customer_model,
+            &config.judge_models,
+            &config.agents,
+        )
+    }
+
+    fn calls_in(&self, model: &str, user: &str, judges: &[String], services: &[String]) -> bool {
         use crate::protocol::Role;
-        (self.roles.contains(&Role::User) && config.user_model == model)
-            || (self.roles.contains(&Role::Judge) && config.judge_models.iter().any(|m| m == model))
+        (self.roles.contains(&Role::User) && user == model)
+            || (self.roles.contains(&Role::Judge) && judges.iter().any(|m| m == model))
             || (self.roles.contains(&Role::Service)
-                && config.service_models.iter().any(|m| m == model)
+                && services.iter().any(|m| m == model)
                 && (self.models.is_empty() || self.models.iter().any(|m| m == model)))
     }
 }
@@ -287,16 +363,57 @@ impl Runs {
     }
 
     fn serve(&self, id: &str, spec: RunSpec) -> Result<ServedRun, ClusterError> {
-        let config = spec.manifest.config;
+        let failed = |source| ClusterError::Run {
+            run: id.to_string(),
+            source,
+        };
+        let (manifest, scenarios) = match spec {
+            RunSpec::Sage {
+                manifest,
+                scenarios,
+            } => (manifest, scenarios),
+            RunSpec::SupportDesk {
+                manifest,
+                store,
+                cases,
+            } => {
+                let config = manifest.config;
+                let desk =
+                    Desk::from_yaml(&store, &cases, ("store.yaml", "cases.yaml")).map_err(|e| {
+                        ClusterError::Scenario {
+                            run: id.to_string(),
+                            message: e.to_string(),
+                        }
+                    })?;
+                let fixture = Arc::new(DeskFixture::new(desk));
+                let registry = crate::actors::desk::registry(&config, fixture.clone(), |m| {
+                    self.served.calls_desk(&config, m)
+                })
+                .map_err(failed)?;
+                let (local, transport) = self.start_roles(id, registry);
+                let driver = DeskActor {
+                    transport: transport.clone(),
+                    fixture,
+                };
+                let driver =
+                    <DeskActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
+                return Ok(ServedRun {
+                    local,
+                    driver: Driver::Desk(driver),
+                    transport,
+                });
+            }
+        };
+        let config = manifest.config;
         let mut sops: HashMap<String, Arc<Sop>> = HashMap::new();
-        for (name, text) in &spec.scenarios {
+        for (name, text) in &scenarios {
             let sop = sop::from_yaml(text, name).map_err(|e| ClusterError::Scenario {
                 run: id.to_string(),
                 message: e.to_string(),
             })?;
             sops.insert(sop.scenario().id.clone(), Arc::new(sop));
         }
-        let registry = Arc::new(Registry {
+        let registry = Registry {
             sops: sops.clone(),
             endpoints: endpoints(&RunConfig {
                 models: (config.models.iter())
@@ -305,15 +422,38 @@ impl Runs {
                     .collect(),
                 ..config.clone()
             })
-            .map_err(|source| ClusterError::Run {
-                run: id.to_string(),
-                source,
-            })?,
+            .map_err(failed)?,
             content_attempts: config.content_attempts,
             record_prompts: config.record_prompts,
             prompts: Default::default(),
-        });
-        let local = start_local_roles(registry, &self.arbiters[0], Some(&self.arbiters[1]));
+            desk: None,
+        };
+        let (local, transport) = self.start_roles(id, registry);
+        let driver = DialogueActor {
+            transport: transport.clone(),
+            sops: Arc::new(sops),
+        };
+        let driver =
+            <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
+        Ok(ServedRun {
+            local,
+            driver: Driver::Sage(driver),
+            transport,
+        })
+    }
+
+    /// Starts a run's role actors; returns them, and the transport its jobs reach the roles
+    /// through (the roles served here in-process, the others over NATS).
+    fn start_roles(
+        &self,
+        id: &str,
+        registry: Registry,
+    ) -> (LocalTransport, Arc<dyn crate::transport::Transport>) {
+        let local = start_local_roles(
+            Arc::new(registry),
+            &self.arbiters[0],
+            Some(&self.arbiters[1]),
+        );
         let transport: Arc<dyn crate::transport::Transport> = Arc::new(crate::transport::Routed {
             local: Arc::new(local.clone()),
             remote: Arc::new(NatsTransport::new(
@@ -323,16 +463,6 @@ impl Runs {
             )),
             roles: self.served.local_roles(),
         });
-        let driver = DialogueActor {
-            transport: transport.clone(),
-            sops: Arc::new(sops),
-        };
-        let driver =
-            <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
-        Ok(ServedRun {
-            local,
-            driver,
-            transport,
-        })
+        (local, transport)
     }
 }

@@ -4,9 +4,12 @@
 use super::{
     ClusterError, RunSpec, RunState, RunStatus, get_json, manifest_key, put_json, status_key,
 };
+use crate::plan::desk::DeskConfig;
 use crate::plan::{self, RunConfig};
+use crate::scenario::desk::Desk;
 use crate::sop::Sop;
 use crate::store::Manifest;
+use crate::store::desk::DeskManifest;
 use crate::transport::nats::{Broker, NatsError, jobs_subject, js_error};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -29,15 +32,46 @@ pub async fn submit(
         .map(|(s, _, text)| (s.clone(), text.clone()))
         .collect();
     let jobs = plan::jobs(config, run_id, &sops);
-    let spec = RunSpec {
+    let spec = RunSpec::Sage {
         manifest: Manifest::new(run_id, config, &with_text, jobs.len()),
         scenarios: scenarios
             .iter()
             .map(|(_, name, text)| (name.clone(), text.clone()))
             .collect(),
     };
+    queue(broker, &spec, &jobs, |j| &j.dialogue_id).await
+}
+
+/// Submits a support-desk run of `config` over the store given as its store.yaml and
+/// cases.yaml texts (`desk` parsed from them) as `run_id`. Refuses a run id already in the
+/// bucket. Returns the run's initial status.
+pub async fn submit_desk(
+    broker: &Broker,
+    config: &DeskConfig,
+    texts: (&str, &str),
+    desk: &Desk,
+    run_id: &str,
+) -> Result<RunStatus, ClusterError> {
+    let jobs = crate::plan::desk::jobs(config, run_id, desk);
+    let spec = RunSpec::SupportDesk {
+        manifest: DeskManifest::new(run_id, config, texts, jobs.len()),
+        store: texts.0.to_string(),
+        cases: texts.1.to_string(),
+    };
+    queue(broker, &spec, &jobs, |j| &j.dialogue_id).await
+}
+
+/// Puts a run's spec in the bucket (once: a run id is used once), its status, and its jobs in
+/// the work queue.
+async fn queue<J: serde::Serialize>(
+    broker: &Broker,
+    spec: &RunSpec,
+    jobs: &[J],
+    dialogue_id: impl Fn(&J) -> &str,
+) -> Result<RunStatus, ClusterError> {
+    let run_id = spec.run_id();
     let bucket = broker.runs().await?;
-    let manifest = serde_json::to_vec(&spec).map_err(|e| NatsError::Codec {
+    let manifest = serde_json::to_vec(spec).map_err(|e| NatsError::Codec {
         what: manifest_key(run_id),
         message: e.to_string(),
     })?;
@@ -50,12 +84,12 @@ pub async fn submit(
                 "run {run_id} cannot be submitted (is the id already used?)"
             ))(&e)
         })?;
-    let status = RunStatus::submitted(run_id, jobs.len(), &spec.manifest.created_at);
+    let status = RunStatus::submitted(run_id, jobs.len(), spec.created_at());
     put_json(&bucket, &status_key(run_id), &status).await?;
     broker.jobs_stream().await?;
     let subject = jobs_subject(run_id);
     let mut pending = FuturesUnordered::new();
-    for job in &jobs {
+    for job in jobs {
         let payload = serde_json::to_vec(job).map_err(|e| NatsError::Codec {
             what: subject.clone(),
             message: e.to_string(),
@@ -64,7 +98,7 @@ pub async fn submit(
         // A second submission of the same job within the window is dropped by the server.
         headers.insert(
             "Nats-Msg-Id",
-            format!("{run_id}/{}", job.dialogue_id).as_str(),
+            format!("{run_id}/{}", dialogue_id(job)).as_str(),
         );
         let ack = broker
             .js

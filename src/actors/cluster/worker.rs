@@ -15,8 +15,13 @@
 //! back the rest, then stop answering role requests once this process's own dialogues no
 //! longer need them.
 
-use super::{ClusterError, Runs, Served, ServedRun};
+use super::{ClusterError, Driver, Runs, Served, ServedRun};
 use crate::actors::RunDialogue;
+use crate::actors::desk::PlayCase;
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJob,
+    DeskJudgeReply, DeskJudgeRequest,
+};
 use crate::protocol::{
     DialogueJob, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest, ServiceReply,
     ServiceRequest, UserReply, UserRequest,
@@ -240,6 +245,9 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
         let served: Arc<ServedRun> = runs.get(&run).await.map_err(|e| e.to_string())?;
         let local = &served.local;
         let payload = &message.payload;
+        if matches!(served.driver, Driver::Desk(_)) {
+            return answer_desk(role, local, payload).await;
+        }
         match role {
             Role::User => {
                 reply_json(payload, |r: UserRequest| async move {
@@ -284,6 +292,38 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
     };
     if let Err(e) = sent {
         tracing::warn!(role = role.as_str(), error = %e, "cannot send a role reply");
+    }
+}
+
+/// Answers a support-desk run's role request with the local role actors.
+async fn answer_desk(
+    role: Role,
+    local: &crate::transport::local::LocalTransport,
+    payload: &[u8],
+) -> Result<Bytes, String> {
+    match role {
+        Role::Service => {
+            reply_json(payload, |r: DeskAgentRequest| async move {
+                Transport::desk_agent(local, r).await
+            })
+            .await
+        }
+        Role::User => {
+            reply_json(payload, |r: DeskCustomerRequest| async move {
+                Transport::desk_customer(local, r).await
+            })
+            .await
+        }
+        Role::Judge => {
+            reply_json(payload, |r: DeskJudgeRequest| async move {
+                Transport::desk_judge(local, r).await
+            })
+            .await
+        }
+        Role::Rule | Role::Dialogue => Err(format!(
+            "a support-desk run has no {} requests",
+            role.as_str()
+        )),
     }
 }
 
@@ -332,6 +372,27 @@ impl Transport for Tripwire {
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
         self.tripped("rule")?;
         self.check(self.inner.rule(request).await)
+    }
+    async fn desk_agent(
+        &self,
+        request: DeskAgentRequest,
+    ) -> Result<DeskAgentReply, TransportError> {
+        self.tripped("service")?;
+        self.check(self.inner.desk_agent(request).await)
+    }
+    async fn desk_customer(
+        &self,
+        request: DeskCustomerRequest,
+    ) -> Result<DeskCustomerReply, TransportError> {
+        self.tripped("user")?;
+        self.check(self.inner.desk_customer(request).await)
+    }
+    async fn desk_judge(
+        &self,
+        request: DeskJudgeRequest,
+    ) -> Result<DeskJudgeReply, TransportError> {
+        self.tripped("judge")?;
+        self.check(self.inner.desk_judge(request).await)
     }
 }
 
@@ -479,10 +540,10 @@ impl Job {
                 .with_label_values(&["dialogue"])
                 .inc();
         }
-        let job: DialogueJob = match serde_json::from_slice(&message.payload) {
+        let job: JobHead = match serde_json::from_slice(&message.payload) {
             Ok(job) => job,
             Err(e) => {
-                tracing::error!(subject = %message.subject, error = %e, "undecodable dialogue job dropped");
+                tracing::error!(subject = %message.subject, error = %e, "undecodable job dropped");
                 let _ = message.ack_with(AckKind::Term).await;
                 return;
             }
@@ -512,12 +573,19 @@ impl Job {
             inner: served.transport.clone(),
             tripped: AtomicBool::new(false),
         });
-        let run_id = job.run_id.clone();
-        let dialogue_id = job.dialogue_id.clone();
-        let played = served.driver.send(RunDialogue {
-            job,
-            through: Some(tripwire.clone()),
-        });
+        let JobHead {
+            run_id,
+            dialogue_id,
+        } = job;
+        let through: Arc<dyn Transport> = tripwire.clone();
+        let played = match play(&served.driver, &message.payload, through) {
+            Ok(played) => played,
+            Err(e) => {
+                tracing::error!(dialogue = %dialogue_id, error = %e, "job cannot be played; dropped");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
         let mut release = self.release.clone();
         let record = tokio::select! {
             r = played => Some(r),
@@ -527,9 +595,17 @@ impl Job {
             self.hand_back(&message, "shutdown", None).await;
             return;
         };
-        let Ok(record) = record else {
-            self.hand_back(&message, "transport_error", None).await;
-            return;
+        let record = match record {
+            Ok(Ok(record)) => record,
+            Ok(Err(e)) => {
+                tracing::error!(dialogue = %dialogue_id, error = %e, "job cannot be played; dropped");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
+            Err(_) => {
+                self.hand_back(&message, "transport_error", None).await;
+                return;
+            }
         };
         if tripwire.tripped.load(Ordering::Relaxed) && delivered < self.max_deliveries {
             tracing::warn!(dialogue = %dialogue_id, delivered, "a role was unreachable; the dialogue will be played again");
@@ -589,6 +665,53 @@ impl Job {
             }
         }
     }
+}
+
+/// What a worker reads of a job before it knows the run's suite.
+#[derive(serde::Deserialize)]
+struct JobHead {
+    run_id: String,
+    dialogue_id: String,
+}
+
+/// A finished job's record, of either suite.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Played {
+    Dialogue(crate::protocol::DialogueRecord),
+    Desk(crate::protocol::desk::DeskRecord),
+}
+
+/// The record a played job will give: the outer error when the driver went away (the job is
+/// handed back), the inner one when the job cannot be played (it is dropped).
+type Playing = std::pin::Pin<
+    Box<dyn Future<Output = Result<Result<Played, String>, actix::MailboxError>> + Send>,
+>;
+
+/// Decodes a job for the run's driver and has it play the job through `through`.
+fn play(driver: &Driver, payload: &[u8], through: Arc<dyn Transport>) -> Result<Playing, String> {
+    use futures::FutureExt;
+    let undecodable = |e: serde_json::Error| format!("undecodable job: {e}");
+    Ok(match driver {
+        Driver::Sage(driver) => {
+            let job: DialogueJob = serde_json::from_slice(payload).map_err(undecodable)?;
+            let sent = driver.send(RunDialogue {
+                job,
+                through: Some(through),
+            });
+            sent.map(|r| r.map(|record| Ok(Played::Dialogue(record))))
+                .boxed()
+        }
+        Driver::Desk(driver) => {
+            let job: DeskJob = serde_json::from_slice(payload).map_err(undecodable)?;
+            let sent = driver.send(PlayCase {
+                job,
+                through: Some(through),
+            });
+            sent.map(|r| r.map(|played| played.map(Played::Desk)))
+                .boxed()
+        }
+    })
 }
 
 /// Aborts a task when dropped.

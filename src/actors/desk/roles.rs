@@ -1,0 +1,346 @@
+//! What the roles do with a support-desk request: the same role structs as the SAGE suite
+//! ([`ServiceRole`], [`UserRole`], [`JudgePanel`]) answer the desk's requests too, so the desk
+//! runs on the same actors, in-process or behind the broker.
+//!
+//! * The agent under test ([`ServiceRole::desk`]) plays a whole turn: it may call tools up to
+//!   [`MAX_ROUNDS`] times, each answered from the store's fixture ([`Desk::call`]: lookups answer
+//!   from its data, every state-changing tool records the intent and changes nothing), then
+//!   answers the customer.
+//! * The customer ([`UserRole::desk`]) answers the agent, and may end the conversation.
+//! * The two judges ([`JudgePanel::desk`]) score the finished transcript.
+//!
+//! A model that cannot be reached (after the endpoint's retries) is an infrastructure error.
+
+use crate::actors::roles::{JudgePanel, Registry, ServiceRole, UserRole, with_request};
+use crate::llm::sim::desk::{CUSTOMER_DONE, DeskContext, DeskRole};
+use crate::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint, ToolSpec};
+use crate::prompts::desk as prompts;
+use crate::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJob,
+    DeskJudgeReply, DeskJudgeRequest, DeskLine,
+};
+use crate::scenario::desk::{Case, Desk, Tool};
+use crate::scoring::desk::{Judged, ToolCall};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Most model calls of the agent in one turn (tool rounds included).
+pub const MAX_ROUNDS: u32 = 6;
+
+/// A store and its cases as the roles serve them: cases by id, the agent's system prompt and
+/// the tool specs rendered once.
+pub struct DeskFixture {
+    /// The store and its cases.
+    pub desk: Desk,
+    cases: HashMap<String, Arc<Case>>,
+    agent_prompt: Arc<str>,
+    tools: Vec<ToolSpec>,
+}
+
+impl DeskFixture {
+    /// Serves `desk`.
+    pub fn new(desk: Desk) -> DeskFixture {
+        DeskFixture {
+            cases: desk
+                .cases
+                .iter()
+                .map(|c| (c.id.clone(), Arc::new(c.clone())))
+                .collect(),
+            agent_prompt: prompts::agent_system_prompt(&desk.store).into(),
+            tools: tool_specs(),
+            desk,
+        }
+    }
+
+    /// The case `id`.
+    pub fn case(&self, id: &str) -> Result<&Arc<Case>, String> {
+        self.cases
+            .get(id)
+            .ok_or_else(|| format!("case `{id}` is not in this process's store"))
+    }
+}
+
+/// The tools offered to the agent.
+pub fn tool_specs() -> Vec<ToolSpec> {
+    Tool::ALL
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name().into(),
+            description: t.description().into(),
+            parameters: t.parameters(),
+        })
+        .collect()
+}
+
+impl Registry {
+    /// The store and case a desk request is about.
+    fn desk_case(&self, job: &DeskJob) -> Result<(&DeskFixture, &Arc<Case>), String> {
+        let fixture = self
+            .desk
+            .as_deref()
+            .ok_or("this process serves no support desk for the run")?;
+        Ok((fixture, fixture.case(&job.case)?))
+    }
+}
+
+/// The facts a simulated desk model plays from.
+fn context(
+    case: &Arc<Case>,
+    job: &DeskJob,
+    role: DeskRole,
+    turn: u32,
+    round: u32,
+    calls: &[ToolCall],
+) -> DeskContext {
+    DeskContext {
+        case: case.clone(),
+        seed: job.seed,
+        role,
+        turn,
+        round,
+        calls: calls.iter().map(|c| (c.turn, c.tool)).collect(),
+        verdict: None,
+    }
+}
+
+/// Reads a judge's answer: both scores, each within 0-1.
+fn judged(text: &str) -> Option<Judged> {
+    let object = crate::protocol::parse::extract_object(text, false).ok()?;
+    let score = |key: &str| {
+        object
+            .get(key)
+            .and_then(|v| v.as_f64())
+            .filter(|x| (0.0..=1.0).contains(x))
+    };
+    Some(Judged {
+        resolution_quality: score("resolution_quality")?,
+        policy_adherence: score("policy_adherence")?,
+    })
+}
+
+impl ServiceRole {
+    /// The agent's turn: tool rounds against the fixture, then its answer to the customer.
+    pub async fn desk(&self, req: DeskAgentRequest) -> DeskAgentReply {
+        let reg = &self.0;
+        let mut reply = DeskAgentReply {
+            messages: Vec::new(),
+            answer: String::new(),
+            tool_calls: Vec::new(),
+            lines: Vec::new(),
+            ended: false,
+            calls: Vec::new(),
+            infra_error: None,
+        };
+        let found = reg
+            .desk_case(&req.job)
+            .and_then(|(f, c)| Ok((f, c, reg.endpoint(&req.job.model)?)));
+        let (fixture, case, agent) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                reply.infra_error = Some(e);
+                return reply;
+            }
+        };
+        let (job, turn) = (&req.job, req.turn);
+        let mut view = Vec::with_capacity(req.messages.len() + 8);
+        view.push(ChatMessage::new(
+            ChatRole::System,
+            fixture.agent_prompt.clone(),
+        ));
+        view.extend(req.messages);
+        let mut calls = req.calls;
+        let seen = view.len();
+        for round in 0..MAX_ROUNDS {
+            let request = ChatRequest {
+                messages: view.clone(),
+                tools: fixture.tools.clone(),
+                desk: Some(Arc::new(context(
+                    case,
+                    job,
+                    DeskRole::Agent,
+                    turn,
+                    round,
+                    &calls,
+                ))),
+                ..ChatRequest::default()
+            };
+            let called = agent.call(&request).await;
+            reply.calls.push(with_request(
+                called.record,
+                &request.messages,
+                reg.record_prompts,
+            ));
+            let response = match called.result {
+                Ok(r) => r,
+                Err(e) => {
+                    reply.infra_error = Some(format!("agent {}: {e}", job.model));
+                    return reply;
+                }
+            };
+            if response.tool_calls.is_empty() {
+                reply.answer = response.text;
+                break;
+            }
+            view.push(ChatMessage::tool_calls(
+                response.text.clone(),
+                response.tool_calls.clone(),
+            ));
+            for call in &response.tool_calls {
+                let args: serde_json::Value =
+                    serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+                let output = match Tool::from_name(&call.name) {
+                    Some(tool) => {
+                        let made = ToolCall {
+                            turn,
+                            tool,
+                            order: args
+                                .get("order_number")
+                                .and_then(|v| v.as_str())
+                                .map(str::to_string),
+                        };
+                        calls.push(made.clone());
+                        reply.tool_calls.push(made);
+                        reply.ended |= matches!(tool, Tool::HandoverToHuman | Tool::CloseTicket);
+                        fixture.desk.call(tool, &args).output
+                    }
+                    None => serde_json::json!({"error": format!("no tool {}", call.name)}),
+                };
+                let output = output.to_string();
+                reply.lines.push(DeskLine {
+                    turn,
+                    speaker: "tool".into(),
+                    text: format!("{}({}) -> {output}", call.name, call.arguments),
+                });
+                view.push(ChatMessage::tool_result(&call.id, output));
+            }
+        }
+        view.push(ChatMessage::new(ChatRole::Assistant, reply.answer.clone()));
+        reply.messages = view.split_off(seen);
+        reply
+    }
+}
+
+impl UserRole {
+    /// The customer's answer to the agent.
+    pub async fn desk(&self, req: DeskCustomerRequest) -> DeskCustomerReply {
+        let reg = &self.0;
+        let mut reply = DeskCustomerReply {
+            message: String::new(),
+            done: false,
+            calls: Vec::new(),
+            infra_error: None,
+        };
+        let found = reg
+            .desk_case(&req.job)
+            .and_then(|(f, c)| Ok((f, c, reg.endpoint(&req.job.customer_model)?)));
+        let (fixture, case, customer) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                reply.infra_error = Some(e);
+                return reply;
+            }
+        };
+        let system = reg.prompts.get_or(("desk-customer", &case.id), || {
+            prompts::customer_system_prompt(&fixture.desk.store, case)
+        });
+        let mut messages = Vec::with_capacity(req.messages.len() + 1);
+        messages.push(ChatMessage::new(ChatRole::System, system));
+        messages.extend(req.messages);
+        let ctx = context(case, &req.job, DeskRole::Customer, req.turn, 0, &req.calls);
+        let request = ChatRequest {
+            messages,
+            desk: Some(Arc::new(ctx)),
+            ..ChatRequest::default()
+        };
+        let called = customer.call(&request).await;
+        reply.calls.push(with_request(
+            called.record,
+            &request.messages,
+            reg.record_prompts,
+        ));
+        match called.result {
+            Ok(r) => {
+                reply.done = r.text.contains(CUSTOMER_DONE);
+                reply.message = r.text.replace(CUSTOMER_DONE, "").trim().to_string();
+            }
+            Err(e) => reply.infra_error = Some(format!("customer: {e}")),
+        }
+        reply
+    }
+}
+
+impl JudgePanel {
+    /// The judge's and the second judge's scores of a finished conversation.
+    pub async fn desk(&self, req: DeskJudgeRequest) -> DeskJudgeReply {
+        let reg = &self.0;
+        let found = reg.desk_case(&req.job);
+        let (fixture, case) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "desk judges cannot serve the request");
+                return DeskJudgeReply {
+                    judged: None,
+                    rejudged: None,
+                    calls: Vec::new(),
+                };
+            }
+        };
+        let prompt: Arc<str> =
+            prompts::judge_prompt(&fixture.desk.store, case, &req.transcript).into();
+        let asks = req
+            .job
+            .judge_models
+            .iter()
+            .take(2)
+            .enumerate()
+            .map(|(i, name)| {
+                let mut ctx = context(case, &req.job, DeskRole::Judge(i), 0, 0, &req.calls);
+                ctx.verdict = Some(req.verdict);
+                let request = ChatRequest {
+                    messages: vec![ChatMessage::new(ChatRole::User, prompt.clone())],
+                    json: true,
+                    desk: Some(Arc::new(ctx)),
+                    ..ChatRequest::default()
+                };
+                async move {
+                    match reg.endpoint(name) {
+                        Err(e) => {
+                            tracing::warn!(error = %e, "desk judge not configured");
+                            (None, Vec::new())
+                        }
+                        Ok(judge) => judge_once(reg, judge, request).await,
+                    }
+                }
+            });
+        let mut reply = DeskJudgeReply {
+            judged: None,
+            rejudged: None,
+            calls: Vec::new(),
+        };
+        for (i, (scores, call)) in futures::future::join_all(asks)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            reply.calls.extend(call);
+            if i == 0 {
+                reply.judged = scores;
+            } else {
+                reply.rejudged = scores;
+            }
+        }
+        reply
+    }
+}
+
+/// One judge's call: its scores when usable, and the call's record.
+async fn judge_once(
+    reg: &Registry,
+    judge: &Endpoint,
+    request: ChatRequest,
+) -> (Option<Judged>, Vec<crate::protocol::CallRecord>) {
+    let called = judge.call(&request).await;
+    let scores = called.result.ok().and_then(|r| judged(&r.text));
+    let record = with_request(called.record, &request.messages, reg.record_prompts);
+    (scores, vec![record])
+}

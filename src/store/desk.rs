@@ -1,0 +1,93 @@
+//! A support-desk run's results: `results/<run-id>/` with manifest.json (a [`DeskManifest`]),
+//! desk.jsonl (one line per finished conversation, appended as each finishes),
+//! desk-summary.json and desk-leaderboard.txt.
+
+use super::{RunDir, StoreError, now_utc};
+use crate::plan::desk::DeskConfig;
+use crate::protocol::desk::DeskRecord;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The records file of a support-desk run.
+pub const DESK_RECORDS: &str = "desk.jsonl";
+
+/// What a support-desk run was (manifest.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeskManifest {
+    /// The run id (the folder's name).
+    pub run_id: String,
+    /// Always `support-desk`.
+    pub suite: String,
+    /// When it started (UTC, RFC 3339).
+    pub created_at: String,
+    /// SAGE-RS version.
+    pub sage_version: String,
+    /// The full configuration (API keys are never in it: only the names of their variables).
+    pub config: DeskConfig,
+    /// SHA-256 of the store's store.yaml and cases.yaml texts.
+    pub store_sha256: (String, String),
+    /// Conversations in the run.
+    pub jobs: usize,
+    /// Models that are built-in simulations.
+    pub simulated_models: Vec<String>,
+}
+
+impl DeskManifest {
+    /// The manifest of a new run of `config` over a store given as its two YAML texts.
+    pub fn new(run_id: &str, config: &DeskConfig, store: (&str, &str), jobs: usize) -> Self {
+        let sha = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
+        DeskManifest {
+            run_id: run_id.to_string(),
+            suite: "support-desk".into(),
+            created_at: now_utc().0,
+            sage_version: env!("CARGO_PKG_VERSION").into(),
+            config: config.clone(),
+            store_sha256: (sha(store.0), sha(store.1)),
+            jobs,
+            simulated_models: config
+                .models
+                .iter()
+                .filter(|m| m.provider == crate::llm::Provider::Simulated)
+                .map(|m| m.name.clone())
+                .collect(),
+        }
+    }
+}
+
+impl RunDir {
+    /// Whether the folder holds a support-desk run.
+    pub fn is_desk(&self) -> bool {
+        self.path().join(DESK_RECORDS).exists()
+    }
+
+    /// Calls `f` with every complete support-desk record.
+    pub fn scan_desk(&self, f: impl FnMut(DeskRecord)) -> Result<(), StoreError> {
+        self.scan_jsonl(DESK_RECORDS, f)
+    }
+}
+
+/// Summarizes a support-desk run from desk.jsonl alone (in model, case and repeat order, so the
+/// order the records were written in does not matter), writes desk-summary.json and
+/// desk-leaderboard.txt, and returns the table. Conversations stopped by an infrastructure
+/// error are left out of the metrics.
+pub fn desk_report(run: &RunDir) -> Result<String, StoreError> {
+    let mut records = Vec::new();
+    run.scan_desk(|mut r: DeskRecord| {
+        r.calls.clear();
+        r.transcript.clear();
+        records.push(r);
+    })?;
+    records.sort_by(|a, b| {
+        (&a.job.model, &a.job.case, a.job.repeat).cmp(&(&b.job.model, &b.job.case, b.job.repeat))
+    });
+    let rows = crate::scoring::desk::summarize(
+        records
+            .iter()
+            .filter(|r| r.infra_error.is_none())
+            .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
+    );
+    let text = crate::scoring::desk::table(&rows);
+    run.write_json("desk-summary.json", &rows)?;
+    run.write_text("desk-leaderboard.txt", &text)?;
+    Ok(text)
+}
