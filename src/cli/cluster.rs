@@ -286,7 +286,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         Desk(
             crate::plan::desk::DeskConfig,
             (String, String),
-            crate::scenario::desk::Desk,
+            Box<crate::scenario::desk::Desk>,
         ),
     }
     let (submission, default_id) = match args.suite {
@@ -306,7 +306,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             let texts = super::desk::read_store(&config.store)?;
             let desk = super::desk::parse_store(&config.store, (&texts.0, &texts.1))?;
             let id = format!("{}-desk-s{}", crate::store::now_utc().1, config.seed);
-            (Submission::Desk(config, texts, desk), id)
+            (Submission::Desk(config, texts, Box::new(desk)), id)
         }
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
