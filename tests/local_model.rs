@@ -82,18 +82,25 @@ fn start() -> (String, StopOnDrop) {
     (base_url, guard)
 }
 
-#[test]
-#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
-fn openai_backend_against_a_real_local_model() {
-    let (base_url, _guard) = start();
+/// The real model as `local-gemma`: deterministic (temperature 0), at most `max_tokens`, one
+/// request at a time (the server serves one at a time), generous timeout.
+fn gemma(base_url: String, max_tokens: u32) -> ModelConfig {
     let mut config = ModelConfig::new("local-gemma", Provider::Openai);
     config.base_url = Some(base_url);
     config.model = Some("gemma3-270m".into());
     config.temperature = Some(0.0);
-    config.max_tokens = Some(24); // small on purpose: answers get cut off
-    config.json_mode = true;
+    config.max_tokens = Some(max_tokens);
     config.timeout_secs = 120.0;
-    config.max_concurrency = 1; // the server handles one request at a time
+    config.max_concurrency = 1;
+    config
+}
+
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn openai_backend_against_a_real_local_model() {
+    let (base_url, _guard) = start();
+    let mut config = gemma(base_url, 24); // small on purpose: answers get cut off
+    config.json_mode = true;
     config.retries = RetryConfig {
         max_attempts: 2,
         base_delay_ms: 200,
@@ -163,13 +170,7 @@ fn a_short_run_against_a_real_local_model() {
     use sage::protocol::ServiceOutcome;
     let (base_url, _guard) = start();
     let mut config = RunConfig::default();
-    let mut agent = ModelConfig::new("local-gemma", Provider::Openai);
-    agent.base_url = Some(base_url);
-    agent.model = Some("gemma3-270m".into());
-    agent.temperature = Some(0.0);
-    agent.max_tokens = Some(48);
-    agent.timeout_secs = 120.0;
-    agent.max_concurrency = 1;
+    let agent = gemma(base_url, 48);
     config.models.push(agent);
     config.service_models = vec!["local-gemma".into()];
     config.dialogues_per_scenario = 2;
@@ -206,4 +207,69 @@ fn a_short_run_against_a_real_local_model() {
         kinds.keys().any(|k| k.starts_with("format error")),
         "a base model breaks the protocol"
     );
+}
+
+/// The support-desk suite with the real model as the agent under test (tools offered through
+/// OpenAI function calling; simulated customer and judges), one case of each bucket, through
+/// the role actors: every conversation completes without an infrastructure error and every
+/// agent call is a real, counted call. (This server ignores `tools` unless `tool_choice` names
+/// one, so the base model answers in text; docs/models.md.)
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn a_support_desk_run_against_a_real_local_model() {
+    use sage::plan::desk::DeskConfig;
+    use sage::scenario::desk::{Bucket, Desk};
+    let (base_url, _guard) = start();
+    let agent = gemma(base_url, 48);
+    let mut config = DeskConfig::default();
+    config.models.push(agent);
+    config.agents = vec!["local-gemma".into()];
+    config.repeats = 1;
+    config.max_turns = 2;
+    config.concurrency = 1;
+    config.check("test").expect("a valid config");
+    let (store, cases) = sage::scenario::bundled::NORTHLINE;
+    let mut desk = Desk::from_yaml(store, cases, ("store.yaml", "cases.yaml")).expect("desk");
+    let firsts: Vec<String> = [
+        Bucket::Resolvable,
+        Bucket::MustEscalate,
+        Bucket::Adversarial,
+    ]
+    .iter()
+    .filter_map(|b| desk.cases.iter().find(|c| c.bucket == *b))
+    .map(|c| c.id.clone())
+    .collect();
+    desk.cases.retain(|c| firsts.contains(&c.id));
+    let mut records = Vec::new();
+    actix::System::new()
+        .block_on(sage::actors::desk::run_embedded(
+            &config,
+            desk,
+            "local-desk",
+            |r| records.push(r),
+        ))
+        .expect("the run");
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        eprintln!(
+            "{}: {} turns, tool calls {:?}, verdict {:?}",
+            r.job.case, r.turns, r.run.calls, r.verdict
+        );
+        assert_eq!(r.infra_error, None, "{}", r.job.case);
+        let agent_calls: Vec<_> = r
+            .calls
+            .iter()
+            .filter(|c| c.model == "local-gemma")
+            .collect();
+        assert!(!agent_calls.is_empty());
+        for c in agent_calls {
+            assert!(!c.simulated && c.error.is_none(), "{c:?}");
+            assert!(
+                c.usage.input_tokens > 0 && c.usage.output_tokens > 0,
+                "{c:?}"
+            );
+        }
+        assert!(r.transcript.iter().any(|l| l.speaker == "agent"));
+        assert!(r.run.judged.is_some() && r.run.rejudged.is_some());
+    }
 }

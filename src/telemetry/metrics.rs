@@ -247,8 +247,11 @@ impl Metrics {
         }
     }
 
-    /// Records a finished support-desk conversation: its outcome, the unsafe action and false
-    /// closure the transcript shows, the handover, and every tool call.
+    /// Records a finished support-desk conversation: its outcome and, unless it stopped on an
+    /// infrastructure error (left out of the desk metrics), the unsafe action, false closure
+    /// and handover the transcript shows and every tool call. The series a conversation could
+    /// count in are created at 0 by the first one of their model, so a rare event's first
+    /// occurrence shows in `increase()`.
     pub fn observe_desk(&self, record: &DeskRecord) {
         let model = record.job.model.as_str();
         let bucket = record.run.bucket.name();
@@ -261,18 +264,24 @@ impl Metrics {
         self.desk_conversations
             .with_label_values(&[model, bucket, outcome])
             .inc();
-        if let Some(kind) = v.unsafe_action {
+        let unsafe_kind = record.run.forbidden.map(|f| f.kind);
+        let unsafe_series = unsafe_kind.map(|k| {
             self.desk_unsafe_actions
-                .with_label_values(&[model, kind.name()])
-                .inc();
+                .with_label_values(&[model, k.name()])
+        });
+        let false_closures = self.desk_false_closures.with_label_values(&[model]);
+        let handovers = self.desk_handovers.with_label_values(&[model, bucket]);
+        if record.infra_error.is_some() {
+            return;
+        }
+        if let (Some(series), Some(_)) = (unsafe_series, v.unsafe_action) {
+            series.inc();
         }
         if v.false_closure {
-            self.desk_false_closures.with_label_values(&[model]).inc();
+            false_closures.inc();
         }
         if v.handed_over {
-            self.desk_handovers
-                .with_label_values(&[model, bucket])
-                .inc();
+            handovers.inc();
         }
         for call in &record.run.calls {
             self.desk_tool_calls
@@ -502,5 +511,92 @@ mod tests {
         let latency = m.model_latency.with_label_values(&[model, "judge"]);
         assert_eq!(latency.get_sample_count(), 3);
         assert_eq!(latency.get_sample_sum(), 0.75);
+    }
+
+    #[test]
+    fn desk_conversations_count_their_verdict_unless_stopped_by_infrastructure() {
+        use crate::protocol::desk::{DeskJob, DeskRecord};
+        use crate::scenario::desk::{Bucket, Forbidden, Required, Tool, UnsafeKind};
+        use crate::scoring::desk::{CaseRun, ToolCall, verdict};
+        let model = "metrics-test-desk-agent";
+        let record = |infra: bool| {
+            let call = |tool| ToolCall {
+                turn: 1,
+                tool,
+                order: Some("NL-1".into()),
+            };
+            let run = CaseRun {
+                case: "A001".into(),
+                bucket: Bucket::Adversarial,
+                order: "NL-1".into(),
+                required: Required::Refusal,
+                forbidden: Some(Forbidden {
+                    tool: Tool::Reship,
+                    kind: UnsafeKind::FreeGoods,
+                }),
+                calls: vec![call(Tool::OrderLookup), call(Tool::Reship)],
+                judged: None,
+                rejudged: None,
+            };
+            DeskRecord {
+                job: DeskJob {
+                    run_id: "r".into(),
+                    dialogue_id: "A001/m/r0".into(),
+                    case: "A001".into(),
+                    model: model.into(),
+                    customer_model: "c".into(),
+                    judge_models: vec![],
+                    repeat: 0,
+                    max_turns: 8,
+                    seed: 1,
+                },
+                turns: 1,
+                transcript: vec![],
+                verdict: verdict(&run),
+                run,
+                calls: vec![],
+                usage: Usage::default(),
+                cost_usd: 0.0,
+                infra_error: infra.then(|| "down".to_string()),
+            }
+        };
+        let m = metrics();
+        let unsafe_actions = || {
+            m.desk_unsafe_actions
+                .with_label_values(&[model, "free_goods"])
+                .get()
+        };
+        let lookups = || {
+            m.desk_tool_calls
+                .with_label_values(&[model, "order_lookup"])
+                .get()
+        };
+        m.observe_desk(&record(true));
+        assert_eq!(
+            m.desk_conversations
+                .with_label_values(&[model, "adversarial", "infra_error"])
+                .get(),
+            1
+        );
+        // Stopped by infrastructure: the series exist (at 0), nothing else counts.
+        assert!(m.render().contains(&format!(
+            "sage_desk_unsafe_actions_total{{kind=\"free_goods\",model=\"{model}\"}} 0"
+        )));
+        assert_eq!((unsafe_actions(), lookups()), (0, 0));
+        m.observe_desk(&record(false));
+        assert_eq!(
+            m.desk_conversations
+                .with_label_values(&[model, "adversarial", "unresolved"])
+                .get(),
+            1
+        );
+        assert_eq!((unsafe_actions(), lookups()), (1, 1));
+        assert_eq!(
+            m.desk_tool_calls
+                .with_label_values(&[model, "reship"])
+                .get(),
+            1
+        );
+        assert_eq!(m.desk_false_closures.with_label_values(&[model]).get(), 0);
     }
 }
