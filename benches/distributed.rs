@@ -1,7 +1,7 @@
 //! The distributed mode under load, with real processes on this machine: a nats-server with
 //! JetStream, `sage worker` and `sage aggregator` processes (release build), `sage sweep`.
 //!
-//! `cargo bench --bench distributed -- throughput|scaling`
+//! `cargo bench --bench distributed -- throughput|scaling|desk`
 //!
 //! - throughput: zero-latency simulated models; turns per second end to end (from the sweep
 //!   to the last record stored) and CPU per turn of every process (nats-server included),
@@ -10,6 +10,9 @@
 //! - scaling: simulated models at 1 s per call; 1 worker holding C dialogues vs 4 workers
 //!   holding C each: in-flight dialogues (sampled from their /metrics), turns per second, and
 //!   the time a dialogue spends per turn (Little's law: in flight / turns per second).
+//! - desk: the support-desk suite through one worker (own roles in-process, then every role
+//!   request through NATS): conversations per second and CPU per conversation against the
+//!   embedded run; the desk summaries must be equal.
 //!
 //! Numbers and method: docs/benchmarks.md.
 
@@ -295,9 +298,87 @@ max_turns: 16
     }
 }
 
+/// The support-desk suite over the broker: the bundled store, the three simulated agents, five
+/// runs of every case; conversations per second and CPU per conversation against the embedded
+/// `sage run --suite support-desk`.
+fn desk() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write(dir.path(), "desk.yaml", "repeats: 5\n");
+    let out = dir.path().join("embedded").display().to_string();
+    let embedded_cpu = run_measured(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--config",
+        &config,
+        "--quiet",
+        "--out",
+        &out,
+        "--run-id",
+        "bench",
+    ]);
+    let summary = std::fs::read_to_string(dir.path().join("embedded/bench/desk-summary.json"))
+        .expect("embedded summary");
+    println!("desk: the support-desk suite, zero-latency simulated models, every process here");
+    println!(
+        "| setup | conversations | wall s | conversations/s | CPU s | CPU/conversation us | x embedded |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut embedded_per = None;
+    for remote in [false, true] {
+        let sub = dir.path().join(format!("desk-{remote}"));
+        std::fs::create_dir_all(&sub).expect("dir");
+        let cluster = Cluster::start(&sub, 1, 256, remote);
+        let cpu_before = cluster.cpu();
+        let started = Instant::now();
+        let sweep_cpu = run_measured(&[
+            "sweep",
+            "--suite",
+            "support-desk",
+            "--nats",
+            &cluster.url,
+            "--config",
+            &config,
+            "--run-id",
+            "bench",
+        ]);
+        let status =
+            common::cluster::wait_status(&cluster.url, "bench", Duration::from_secs(600), |s| {
+                s["state"] == "complete"
+            });
+        let wall = started.elapsed().as_secs_f64();
+        let cpu = cluster.cpu() - cpu_before + sweep_cpu;
+        let n = status["jobs"].as_f64().unwrap_or(f64::NAN);
+        let per = cpu / n * 1e6;
+        let embedded = *embedded_per.get_or_insert(embedded_cpu / n * 1e6);
+        let distributed = std::fs::read_to_string(sub.join("results/bench/desk-summary.json"))
+            .expect("distributed summary");
+        assert!(distributed == summary, "distributed desk summary differs");
+        if !remote {
+            println!(
+                "| embedded `sage run --suite support-desk` | {n} | - | - | {embedded_cpu:.2} | {embedded:.1} | 1.0 |"
+            );
+        }
+        let roles = if remote {
+            "every role request through NATS (--remote-roles)"
+        } else {
+            "own roles in-process"
+        };
+        println!(
+            "| 1 worker, all roles, {roles}; aggregator; nats-server | {n} | {wall:.2} | {:.0} | {cpu:.2} | {per:.1} | {:.2} |",
+            n / wall,
+            per / embedded
+        );
+        drop(cluster);
+    }
+}
+
 fn main() {
     if common::bench_selected("throughput") {
         throughput();
+    }
+    if common::bench_selected("desk") {
+        desk();
     }
     if common::bench_selected("scaling") {
         scaling();
