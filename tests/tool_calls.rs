@@ -256,3 +256,44 @@ async fn openai_llama_cpp_python_shapes() {
     );
     assert!(sent[0].get("tool_choice").is_none());
 }
+
+/// Servers that stray from the API: `arguments` as a JSON object instead of a string, and a call
+/// without an id. The call is read anyway (the object as its JSON text, an id made up so the
+/// tool's answer can refer to it).
+#[tokio::test]
+async fn openai_tool_calls_with_object_arguments_and_no_id() {
+    init();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null, "tool_calls": [
+                    {"type": "function", "function": {"name": "order_lookup",
+                        "arguments": {"order_number": "NL-10001"}}},
+                    {"id": "x", "type": "function", "function": {"name": "close_ticket"}}]}}]
+        })))
+        .mount(&server)
+        .await;
+    let endpoint = Endpoint::new(config(&server, Provider::Openai), None).expect("endpoint");
+    let answer = endpoint
+        .call(&requests().0)
+        .await
+        .result
+        .expect("an answer");
+    assert_eq!(
+        answer.tool_calls,
+        vec![
+            ToolCall {
+                id: "call_0".into(),
+                name: "order_lookup".into(),
+                arguments: r#"{"order_number":"NL-10001"}"#.into(),
+            },
+            ToolCall {
+                id: "x".into(),
+                name: "close_ticket".into(),
+                arguments: String::new(),
+            }
+        ]
+    );
+}

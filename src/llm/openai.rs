@@ -452,8 +452,9 @@ struct ResponseToolCall {
 #[derive(Deserialize)]
 struct ResponseFunction {
     name: String,
+    /// A JSON string by the API; some servers send the object itself.
     #[serde(default)]
-    arguments: String,
+    arguments: serde_json::Value,
 }
 
 #[derive(Serialize)]
@@ -571,10 +572,20 @@ impl ChatModel for OpenAiChat {
                 m.tool_calls
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|c| ToolCall {
-                        id: c.id,
+                    .enumerate()
+                    .map(|(i, c)| ToolCall {
+                        // A server that gives no id still needs one for the tool's answer.
+                        id: if c.id.is_empty() {
+                            format!("call_{i}")
+                        } else {
+                            c.id
+                        },
                         name: c.function.name,
-                        arguments: c.function.arguments,
+                        arguments: match c.function.arguments {
+                            serde_json::Value::String(text) => text,
+                            serde_json::Value::Null => String::new(),
+                            other => other.to_string(),
+                        },
                     })
                     .collect(),
             ),
