@@ -244,8 +244,8 @@ fn a_support_desk_run_against_a_real_local_model() {
     actix::System::new()
         .block_on(sage::actors::desk::run_embedded(
             &config,
-            desk,
-            "local-desk",
+            desk.clone(),
+            sage::plan::desk::jobs(&config, "local-desk", &desk),
             |r| records.push(r),
         ))
         .expect("the run");

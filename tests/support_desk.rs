@@ -155,7 +155,12 @@ fn config_with(agent: ModelConfig, noisy: bool) -> DeskConfig {
 fn run_desk(config: &DeskConfig, desk: Desk) -> Vec<DeskRecord> {
     let mut records = Vec::new();
     actix::System::new()
-        .block_on(run_embedded(config, desk, "test", |r| records.push(r)))
+        .block_on(run_embedded(
+            config,
+            desk.clone(),
+            sage::plan::desk::jobs(config, "test", &desk),
+            |r| records.push(r),
+        ))
         .expect("the run");
     records
 }
@@ -294,9 +299,40 @@ fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
             .expect("a row")
     };
     assert!(unsafe_of("sim-desk-reckless") > unsafe_of("sim-desk-careful") + 3.0);
-    // --resume does not apply to this suite, and says so.
+    // A run cut short (a killed process: its last line cut off) resumes: the conversations
+    // stored are kept, the rest are played, none twice, and the summary is the same.
+    let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
+    let kept: String = lines.lines().take(200).map(|l| format!("{l}\n")).collect();
+    let cut = &lines.lines().nth(200).expect("a line")[..100];
+    std::fs::write(folder.join("desk.jsonl"), format!("{kept}{cut}")).expect("cut short");
+    std::fs::remove_file(folder.join("desk-summary.json")).expect("summary removed");
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["run", "--suite", "support-desk", "--quiet", "--resume"])
+        .arg(&folder)
+        .output()
+        .expect("sage runs");
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&resumed.stderr).contains("(286 to play)"));
+    let lines = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    let ids: std::collections::BTreeSet<String> = lines
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a whole record");
+            v["job"]["dialogue_id"].as_str().expect("an id").to_string()
+        })
+        .collect();
+    assert_eq!((lines.lines().count(), ids.len()), (162 * 3, 162 * 3));
+    assert_eq!(
+        std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary"),
+        summary
+    );
+    // --dialogues does not apply to this suite, and says so.
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(["run", "--suite", "support-desk", "--resume", "x"])
+        .args(["run", "--suite", "support-desk", "--dialogues", "3"])
         .output()
         .expect("sage runs");
     assert!(!refused.status.success());

@@ -24,6 +24,8 @@ pub struct DeskArgs<'a> {
     pub out: Option<&'a Path>,
     /// Run id.
     pub run_id: Option<&'a str>,
+    /// Continue this run folder (its configuration and store; finished conversations kept).
+    pub resume: Option<&'a Path>,
     /// No progress bar.
     pub quiet: bool,
     /// Serve /metrics here while the run lasts.
@@ -78,49 +80,92 @@ pub fn read_config(path: Option<&Path>) -> anyhow::Result<DeskConfig> {
 
 /// `sage run --suite support-desk`.
 pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
-    let mut config = read_config(args.config)?;
-    if let Some(n) = args.repeats {
-        config.repeats = n;
-    }
-    if let Some(n) = args.seed {
-        config.seed = n;
-    }
-    if let Some(n) = args.concurrency {
-        config.concurrency = n;
-    }
-    if let Some(n) = args.max_turns {
-        config.max_turns = n;
-    }
-    if let Some(out) = args.out {
-        config.output_dir = out.to_path_buf();
-    }
-    config.check("command line")?;
-    let (store, cases) = read_store(&config.store)?;
+    let (config, run, run_id, (store, cases)) = match args.resume {
+        Some(dir) => {
+            let run = RunDir::open(dir)?;
+            let manifest: DeskManifest = run.read_json("manifest.json").with_context(|| {
+                format!(
+                    "{}: not a support-desk run folder (resume a SAGE run without --suite)",
+                    dir.display()
+                )
+            })?;
+            let mut config = manifest.config;
+            if let Some(n) = args.concurrency {
+                config.concurrency = n;
+            }
+            let texts = read_store(&config.store)?;
+            if DeskManifest::store_hashes((&texts.0, &texts.1)) != manifest.store_sha256 {
+                anyhow::bail!(
+                    "store `{}` changed since run {} started (its SHA-256 differs from {}); a run resumes with the same store",
+                    config.store,
+                    manifest.run_id,
+                    dir.join("manifest.json").display()
+                );
+            }
+            (config, run, manifest.run_id, texts)
+        }
+        None => {
+            let mut config = read_config(args.config)?;
+            if let Some(n) = args.repeats {
+                config.repeats = n;
+            }
+            if let Some(n) = args.seed {
+                config.seed = n;
+            }
+            if let Some(n) = args.concurrency {
+                config.concurrency = n;
+            }
+            if let Some(n) = args.max_turns {
+                config.max_turns = n;
+            }
+            if let Some(out) = args.out {
+                config.output_dir = out.to_path_buf();
+            }
+            config.check("command line")?;
+            let texts = read_store(&config.store)?;
+            let run_id = args
+                .run_id
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{}-desk-s{}", now_utc().1, config.seed));
+            let run = RunDir::create(&config.output_dir, &run_id)?;
+            (config, run, run_id, texts)
+        }
+    };
     let desk = parse_store(&config.store, (&store, &cases))?;
-    let run_id = args
-        .run_id
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("{}-desk-s{}", now_utc().1, config.seed));
-    let run = RunDir::create(&config.output_dir, &run_id)?;
-    let total = config.agents.len() * desk.cases.len() * config.repeats as usize;
-    run.write_json(
-        "manifest.json",
-        &DeskManifest::new(&run_id, &config, (&store, &cases), total),
-    )?;
+    let jobs = crate::plan::desk::jobs(&config, &run_id, &desk);
+    let total = jobs.len();
+    if args.resume.is_none() {
+        let manifest = DeskManifest::new(&run_id, &config, (&store, &cases), total);
+        run.write_json("manifest.json", &manifest)?;
+    }
+    // Conversations already stored are kept (a resumed run plays only the rest).
+    let mut done = std::collections::HashSet::new();
+    run.scan_desk(|r| {
+        done.insert(r.job.dialogue_id);
+    })?;
+    let todo: Vec<_> = jobs
+        .into_iter()
+        .filter(|j| !done.contains(&j.dialogue_id))
+        .collect();
     eprintln!(
-        "run {run_id}: {} cases x {} models x {} runs = {total} conversations -> {}",
+        "run {run_id}: {} cases x {} models x {} runs = {total} conversations ({} to play) -> {}",
         desk.cases.len(),
         config.agents.len(),
         config.repeats,
+        todo.len(),
         run.path().display()
     );
-    let progress = (!args.quiet).then(|| indicatif::ProgressBar::new(total as u64));
+    let progress = (!args.quiet).then(|| {
+        let p = indicatif::ProgressBar::new(total as u64);
+        p.set_position(done.len() as u64);
+        p
+    });
     let mut writer = run.jsonl_writer(DESK_RECORDS)?;
     let mut failed = None;
     let mut infra = 0;
     super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
-        run_embedded(&config, desk, &run_id, |record| {
+        run_embedded(&config, desk, todo, |record| {
             infra += usize::from(record.infra_error.is_some());
             if let Err(e) = writer.append(&record) {
                 failed.get_or_insert(e);

@@ -104,8 +104,8 @@ pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.suite == Suite::SupportDesk {
-        if args.resume.is_some() || args.dialogues.is_some() {
-            bail!("--resume and --dialogues apply to the SAGE suite, not to --suite support-desk");
+        if args.dialogues.is_some() {
+            bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
         }
         return super::desk::run(super::desk::DeskArgs {
             config: args.config.as_deref(),
@@ -115,6 +115,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             max_turns: args.max_turns,
             out: args.out.as_deref(),
             run_id: args.run_id.as_deref(),
+            resume: args.resume.as_deref(),
             quiet: args.quiet,
             metrics_addr: args.metrics_addr,
         });

@@ -35,14 +35,13 @@ pub struct DeskManifest {
 impl DeskManifest {
     /// The manifest of a new run of `config` over a store given as its two YAML texts.
     pub fn new(run_id: &str, config: &DeskConfig, store: (&str, &str), jobs: usize) -> Self {
-        let sha = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
         DeskManifest {
             run_id: run_id.to_string(),
             suite: "support-desk".into(),
             created_at: now_utc().0,
             sage_version: env!("CARGO_PKG_VERSION").into(),
             config: config.clone(),
-            store_sha256: (sha(store.0), sha(store.1)),
+            store_sha256: DeskManifest::store_hashes(store),
             jobs,
             simulated_models: config
                 .models
@@ -51,6 +50,14 @@ impl DeskManifest {
                 .map(|m| m.name.clone())
                 .collect(),
         }
+    }
+}
+
+impl DeskManifest {
+    /// The SHA-256 of a store's store.yaml and cases.yaml texts.
+    pub fn store_hashes(store: (&str, &str)) -> (String, String) {
+        let sha = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
+        (sha(store.0), sha(store.1))
     }
 }
 

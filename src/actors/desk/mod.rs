@@ -207,16 +207,15 @@ pub fn registry(
     })
 }
 
-/// Plays every job of `config` over `desk` in this process (the role actors and the driver),
-/// at most `concurrency` at once; `on_record` receives each record as it finishes. Must run
-/// inside an actix `System`.
+/// Plays `jobs` (of `config` over `desk`: [`crate::plan::desk::jobs`]) in this process (the
+/// role actors and the driver), at most `concurrency` at once; `on_record` receives each record
+/// as it finishes. Must run inside an actix `System`.
 pub async fn run_embedded(
     config: &DeskConfig,
     desk: Desk,
-    run_id: &str,
+    jobs: Vec<DeskJob>,
     mut on_record: impl FnMut(DeskRecord),
 ) -> Result<(), RunError> {
-    let jobs = crate::plan::desk::jobs(config, run_id, &desk);
     let fixture = Arc::new(DeskFixture::new(desk));
     let needed = config.model_names();
     let registry = registry(config, fixture.clone(), |m| needed.contains(&m))?;
