@@ -7,6 +7,9 @@
 //!   /healthz and /readyz answer.
 //! - A worker killed with SIGKILL and a nats-server restart, mid-run: the run completes with
 //!   every dialogue stored once, and the summary still equals the embedded one.
+//! - The support-desk suite on the same workers (roles split across two workers, every request
+//!   through the broker; then a worker killed mid-run): the desk summary equals the embedded
+//!   run's, every conversation is stored once, and the desk metrics are exported.
 
 mod common;
 
@@ -591,4 +594,121 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
             worker.log_text()
         );
     }
+}
+
+/// A support-desk run survives a worker killed mid-run (SIGKILL: its conversations in flight
+/// are neither stored nor acked): they are played again by another worker, every conversation
+/// is stored once, and the desk summary equals the embedded run's.
+#[test]
+fn a_killed_worker_loses_no_support_desk_conversation() {
+    let dir = common::cluster::test_dir();
+    let latency = "{uniform_ms: [20, 40]}";
+    let config = dir.path().join("desk.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "models:
+  - {{name: agent, provider: simulated, sim: {{kind: desk_agent, skills: {{unsafe_propensity: 0.2, resolve: 0.9}}, latency: {latency}}}}}
+  - {{name: customer, provider: simulated, sim: {{kind: desk_customer, latency: {latency}}}}}
+  - {{name: judge-1, provider: simulated, sim: {{kind: desk_judge, latency: {latency}}}}}
+  - {{name: judge-2, provider: simulated, sim: {{kind: desk_judge, noise: 0.05, latency: {latency}}}}}
+agents: [agent]
+customer_model: customer
+judge_models: [judge-1, judge-2]
+repeats: 1
+seed: 5
+"
+        ),
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let embedded = dir.path().join("embedded");
+    sage_ok(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--config",
+        &config,
+        "--run-id",
+        "desk-crash",
+        "--out",
+        &embedded.display().to_string(),
+        "--quiet",
+    ]);
+    let expected = std::fs::read_to_string(embedded.join("desk-crash/desk-summary.json"))
+        .expect("embedded summary");
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let out_arg = out.display().to_string();
+    let common = [
+        "--nats",
+        url.as_str(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--ack-wait-secs",
+        "2",
+    ];
+    let worker = |name: &str| {
+        let mut args = vec!["worker", "--concurrency", "2"];
+        args.extend(common);
+        Sage::spawn(dir.path(), name, &args)
+    };
+    let mut doomed = worker("worker-doomed");
+    let survivor = worker("worker-survivor");
+    let mut args = vec!["aggregator", "--out", out_arg.as_str()];
+    args.extend(common);
+    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    sage_ok(&[
+        "sweep",
+        "--suite",
+        "support-desk",
+        "--nats",
+        &url,
+        "--config",
+        &config,
+        "--run-id",
+        "desk-crash",
+    ]);
+    let status = wait_status(&url, "desk-crash", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= 20
+    });
+    let jobs = status["jobs"].as_u64().expect("jobs");
+    assert_eq!(jobs, 162);
+    assert!(
+        status["stored"].as_u64() < Some(jobs / 2),
+        "the run went too fast to be interrupted: {status}"
+    );
+    doomed.kill();
+    let replacement = worker("worker-replacement");
+    let status = wait_status(&url, "desk-crash", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(status["stored"].as_u64(), Some(jobs));
+    let folder = out.join("desk-crash");
+    let text = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    let mut ids = BTreeSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
+        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
+        assert!(ids.insert(id.clone()), "conversation {id} stored twice");
+    }
+    assert_eq!(ids.len() as u64, jobs);
+    let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
+    assert!(
+        summary == expected,
+        "the desk summary after a crash differs from the embedded one"
+    );
+    // The killed worker's conversations in flight came back to the others.
+    let redelivered: f64 = [&survivor, &replacement]
+        .iter()
+        .map(|w| {
+            let (_, body) = http_get(&w.metrics_addr(), "/metrics");
+            sum_of(
+                &parse_exposition(&body),
+                "sage_jetstream_redeliveries_total",
+            )
+        })
+        .sum();
+    assert!(redelivered >= 1.0, "no conversation was delivered again");
 }
