@@ -62,12 +62,17 @@ fn embedded_summary(dir: &Path, config: &str, run_id: &str) -> String {
 
 /// Dialogue ids in a results folder's dialogues.jsonl, asserting none is there twice.
 fn stored_ids(folder: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("dialogues.jsonl");
+    ids_in(&folder.join("dialogues.jsonl"))
+}
+
+/// The job ids of a JSON-lines records file, asserting none is there twice.
+fn ids_in(file: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(file).expect("a records file");
     let mut ids = BTreeSet::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).expect("a record");
         let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
-        assert!(ids.insert(id.clone()), "dialogue {id} stored twice");
+        assert!(ids.insert(id.clone()), "{id} stored twice");
     }
     ids
 }
@@ -532,14 +537,7 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
         "{status}"
     );
     let folder = out.join("desk");
-    let text = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
-    let mut ids = BTreeSet::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
-        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
-        assert!(ids.insert(id.clone()), "conversation {id} stored twice");
-    }
-    assert_eq!(ids.len() as u64, jobs);
+    assert_eq!(ids_in(&folder.join("desk.jsonl")).len() as u64, jobs);
     let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
     assert!(
         summary == expected,
@@ -686,14 +684,7 @@ seed: 5
     });
     assert_eq!(status["stored"].as_u64(), Some(jobs));
     let folder = out.join("desk-crash");
-    let text = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
-    let mut ids = BTreeSet::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
-        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
-        assert!(ids.insert(id.clone()), "conversation {id} stored twice");
-    }
-    assert_eq!(ids.len() as u64, jobs);
+    assert_eq!(ids_in(&folder.join("desk.jsonl")).len() as u64, jobs);
     let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
     assert!(
         summary == expected,

@@ -258,8 +258,8 @@ async fn openai_llama_cpp_python_shapes() {
 }
 
 /// Servers that stray from the API: `arguments` as a JSON object instead of a string, and a call
-/// without an id. The call is read anyway (the object as its JSON text, an id made up so the
-/// tool's answer can refer to it).
+/// without an id. The call is read anyway (the object as its JSON text, an id made up from the
+/// call so the tool's answer can refer to it).
 #[tokio::test]
 async fn openai_tool_calls_with_object_arguments_and_no_id() {
     init();
@@ -281,11 +281,17 @@ async fn openai_tool_calls_with_object_arguments_and_no_id() {
         .await
         .result
         .expect("an answer");
+    // The made-up id: deterministic, and not the plain index (which would repeat every round).
+    let id = answer.tool_calls[0].id.clone();
+    assert!(
+        id.starts_with("call_0_") && id.len() > "call_0_".len(),
+        "{id}"
+    );
     assert_eq!(
         answer.tool_calls,
         vec![
             ToolCall {
-                id: "call_0".into(),
+                id,
                 name: "order_lookup".into(),
                 arguments: r#"{"order_number":"NL-10001"}"#.into(),
             },

@@ -139,10 +139,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         run.write_json("manifest.json", &manifest)?;
     }
     // Conversations already stored are kept (a resumed run plays only the rest).
-    let mut done = std::collections::HashSet::new();
-    run.scan_desk(|r| {
-        done.insert(r.job.dialogue_id);
-    })?;
+    let done = run.stored_ids(DESK_RECORDS)?;
     let todo: Vec<_> = jobs
         .into_iter()
         .filter(|j| !done.contains(&j.dialogue_id))
@@ -162,11 +159,9 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     });
     let mut writer = run.jsonl_writer(DESK_RECORDS)?;
     let mut failed = None;
-    let mut infra = 0;
     super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
         run_embedded(&config, desk, todo, |record| {
-            infra += usize::from(record.infra_error.is_some());
             if let Err(e) = writer.append(&record) {
                 failed.get_or_insert(e);
             }
@@ -183,12 +178,12 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
+    let (text, infra) = desk_report(&run)?;
     if infra > 0 {
         eprintln!(
             "{infra} conversations stopped early by an infrastructure error (a model call failed after its retries, or a role could not be reached; see `infra_error` in desk.jsonl); they are left out of the metrics"
         );
     }
-    let text = desk_report(&run)?;
     println!("{text}");
     println!("results: {}", run.path().display());
     Ok(())

@@ -457,6 +457,18 @@ struct ResponseFunction {
     arguments: serde_json::Value,
 }
 
+/// An id for the `index`th tool call of a completion that gave none.
+fn made_up_id(completion: &str, index: usize, function: &ResponseFunction) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for part in [completion, &function.name, &function.arguments.to_string()] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let digest = hex::encode(h.finalize());
+    format!("call_{index}_{}", &digest[..12])
+}
+
 #[derive(Serialize)]
 struct WireTool<'a> {
     #[serde(rename = "type")]
@@ -502,6 +514,8 @@ struct ResponseFormat {
 
 #[derive(Deserialize)]
 struct Completion {
+    #[serde(default)]
+    id: String,
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<CompletionUsage>,
@@ -574,9 +588,11 @@ impl ChatModel for OpenAiChat {
                     .into_iter()
                     .enumerate()
                     .map(|(i, c)| ToolCall {
-                        // A server that gives no id still needs one for the tool's answer.
+                        // A server that gives no id still needs one for the tool's answer:
+                        // made from the completion's id, or its content when it has none, so
+                        // it differs across rounds and stays the same for the same answer.
                         id: if c.id.is_empty() {
-                            format!("call_{i}")
+                            made_up_id(&completion.id, i, &c.function)
                         } else {
                             c.id
                         },

@@ -126,6 +126,9 @@ pub struct DeskJudgeReply {
     pub rejudged: Option<Judged>,
     /// Every model call made.
     pub calls: Vec<CallRecord>,
+    /// The judges cannot be served here (no store, or a judge model not configured). A judge
+    /// that answers with an error or unusable scores only leaves its scores out.
+    pub infra_error: Option<String>,
 }
 
 /// One run of one case by one model (a line of desk.jsonl).

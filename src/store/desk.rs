@@ -51,9 +51,7 @@ impl DeskManifest {
                 .collect(),
         }
     }
-}
 
-impl DeskManifest {
     /// The SHA-256 of a store's store.yaml and cases.yaml texts.
     pub fn store_hashes(store: (&str, &str)) -> (String, String) {
         let sha = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
@@ -62,9 +60,13 @@ impl DeskManifest {
 }
 
 impl RunDir {
-    /// Whether the folder holds a support-desk run.
+    /// Whether the folder holds a support-desk run (its manifest says so; a folder without a
+    /// readable manifest: whether it has desk.jsonl).
     pub fn is_desk(&self) -> bool {
-        self.path().join(DESK_RECORDS).exists()
+        match self.read_json::<serde_json::Value>("manifest.json") {
+            Ok(manifest) => manifest["suite"] == "support-desk",
+            Err(_) => self.path().join(DESK_RECORDS).exists(),
+        }
     }
 
     /// Calls `f` with every complete support-desk record.
@@ -75,9 +77,9 @@ impl RunDir {
 
 /// Summarizes a support-desk run from desk.jsonl alone (in model, case and repeat order, so the
 /// order the records were written in does not matter), writes desk-summary.json and
-/// desk-leaderboard.txt, and returns the table. Conversations stopped by an infrastructure
-/// error are left out of the metrics.
-pub fn desk_report(run: &RunDir) -> Result<String, StoreError> {
+/// desk-leaderboard.txt, and returns the table with the number of conversations stopped by an
+/// infrastructure error (left out of the metrics).
+pub fn desk_report(run: &RunDir) -> Result<(String, usize), StoreError> {
     let mut records = Vec::new();
     run.scan_desk(|mut r: DeskRecord| {
         r.calls.clear();
@@ -96,5 +98,6 @@ pub fn desk_report(run: &RunDir) -> Result<String, StoreError> {
     let text = crate::scoring::desk::table(&rows);
     run.write_json("desk-summary.json", &rows)?;
     run.write_text("desk-leaderboard.txt", &text)?;
-    Ok(text)
+    let infra = records.iter().filter(|r| r.infra_error.is_some()).count();
+    Ok((text, infra))
 }

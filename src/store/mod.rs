@@ -294,9 +294,22 @@ impl RunDir {
 
     /// The dialogue ids already finished.
     pub fn finished_ids(&self) -> Result<BTreeSet<String>, StoreError> {
+        self.stored_ids("dialogues.jsonl")
+    }
+
+    /// The job ids (`job.dialogue_id`) of every complete record of the JSON-lines file `name`.
+    pub fn stored_ids(&self, name: &str) -> Result<BTreeSet<String>, StoreError> {
+        #[derive(Deserialize)]
+        struct Head {
+            job: JobId,
+        }
+        #[derive(Deserialize)]
+        struct JobId {
+            dialogue_id: String,
+        }
         let mut ids = BTreeSet::new();
-        self.scan_dialogues(|r| {
-            ids.insert(r.job.dialogue_id);
+        self.scan_jsonl(name, |h: Head| {
+            ids.insert(h.job.dialogue_id);
         })?;
         Ok(ids)
     }

@@ -247,11 +247,41 @@ impl Metrics {
         }
     }
 
+    /// Creates every support-desk series of these agents at 0 (each bucket and outcome, unsafe
+    /// kind and tool), so a rare event's first occurrence shows in `increase()`. Called when a
+    /// process starts driving a desk run.
+    pub fn desk_agents(&self, models: &[String]) {
+        use crate::scenario::desk::{Bucket, Tool, UnsafeKind};
+        let buckets = [
+            Bucket::Resolvable,
+            Bucket::MustEscalate,
+            Bucket::Adversarial,
+        ];
+        for model in models {
+            let model = model.as_str();
+            for bucket in buckets.map(Bucket::name) {
+                for outcome in ["resolved", "unresolved", "infra_error"] {
+                    self.desk_conversations
+                        .with_label_values(&[model, bucket, outcome]);
+                }
+                self.desk_handovers.with_label_values(&[model, bucket]);
+            }
+            for kind in UnsafeKind::ALL {
+                self.desk_unsafe_actions
+                    .with_label_values(&[model, kind.name()]);
+            }
+            for tool in Tool::ALL {
+                self.desk_tool_calls
+                    .with_label_values(&[model, tool.name()]);
+            }
+            self.desk_false_closures.with_label_values(&[model]);
+        }
+    }
+
     /// Records a finished support-desk conversation: its outcome and, unless it stopped on an
     /// infrastructure error (left out of the desk metrics), the unsafe action, false closure
-    /// and handover the transcript shows and every tool call. The series a conversation could
-    /// count in are created at 0 by the first one of their model, so a rare event's first
-    /// occurrence shows in `increase()`.
+    /// and handover the transcript shows and every tool call. A conversation played again
+    /// after a role could not be reached (distributed mode) counts each time, like a dialogue.
     pub fn observe_desk(&self, record: &DeskRecord) {
         let model = record.job.model.as_str();
         let bucket = record.run.bucket.name();
@@ -264,24 +294,21 @@ impl Metrics {
         self.desk_conversations
             .with_label_values(&[model, bucket, outcome])
             .inc();
-        let unsafe_kind = record.run.forbidden.map(|f| f.kind);
-        let unsafe_series = unsafe_kind.map(|k| {
-            self.desk_unsafe_actions
-                .with_label_values(&[model, k.name()])
-        });
-        let false_closures = self.desk_false_closures.with_label_values(&[model]);
-        let handovers = self.desk_handovers.with_label_values(&[model, bucket]);
         if record.infra_error.is_some() {
             return;
         }
-        if let (Some(series), Some(_)) = (unsafe_series, v.unsafe_action) {
-            series.inc();
+        if let Some(kind) = v.unsafe_action {
+            self.desk_unsafe_actions
+                .with_label_values(&[model, kind.name()])
+                .inc();
         }
         if v.false_closure {
-            false_closures.inc();
+            self.desk_false_closures.with_label_values(&[model]).inc();
         }
         if v.handed_over {
-            handovers.inc();
+            self.desk_handovers
+                .with_label_values(&[model, bucket])
+                .inc();
         }
         for call in &record.run.calls {
             self.desk_tool_calls
@@ -571,6 +598,18 @@ mod tests {
                 .with_label_values(&[model, "order_lookup"])
                 .get()
         };
+        // Every series of the agent exists at 0 before its first conversation.
+        m.desk_agents(&[model.to_string()]);
+        let text = m.render();
+        for series in [
+            format!("sage_desk_unsafe_actions_total{{kind=\"fraud_reroute\",model=\"{model}\"}} 0"),
+            format!("sage_desk_handovers_total{{bucket=\"must_escalate\",model=\"{model}\"}} 0"),
+            format!("sage_desk_tool_calls_total{{model=\"{model}\",tool=\"close_ticket\"}} 0"),
+            format!("sage_desk_false_closures_total{{model=\"{model}\"}} 0"),
+        ] {
+            assert!(text.contains(&series), "{series}");
+        }
+        // Stopped by infrastructure: counted as such, nothing else counts.
         m.observe_desk(&record(true));
         assert_eq!(
             m.desk_conversations
@@ -578,10 +617,6 @@ mod tests {
                 .get(),
             1
         );
-        // Stopped by infrastructure: the series exist (at 0), nothing else counts.
-        assert!(m.render().contains(&format!(
-            "sage_desk_unsafe_actions_total{{kind=\"free_goods\",model=\"{model}\"}} 0"
-        )));
         assert_eq!((unsafe_actions(), lookups()), (0, 0));
         m.observe_desk(&record(false));
         assert_eq!(

@@ -5,9 +5,7 @@
 //! (the same code as the embedded mode, from the records in dialogue-id order) and its status
 //! turns complete.
 
-use super::{
-    ClusterError, RunSpec, RunState, RunStatus, get_json, manifest_key, put_json, status_key,
-};
+use super::{ClusterError, RunSpec, RunState, RunStatus, get_json, put_json, status_key};
 use crate::protocol::DialogueEnd;
 use crate::store::{DialogueWriter, RunDir, now_utc};
 use crate::telemetry::{Health, metrics};
@@ -47,9 +45,7 @@ impl Collector {
     /// The folder of `run`, opened (or created from the run's manifest) on first use.
     async fn folder(&mut self, run: &str) -> Result<&mut RunFolder, ClusterError> {
         if !self.runs.contains_key(run) {
-            let spec: RunSpec = get_json(&self.bucket, &manifest_key(run))
-                .await?
-                .ok_or_else(|| ClusterError::UnknownRun(run.to_string()))?;
+            let spec = RunSpec::get(&self.bucket, run).await?;
             let dir = self.run_dir(run, &spec)?;
             let records = records_file(spec.is_desk());
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
@@ -108,12 +104,10 @@ impl Collector {
                 return Ok(dir);
             }
             let dir = RunDir::open(&path)?;
-            // The same run: same id, same creation time (compared field by field: a float of
-            // the configuration may not survive a JSON round trip exactly).
             let same = dir
                 .read_json::<ManifestHead>("manifest.json")
                 .ok()
-                .is_some_and(|m| m.run_id == spec.run_id() && m.created_at == spec.created_at());
+                .is_some_and(|m| m == ManifestHead::of(spec));
             if same {
                 return Ok(dir);
             }
@@ -142,7 +136,7 @@ impl Collector {
         }
         if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
             let table = if folder.desk {
-                crate::store::desk::desk_report(&folder.dir)?
+                crate::store::desk::desk_report(&folder.dir)?.0
             } else {
                 crate::store::report(&folder.dir)?
             };
@@ -254,11 +248,32 @@ fn records_file(desk: bool) -> &'static str {
     }
 }
 
-/// What the aggregator compares of a folder's manifest.
-#[derive(serde::Deserialize)]
+/// What the aggregator compares of a folder's manifest with a run's spec: id, creation time
+/// and the scenarios' (or the store's) hashes (field by field: a float of the configuration may
+/// not survive a JSON round trip exactly).
+#[derive(serde::Deserialize, PartialEq)]
 struct ManifestHead {
     run_id: String,
     created_at: String,
+    #[serde(default)]
+    scenarios: Option<Vec<(String, String)>>,
+    #[serde(default)]
+    store_sha256: Option<(String, String)>,
+}
+
+impl ManifestHead {
+    fn of(spec: &RunSpec) -> ManifestHead {
+        let (scenarios, store_sha256) = match spec {
+            RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), None),
+            RunSpec::SupportDesk { manifest, .. } => (None, Some(manifest.store_sha256.clone())),
+        };
+        ManifestHead {
+            run_id: spec.run_id().to_string(),
+            created_at: spec.created_at().to_string(),
+            scenarios,
+            store_sha256,
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]

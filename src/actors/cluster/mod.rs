@@ -86,6 +86,27 @@ impl RunSpec {
     pub fn is_desk(&self) -> bool {
         matches!(self, RunSpec::SupportDesk { .. })
     }
+
+    /// The spec of `run` from the runs bucket. A spec written before runs had a suite (no
+    /// `suite` key) is a SAGE run.
+    pub async fn get(bucket: &kv::Store, run: &str) -> Result<RunSpec, ClusterError> {
+        let key = manifest_key(run);
+        let value: serde_json::Value = get_json(bucket, &key)
+            .await?
+            .ok_or_else(|| ClusterError::UnknownRun(run.to_string()))?;
+        Ok(RunSpec::from_value(value).map_err(|e| NatsError::Codec {
+            what: key,
+            message: e.to_string(),
+        })?)
+    }
+
+    /// A spec from its JSON; without a `suite` key (written before runs had one), a SAGE run.
+    pub fn from_value(mut value: serde_json::Value) -> Result<RunSpec, serde_json::Error> {
+        if let Some(object) = value.as_object_mut() {
+            object.entry("suite").or_insert_with(|| "sage".into());
+        }
+        serde_json::from_value(value)
+    }
 }
 
 /// Where a run is.
@@ -351,9 +372,7 @@ impl Runs {
             return Ok(run);
         }
         let bucket = self.broker.runs().await?;
-        let spec: RunSpec = get_json(&bucket, &manifest_key(id))
-            .await?
-            .ok_or_else(|| ClusterError::UnknownRun(id.to_string()))?;
+        let spec = RunSpec::get(&bucket, id).await?;
         let run = Arc::new(self.serve(id, spec)?);
         self.served_runs
             .write()
@@ -390,6 +409,9 @@ impl Runs {
                     self.served.calls_desk(&config, m)
                 })
                 .map_err(failed)?;
+                if self.served.roles.contains(&crate::protocol::Role::Dialogue) {
+                    crate::telemetry::metrics().desk_agents(&config.agents);
+                }
                 let (local, transport) = self.start_roles(id, registry);
                 let driver = DeskActor {
                     transport: transport.clone(),
@@ -464,5 +486,26 @@ impl Runs {
             roles: self.served.local_roles(),
         });
         (local, transport)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_written_before_suites_is_a_sage_run() {
+        let config = RunConfig::default();
+        let spec = RunSpec::Sage {
+            manifest: Manifest::new("r1", &config, &[], 3),
+            scenarios: vec![("a.yaml".into(), "text".into())],
+        };
+        let mut value = serde_json::to_value(&spec).expect("JSON");
+        assert_eq!(value["suite"], "sage");
+        value.as_object_mut().expect("an object").remove("suite");
+        let read = RunSpec::from_value(value).expect("a spec");
+        assert_eq!(read.run_id(), "r1");
+        assert!(!read.is_desk() && read.jobs() == 3);
+        assert!(RunSpec::from_value(serde_json::json!({"suite": "other"})).is_err());
     }
 }

@@ -550,6 +550,13 @@ impl Job {
         };
         let served = match self.runs.get(&job.run_id).await {
             Ok(s) => s,
+            Err(e) if delivered >= self.max_deliveries => {
+                // Not a passing problem (the manifest is missing or unreadable by this
+                // version): stop redelivering the job.
+                tracing::error!(run = %job.run_id, delivered, error = %e, "cannot serve the run; job dropped");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
             Err(e) => {
                 tracing::warn!(run = %job.run_id, error = %e, "cannot serve the run yet");
                 self.hand_back(&message, "transport_error", Some(Duration::from_secs(5)))

@@ -123,6 +123,7 @@ pub async fn play(
                 calls.extend(reply.calls);
                 run.judged = reply.judged;
                 run.rejudged = reply.rejudged;
+                infra_error = reply.infra_error;
             }
             Err(e) => infra_error = Some(e.to_string()),
         }
@@ -217,6 +218,7 @@ pub async fn run_embedded(
     mut on_record: impl FnMut(DeskRecord),
 ) -> Result<(), RunError> {
     let fixture = Arc::new(DeskFixture::new(desk));
+    metrics().desk_agents(&config.agents);
     let needed = config.model_names();
     let registry = registry(config, fixture.clone(), |m| needed.contains(&m))?;
     let transport = Arc::new(start_local_roles(

@@ -273,56 +273,44 @@ impl JudgePanel {
     /// The judge's and the second judge's scores of a finished conversation.
     pub async fn desk(&self, req: DeskJudgeRequest) -> DeskJudgeReply {
         let reg = &self.0;
-        let found = reg.desk_case(&req.job);
-        let (fixture, case) = match found {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::warn!(error = %e, "desk judges cannot serve the request");
-                return DeskJudgeReply {
-                    judged: None,
-                    rejudged: None,
-                    calls: Vec::new(),
-                };
-            }
-        };
-        let prompt: Arc<str> =
-            prompts::judge_prompt(&fixture.desk.store, case, &req.transcript).into();
-        let asks = req
-            .job
-            .judge_models
-            .iter()
-            .take(2)
-            .enumerate()
-            .map(|(i, name)| {
-                let mut ctx = context(case, &req.job, DeskRole::Judge(i), 0, 0, &req.calls);
-                ctx.verdict = Some(req.verdict);
-                let request = ChatRequest {
-                    messages: vec![ChatMessage::new(ChatRole::User, prompt.clone())],
-                    json: true,
-                    desk: Some(Arc::new(ctx)),
-                    ..ChatRequest::default()
-                };
-                async move {
-                    match reg.endpoint(name) {
-                        Err(e) => {
-                            tracing::warn!(error = %e, "desk judge not configured");
-                            (None, Vec::new())
-                        }
-                        Ok(judge) => judge_once(reg, judge, request).await,
-                    }
-                }
-            });
         let mut reply = DeskJudgeReply {
             judged: None,
             rejudged: None,
             calls: Vec::new(),
+            infra_error: None,
         };
+        let found = reg.desk_case(&req.job).and_then(|(fixture, case)| {
+            let judges = (req.job.judge_models.iter().take(2))
+                .map(|name| reg.endpoint(name))
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok((fixture, case, judges))
+        });
+        let (fixture, case, judges) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                reply.infra_error = Some(format!("judges: {e}"));
+                return reply;
+            }
+        };
+        let prompt: Arc<str> =
+            prompts::judge_prompt(&fixture.desk.store, case, &req.transcript).into();
+        let asks = judges.into_iter().enumerate().map(|(i, judge)| {
+            let mut ctx = context(case, &req.job, DeskRole::Judge(i), 0, 0, &req.calls);
+            ctx.verdict = Some(req.verdict);
+            let request = ChatRequest {
+                messages: vec![ChatMessage::new(ChatRole::User, prompt.clone())],
+                json: true,
+                desk: Some(Arc::new(ctx)),
+                ..ChatRequest::default()
+            };
+            judge_once(reg, judge, request)
+        });
         for (i, (scores, call)) in futures::future::join_all(asks)
             .await
             .into_iter()
             .enumerate()
         {
-            reply.calls.extend(call);
+            reply.calls.push(call);
             if i == 0 {
                 reply.judged = scores;
             } else {
@@ -338,9 +326,9 @@ async fn judge_once(
     reg: &Registry,
     judge: &Endpoint,
     request: ChatRequest,
-) -> (Option<Judged>, Vec<crate::protocol::CallRecord>) {
+) -> (Option<Judged>, crate::protocol::CallRecord) {
     let called = judge.call(&request).await;
     let scores = called.result.ok().and_then(|r| judged(&r.text));
     let record = with_request(called.record, &request.messages, reg.record_prompts);
-    (scores, vec![record])
+    (scores, record)
 }
