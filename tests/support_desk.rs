@@ -493,3 +493,31 @@ fn an_unreachable_agent_is_an_infrastructure_error() {
     assert_eq!(calls.len(), 1);
     assert!(run.judged.is_none() && run.rejudged.is_none());
 }
+
+/// An agent whose every answer stops at its token limit (`finish_reason: length`, as a small
+/// model with a low `max_tokens` does): the conversation is played and scored, and each cut-off
+/// turn is counted in the record.
+#[test]
+fn cut_off_agent_answers_are_counted() {
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "choices": [{"index": 0, "finish_reason": "length",
+                    "message": {"role": "assistant", "content": "Thank you for writing to"}}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 8}})))
+            .mount(&server)
+            .await;
+        server
+    });
+    let mut agent = ModelConfig::new("short-agent", Provider::Openai);
+    agent.base_url = Some(format!("{}/v1", server.uri()));
+    let record = play_one(agent, &northline().cases[0]);
+    assert_eq!(record.infra_error, None);
+    assert!(record.turns >= 2, "{}", record.turns);
+    assert_eq!(record.truncated_turns, record.turns);
+    assert_eq!(record.usage.input_tokens, 900 * u64::from(record.turns));
+}

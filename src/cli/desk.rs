@@ -178,12 +178,20 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let (text, infra) = desk_report(&run)?;
-    if infra > 0 {
+    let report = desk_report(&run)?;
+    if report.infra_errors > 0 {
         eprintln!(
-            "{infra} conversations stopped early by an infrastructure error (a model call failed after its retries, or a role could not be reached; see `infra_error` in desk.jsonl); they are left out of the metrics"
+            "{} conversations stopped early by an infrastructure error (a model call failed after its retries, or a role could not be reached; see `infra_error` in desk.jsonl); they are left out of the metrics",
+            report.infra_errors
         );
     }
+    if report.truncated_turns > 0 {
+        eprintln!(
+            "{} agent turns were cut off at the model's token limit (finish_reason `length`; `truncated_turns` in desk.jsonl): their tool calls or answers may be cut short; raise the model's `max_tokens`",
+            report.truncated_turns
+        );
+    }
+    let text = report.table;
     println!("{text}");
     println!("results: {}", run.path().display());
     Ok(())

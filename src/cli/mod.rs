@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|r| {
                 if r.is_desk() {
-                    crate::store::desk::desk_report(&r).map(|(table, _)| table)
+                    crate::store::desk::desk_report(&r).map(|report| report.table)
                 } else {
                     crate::store::report(&r)
                 }

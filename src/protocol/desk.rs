@@ -71,6 +71,8 @@ pub struct DeskAgentReply {
     pub lines: Vec<DeskLine>,
     /// A handover or a closed ticket ends the conversation.
     pub ended: bool,
+    /// The model stopped at its token limit in this turn (`finish_reason: length`).
+    pub truncated: bool,
     /// Every model call made.
     pub calls: Vec<CallRecord>,
     /// The agent could not be reached (after the endpoint's retries).
@@ -150,6 +152,10 @@ pub struct DeskRecord {
     pub usage: Usage,
     /// Cost of the agent's calls (US dollars).
     pub cost_usd: f64,
+    /// Agent turns in which the model stopped at its token limit (`finish_reason: length`):
+    /// its tool calls or answer may be cut short; raise the model's `max_tokens`.
+    #[serde(default)]
+    pub truncated_turns: u32,
     /// Why the conversation stopped early, when a model or a role could not be reached.
     pub infra_error: Option<String>,
 }

@@ -75,11 +75,21 @@ impl RunDir {
     }
 }
 
+/// What [`desk_report`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeskReport {
+    /// The per-metric table.
+    pub table: String,
+    /// Conversations stopped by an infrastructure error (left out of the metrics).
+    pub infra_errors: usize,
+    /// Agent turns cut off at the model's token limit.
+    pub truncated_turns: u64,
+}
+
 /// Summarizes a support-desk run from desk.jsonl alone (in model, case and repeat order, so the
-/// order the records were written in does not matter), writes desk-summary.json and
-/// desk-leaderboard.txt, and returns the table with the number of conversations stopped by an
-/// infrastructure error (left out of the metrics).
-pub fn desk_report(run: &RunDir) -> Result<(String, usize), StoreError> {
+/// order the records were written in does not matter) and writes desk-summary.json and
+/// desk-leaderboard.txt.
+pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
     let mut records = Vec::new();
     run.scan_desk(|mut r: DeskRecord| {
         r.calls.clear();
@@ -98,6 +108,9 @@ pub fn desk_report(run: &RunDir) -> Result<(String, usize), StoreError> {
     let text = crate::scoring::desk::table(&rows);
     run.write_json("desk-summary.json", &rows)?;
     run.write_text("desk-leaderboard.txt", &text)?;
-    let infra = records.iter().filter(|r| r.infra_error.is_some()).count();
-    Ok((text, infra))
+    Ok(DeskReport {
+        table: text,
+        infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
+        truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),
+    })
 }

@@ -584,6 +584,7 @@ mod tests {
                 calls: vec![],
                 usage: Usage::default(),
                 cost_usd: 0.0,
+                truncated_turns: 0,
                 infra_error: infra.then(|| "down".to_string()),
             }
         };

@@ -136,7 +136,7 @@ impl Collector {
         }
         if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
             let table = if folder.desk {
-                crate::store::desk::desk_report(&folder.dir)?.0
+                crate::store::desk::desk_report(&folder.dir)?.table
             } else {
                 crate::store::report(&folder.dir)?
             };

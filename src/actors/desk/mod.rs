@@ -51,6 +51,7 @@ pub async fn play(
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut infra_error = None;
     let mut turns = 0;
+    let mut truncated_turns = 0;
     for turn in 1..=job.max_turns {
         let request = DeskAgentRequest {
             job: job.clone(),
@@ -73,6 +74,7 @@ pub async fn play(
             break;
         }
         turns = turn;
+        truncated_turns += u32::from(reply.truncated);
         transcript.push(line(turn, "agent", &reply.answer));
         agent_view.extend(reply.messages);
         customer_view.push(ChatMessage::new(ChatRole::User, reply.answer));
@@ -143,6 +145,7 @@ pub async fn play(
         calls,
         usage,
         cost_usd,
+        truncated_turns,
         infra_error,
     };
     metrics().observe_desk(&record);

@@ -128,6 +128,7 @@ impl ServiceRole {
             tool_calls: Vec::new(),
             lines: Vec::new(),
             ended: false,
+            truncated: false,
             calls: Vec::new(),
             infra_error: None,
         };
@@ -177,6 +178,7 @@ impl ServiceRole {
                     return reply;
                 }
             };
+            reply.truncated |= response.finish_reason.as_deref() == Some("length");
             if response.tool_calls.is_empty() {
                 reply.answer = response.text;
                 break;
