@@ -151,6 +151,22 @@ impl Cluster {
         self.pids().into_iter().map(cpu_of).sum()
     }
 
+    /// Submits run `bench` with `sage sweep ARGS` and waits for it to complete: the wall time,
+    /// the CPU of every process (the sweep's included) and the final status.
+    fn sweep(&self, args: &[&str]) -> (f64, f64, serde_json::Value) {
+        let cpu_before = self.cpu();
+        let started = Instant::now();
+        let mut sweep = vec!["sweep", "--nats", &self.url, "--run-id", "bench"];
+        sweep.extend(args);
+        let sweep_cpu = run_measured(&sweep);
+        let status =
+            common::cluster::wait_status(&self.url, "bench", Duration::from_secs(600), |s| {
+                s["state"] == "complete"
+            });
+        let wall = started.elapsed().as_secs_f64();
+        (wall, self.cpu() - cpu_before + sweep_cpu, status)
+    }
+
     fn sum(&self, family: &str) -> f64 {
         self.workers
             .iter()
@@ -182,23 +198,7 @@ fn throughput() {
         let sub = dir.path().join(format!("w{workers}-{remote}"));
         std::fs::create_dir_all(&sub).expect("dir");
         let cluster = Cluster::start(&sub, workers, 256, remote);
-        let cpu_before = cluster.cpu();
-        let started = Instant::now();
-        let sweep_cpu = run_measured(&[
-            "sweep",
-            "--nats",
-            &cluster.url,
-            "--config",
-            &config,
-            "--run-id",
-            "bench",
-        ]);
-        let status =
-            common::cluster::wait_status(&cluster.url, "bench", Duration::from_secs(600), |s| {
-                s["state"] == "complete"
-            });
-        let wall = started.elapsed().as_secs_f64();
-        let cpu = cluster.cpu() - cpu_before + sweep_cpu;
+        let (wall, cpu, status) = cluster.sweep(&["--config", &config]);
         let dialogues = status["jobs"].as_f64().unwrap_or(0.0);
         // The same turns as the embedded run (same seed; the summaries are compared below).
         let run_turns = status["turns"].as_f64().unwrap_or(f64::NAN);
@@ -329,25 +329,7 @@ fn desk() {
         let sub = dir.path().join(format!("desk-{remote}"));
         std::fs::create_dir_all(&sub).expect("dir");
         let cluster = Cluster::start(&sub, 1, 256, remote);
-        let cpu_before = cluster.cpu();
-        let started = Instant::now();
-        let sweep_cpu = run_measured(&[
-            "sweep",
-            "--suite",
-            "support-desk",
-            "--nats",
-            &cluster.url,
-            "--config",
-            &config,
-            "--run-id",
-            "bench",
-        ]);
-        let status =
-            common::cluster::wait_status(&cluster.url, "bench", Duration::from_secs(600), |s| {
-                s["state"] == "complete"
-            });
-        let wall = started.elapsed().as_secs_f64();
-        let cpu = cluster.cpu() - cpu_before + sweep_cpu;
+        let (wall, cpu, status) = cluster.sweep(&["--suite", "support-desk", "--config", &config]);
         let n = status["jobs"].as_f64().unwrap_or(f64::NAN);
         let per = cpu / n * 1e6;
         let embedded = *embedded_per.get_or_insert(embedded_cpu / n * 1e6);

@@ -257,35 +257,65 @@ fn a_sweep_through_three_workers_equals_the_embedded_run() {
     }
 }
 
+/// A nats-server and an aggregator with a short ack wait (a killed worker's jobs come back
+/// quickly); `worker` starts workers playing at most `concurrency` jobs each.
+struct CrashCluster {
+    nats: Nats,
+    url: String,
+    out: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    concurrency: String,
+    _aggregator: Sage,
+}
+
+impl CrashCluster {
+    fn start(dir: &Path, concurrency: usize) -> CrashCluster {
+        let nats = Nats::start(dir);
+        let url = nats.url();
+        let out = dir.join("results");
+        let out_arg = out.display().to_string();
+        let mut args = vec!["aggregator", "--out", out_arg.as_str()];
+        args.extend(Self::common(&url));
+        let aggregator = Sage::spawn(dir, "aggregator", &args);
+        CrashCluster {
+            nats,
+            url,
+            out,
+            dir: dir.to_path_buf(),
+            concurrency: concurrency.to_string(),
+            _aggregator: aggregator,
+        }
+    }
+
+    fn common(url: &str) -> [&str; 6] {
+        [
+            "--nats",
+            url,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--ack-wait-secs",
+            "2",
+        ]
+    }
+
+    fn worker(&self, name: &str) -> Sage {
+        let mut args = vec!["worker", "--concurrency", &self.concurrency];
+        args.extend(Self::common(&self.url));
+        Sage::spawn(&self.dir, name, &args)
+    }
+}
+
 #[test]
 fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice() {
     let dir = common::cluster::test_dir();
     // Slow enough models that the run is still going when things break.
     let config = write_config(dir.path(), "{uniform_ms: [10, 30]}", 4, 11);
     let expected = embedded_summary(dir.path(), &config, "crash");
-    let mut nats = Nats::start(dir.path());
-    let url = nats.url();
-    let out = dir.path().join("results");
-    let out_arg = out.display().to_string();
-    // A short ack wait so the killed worker's jobs come back quickly.
-    let common = [
-        "--nats",
-        url.as_str(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--ack-wait-secs",
-        "2",
-    ];
-    let worker = |name: &str| {
-        let mut args = vec!["worker", "--concurrency", "8"];
-        args.extend(common);
-        Sage::spawn(dir.path(), name, &args)
-    };
+    let mut cluster = CrashCluster::start(dir.path(), 8);
+    let (url, out) = (cluster.url.clone(), cluster.out.clone());
+    let worker = |name: &str| cluster.worker(name);
     let mut doomed = worker("worker-doomed");
     let mut survivor = worker("worker-survivor");
-    let mut args = vec!["aggregator", "--out", out_arg.as_str()];
-    args.extend(common);
-    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
     sage_ok(&[
         "sweep", "--nats", &url, "--config", &config, "--run-id", "crash",
     ]);
@@ -320,7 +350,7 @@ fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice()
     });
     assert!(status["stored"].as_u64() < Some(jobs), "{status}");
     // The broker goes away and comes back with its store.
-    nats.restart();
+    cluster.nats.restart();
     let status = wait_status(&url, "crash", Duration::from_secs(180), |s| {
         s["state"] == "complete"
     });
@@ -635,28 +665,10 @@ seed: 5
     ]);
     let expected = std::fs::read_to_string(embedded.join("desk-crash/desk-summary.json"))
         .expect("embedded summary");
-    let nats = Nats::start(dir.path());
-    let url = nats.url();
-    let out = dir.path().join("results");
-    let out_arg = out.display().to_string();
-    let common = [
-        "--nats",
-        url.as_str(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--ack-wait-secs",
-        "2",
-    ];
-    let worker = |name: &str| {
-        let mut args = vec!["worker", "--concurrency", "2"];
-        args.extend(common);
-        Sage::spawn(dir.path(), name, &args)
-    };
-    let mut doomed = worker("worker-doomed");
-    let survivor = worker("worker-survivor");
-    let mut args = vec!["aggregator", "--out", out_arg.as_str()];
-    args.extend(common);
-    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    let cluster = CrashCluster::start(dir.path(), 2);
+    let (url, out) = (cluster.url.clone(), cluster.out.clone());
+    let mut doomed = cluster.worker("worker-doomed");
+    let survivor = cluster.worker("worker-survivor");
     sage_ok(&[
         "sweep",
         "--suite",
@@ -678,7 +690,7 @@ seed: 5
         "the run went too fast to be interrupted: {status}"
     );
     doomed.kill();
-    let replacement = worker("worker-replacement");
+    let replacement = cluster.worker("worker-replacement");
     let status = wait_status(&url, "desk-crash", Duration::from_secs(180), |s| {
         s["state"] == "complete"
     });

@@ -43,12 +43,7 @@ impl DeskManifest {
             config: config.clone(),
             store_sha256: DeskManifest::store_hashes(store),
             jobs,
-            simulated_models: config
-                .models
-                .iter()
-                .filter(|m| m.provider == crate::llm::Provider::Simulated)
-                .map(|m| m.name.clone())
-                .collect(),
+            simulated_models: super::simulated_models(&config.models),
         }
     }
 

@@ -78,12 +78,7 @@ impl Manifest {
             config: config.clone(),
             scenarios: Manifest::scenario_hashes(scenarios),
             jobs,
-            simulated_models: config
-                .models
-                .iter()
-                .filter(|m| m.provider == crate::llm::Provider::Simulated)
-                .map(|m| m.name.clone())
-                .collect(),
+            simulated_models: simulated_models(&config.models),
         }
     }
 
@@ -99,6 +94,15 @@ impl Manifest {
             })
             .collect()
     }
+}
+
+/// The names of the models that are built-in simulations.
+pub fn simulated_models(models: &[crate::llm::ModelConfig]) -> Vec<String> {
+    models
+        .iter()
+        .filter(|m| m.provider == crate::llm::Provider::Simulated)
+        .map(|m| m.name.clone())
+        .collect()
 }
 
 /// Summarizes a run folder from dialogues.jsonl alone (in dialogue-id order, so the order the
