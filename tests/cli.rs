@@ -282,6 +282,29 @@ fn run_configurations_with_impossible_settings_are_refused_with_their_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("`sim-balanced` is listed twice"), "{err}");
+    // Two model names that would share a NATS subject token.
+    let clash = text
+        .replace("  - name: sim-judge-2", "  - name: sim.judge_2")
+        .replace("  - name: sim-judge-3", "  - name: sim_judge.2");
+    let err = sage::plan::RunConfig::from_yaml(&clash, "run.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`sim.judge_2` and `sim_judge.2`") && err.contains("`sim_judge_2`"),
+        "{err}"
+    );
+    let desk = sage::plan::desk::DeskConfig {
+        models: vec![
+            sage::llm::ModelConfig::new("gpt-4.1", sage::llm::Provider::Openai),
+            sage::llm::ModelConfig::new("gpt-4_1", sage::llm::Provider::Openai),
+        ],
+        ..Default::default()
+    };
+    let err = desk.check("desk.yaml").unwrap_err().to_string();
+    assert!(
+        err.contains("desk.yaml") && err.contains("`gpt-4.1` and `gpt-4_1`"),
+        "{err}"
+    );
     let long = text.replace("max_turns: 8", "max_turns: 4000000000");
     let err = sage::plan::RunConfig::from_yaml(&long, "run.yaml")
         .unwrap_err()

@@ -122,6 +122,28 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+/// Model names must be unique, also as message subject tokens (in the distributed mode a
+/// model's service role is requested on a subject made from its name).
+pub(crate) fn unique_names(names: &[&str]) -> Result<(), String> {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(format!(
+                "models: `{name}` is declared twice; expected unique names"
+            ));
+        }
+        let token = crate::protocol::subject_token(name);
+        if let Some(other) = names[..i]
+            .iter()
+            .find(|o| crate::protocol::subject_token(o) == token)
+        {
+            return Err(format!(
+                "models: `{other}` and `{name}` would share the subject token `{token}` in the distributed mode; expected names that differ in more than `.`, `*`, `>` or spaces"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl RunConfig {
     /// Parses run.yaml text; `file` labels errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
@@ -142,13 +164,8 @@ impl RunConfig {
             })
         };
         let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
-        for (i, m) in self.models.iter().enumerate() {
-            if declared[..i].contains(&m.name.as_str()) {
-                return err(format!(
-                    "models: `{}` is declared twice; expected unique names",
-                    m.name
-                ));
-            }
+        if let Err(problem) = unique_names(&declared) {
+            return err(problem);
         }
         let known = |key: &str, name: &str| -> Result<(), ConfigError> {
             if declared.contains(&name) {

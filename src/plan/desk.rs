@@ -122,7 +122,9 @@ impl DeskConfig {
             file: file.to_string(),
             problem,
         };
-        let known = |name: &str| self.models.iter().any(|m| m.name == name);
+        let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
+        super::config::unique_names(&declared).map_err(err)?;
+        let known = |name: &str| declared.contains(&name);
         for name in self.model_names() {
             if !known(name) {
                 return Err(err(format!(

@@ -31,6 +31,18 @@ pub enum Role {
     Rule,
 }
 
+/// A model name made safe as one token of a message subject (`.`, `*`, `>` and whitespace
+/// become `_`): the service role of a model is requested on `sage.v1.role.service.<token>`.
+pub fn subject_token(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '.' | '*' | '>' => '_',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect()
+}
+
 impl Role {
     /// The role's name as used in subjects, metrics and config (`user`, `service`, ...).
     pub fn as_str(&self) -> &'static str {

@@ -67,16 +67,7 @@ pub fn records_subject(run: &str) -> String {
     format!("sage.v1.records.{run}")
 }
 
-/// A model name made safe as one subject token (`.`, `*`, `>` and whitespace become `_`).
-pub fn subject_token(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            '.' | '*' | '>' => '_',
-            c if c.is_whitespace() => '_',
-            c => c,
-        })
-        .collect()
-}
+pub use crate::protocol::subject_token;
 
 /// A server URL fit for a log: user names and passwords in it (`nats://user:pass@host`) are
 /// replaced by `<redacted>`.
