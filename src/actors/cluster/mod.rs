@@ -243,6 +243,19 @@ pub enum ClusterError {
     Store(#[from] crate::store::StoreError),
 }
 
+impl ClusterError {
+    /// Whether trying again cannot help: the run is not in the bucket, or its spec or a
+    /// scenario of it cannot be read by this version.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::UnknownRun(_)
+                | ClusterError::Scenario { .. }
+                | ClusterError::Nats(NatsError::Codec { .. })
+        )
+    }
+}
+
 /// The driver that plays a run's jobs.
 pub enum Driver {
     /// SAGE dialogues.
@@ -507,5 +520,21 @@ mod tests {
         assert_eq!(read.run_id(), "r1");
         assert!(!read.is_desk() && read.jobs() == 3);
         assert!(RunSpec::from_value(serde_json::json!({"suite": "other"})).is_err());
+    }
+
+    #[test]
+    fn only_runs_no_worker_can_load_are_given_up() {
+        assert!(ClusterError::UnknownRun("r".into()).is_permanent());
+        let codec = NatsError::Codec {
+            what: "manifest.r".into(),
+            message: "unknown variant".into(),
+        };
+        assert!(ClusterError::Nats(codec).is_permanent());
+        // A run this worker cannot set up (a missing API key) may be played elsewhere or later.
+        let setup = ClusterError::Run {
+            run: "r".into(),
+            source: RunError::Runtime("OPENAI_API_KEY is not set".into()),
+        };
+        assert!(!setup.is_permanent());
     }
 }

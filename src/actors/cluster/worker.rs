@@ -550,9 +550,11 @@ impl Job {
         };
         let served = match self.runs.get(&job.run_id).await {
             Ok(s) => s,
-            Err(e) if delivered >= self.max_deliveries => {
-                // Not a passing problem (the manifest is missing or unreadable by this
-                // version): stop redelivering the job.
+            Err(e) if e.is_permanent() && delivered >= self.max_deliveries => {
+                // The manifest is missing or unreadable by this version: no worker will ever
+                // play the job, so stop redelivering it. (A run this worker cannot set up, say
+                // for a missing API key, is handed back: another worker, or this one once fixed,
+                // may play it.)
                 tracing::error!(run = %job.run_id, delivered, error = %e, "cannot serve the run; job dropped");
                 let _ = message.ack_with(AckKind::Term).await;
                 return;
