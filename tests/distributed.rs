@@ -715,3 +715,62 @@ seed: 5
         .sum();
     assert!(redelivered >= 1.0, "no conversation was delivered again");
 }
+
+/// A worker unloads a run nobody has asked for during `--run-idle-secs` (its actors and
+/// endpoints dropped) and goes on serving the next run, which it unloads in turn.
+#[test]
+fn an_idle_run_is_unloaded_and_the_next_run_is_served() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "null", 1, 3);
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results").display().to_string();
+    let worker = Sage::spawn(
+        dir.path(),
+        "worker",
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--run-idle-secs",
+            "1",
+        ],
+    );
+    let _aggregator = Sage::spawn(
+        dir.path(),
+        "aggregator",
+        &[
+            "aggregator",
+            "--nats",
+            &url,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--out",
+            &out,
+        ],
+    );
+    for run in ["idle-1", "idle-2"] {
+        sage_ok(&[
+            "sweep", "--nats", &url, "--config", &config, "--run-id", run,
+        ]);
+        let status = wait_status(&url, run, Duration::from_secs(120), |s| {
+            s["state"] == "complete"
+        });
+        assert_eq!(status["stored"], status["jobs"], "{status}");
+        let started = std::time::Instant::now();
+        let unloaded = |log: &str| {
+            log.lines()
+                .any(|l| l.contains("unloaded idle run") && l.contains(run))
+        };
+        while !unloaded(&worker.log_text()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{run} was not unloaded: {}",
+                worker.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}

@@ -164,6 +164,10 @@ pub struct WorkerArgs {
     /// Seconds the dialogues in flight get to finish on SIGTERM before they are handed back.
     #[arg(long, env = "SAGE_GRACE_SECS", default_value_t = 30)]
     grace_secs: u64,
+    /// Seconds a run may go unused (no job, no role request, nothing in flight) before this
+    /// worker unloads it; a later request loads it again.
+    #[arg(long, env = "SAGE_RUN_IDLE_SECS", default_value_t = 3600)]
+    run_idle_secs: u64,
 }
 
 fn parse_role(name: &str) -> anyhow::Result<Role> {
@@ -214,6 +218,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
             retry_for: Duration::from_secs(args.role_retry_secs),
         },
         grace: Duration::from_secs(args.grace_secs),
+        run_idle: Duration::from_secs(args.run_idle_secs.max(1)),
         ..Default::default()
     };
     super::system(async move {

@@ -33,6 +33,7 @@ use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// What the runs bucket holds for a run under `manifest.<run>`: everything a process needs to
 /// serve it, for either suite.
@@ -275,6 +276,8 @@ pub struct ServedRun {
     /// How this run's dialogues reach the roles: in-process for the roles served here, over
     /// NATS for the others (for dialogues played through a per-dialogue wrapper).
     pub transport: Arc<dyn crate::transport::Transport>,
+    /// When it was last asked for (milliseconds since its `Runs` began).
+    last_used: std::sync::atomic::AtomicU64,
 }
 
 /// The roles a worker serves, and for the service role which models (all when empty).
@@ -348,6 +351,8 @@ pub struct Runs {
     served_runs: std::sync::RwLock<HashMap<String, Arc<ServedRun>>>,
     /// Held while a run is being loaded, so it is loaded once.
     loading: tokio::sync::Mutex<()>,
+    /// The clock of `ServedRun::last_used`.
+    began: std::time::Instant,
 }
 
 impl Runs {
@@ -365,17 +370,48 @@ impl Runs {
             arbiters,
             served_runs: Default::default(),
             loading: Default::default(),
+            began: std::time::Instant::now(),
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.began.elapsed().as_millis() as u64
+    }
+
+    /// Unloads the runs not asked for during `idle` that nothing in this process still uses
+    /// (no dialogue of theirs in flight): their actors stop and their endpoints are dropped. A
+    /// later job or request of such a run loads it again from the bucket. Returns their ids.
+    pub fn unload_idle(&self, idle: std::time::Duration) -> Vec<String> {
+        let now = self.now_ms();
+        let idle = idle.as_millis() as u64;
+        let mut runs = self.served_runs.write().unwrap_or_else(|e| e.into_inner());
+        let gone: Vec<String> = runs
+            .iter()
+            .filter(|(_, run)| {
+                Arc::strong_count(run) == 1
+                    && now.saturating_sub(run.last_used.load(Ordering::Relaxed)) >= idle
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            runs.remove(id);
+        }
+        gone
     }
 
     /// The run `id`, loading it from the bucket the first time.
     pub async fn get(&self, id: &str) -> Result<Arc<ServedRun>, ClusterError> {
         let known = |runs: &Self| {
-            runs.served_runs
+            let run = runs
+                .served_runs
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(id)
-                .cloned()
+                .cloned();
+            if let Some(run) = &run {
+                run.last_used.store(runs.now_ms(), Ordering::Relaxed);
+            }
+            run
         };
         if let Some(run) = known(self) {
             return Ok(run);
@@ -436,6 +472,7 @@ impl Runs {
                     local,
                     driver: Driver::Desk(driver),
                     transport,
+                    last_used: self.now_ms().into(),
                 });
             }
         };
@@ -474,6 +511,7 @@ impl Runs {
             local,
             driver: Driver::Sage(driver),
             transport,
+            last_used: self.now_ms().into(),
         })
     }
 

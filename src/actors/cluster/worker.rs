@@ -62,6 +62,9 @@ pub struct WorkerOptions {
     /// A dialogue that lost a role is retried until it has been delivered this many times;
     /// then it is stored with its infrastructure errors, so the run still completes.
     pub max_deliveries: i64,
+    /// A run not asked for this long, with nothing of it in flight, is unloaded (its actors and
+    /// endpoints dropped), so a long-lived worker does not keep every run it ever served.
+    pub run_idle: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -72,6 +75,7 @@ impl Default for WorkerOptions {
             policy: RequestPolicy::default(),
             grace: Duration::from_secs(30),
             max_deliveries: 5,
+            run_idle: Duration::from_secs(3600),
         }
     }
 }
@@ -104,6 +108,18 @@ pub async fn run_worker(
         let client = broker.client.clone();
         health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
     }
+    let _unloader = {
+        let (runs, idle) = (runs.clone(), options.run_idle);
+        let every = (idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        AbortOnDrop(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                for run in runs.unload_idle(idle) {
+                    tracing::info!(run, idle_secs = idle.as_secs(), "unloaded idle run");
+                }
+            }
+        }))
+    };
     // Role servers first, so this process's own dialogues find them.
     let (roles_stop_tx, roles_stop) = watch::channel(false);
     let mut servers = Vec::new();
