@@ -111,19 +111,10 @@ impl Cluster {
                 Sage::spawn(dir, &format!("worker-{i}"), &args)
             })
             .collect();
-        let out = dir.join("results").display().to_string();
-        let aggregator = Sage::spawn(
+        let aggregator = Sage::aggregator(
             dir,
-            "aggregator",
-            &[
-                "aggregator",
-                "--nats",
-                &url,
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--out",
-                &out,
-            ],
+            &dir.join("results"),
+            &["--nats", &url, "--metrics-addr", "127.0.0.1:0"],
         );
         let cluster = Cluster {
             nats,

@@ -159,11 +159,7 @@ fn a_sweep_through_three_workers_equals_the_embedded_run() {
             Sage::spawn(dir.path(), &format!("worker-{i}"), &args)
         })
         .collect();
-    let mut args = vec!["aggregator", "--out"];
-    let out_arg = out.display().to_string();
-    args.push(&out_arg);
-    args.extend(common);
-    let aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    let aggregator = Sage::aggregator(dir.path(), &out, &common);
     let printed = sage_ok(&[
         "sweep",
         "--nats",
@@ -273,10 +269,7 @@ impl CrashCluster {
         let nats = Nats::start(dir);
         let url = nats.url();
         let out = dir.join("results");
-        let out_arg = out.display().to_string();
-        let mut args = vec!["aggregator", "--out", out_arg.as_str()];
-        args.extend(Self::common(&url));
-        let aggregator = Sage::spawn(dir, "aggregator", &args);
+        let aggregator = Sage::aggregator(dir, &out, &Self::common(&url));
         CrashCluster {
             nats,
             url,
@@ -539,10 +532,7 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
         spawn("driver", "dialogue,service"),
         spawn("roles", "user,judge"),
     ];
-    let out_arg = out.display().to_string();
-    let mut args = vec!["aggregator", "--out", &out_arg];
-    args.extend(&common[..4]);
-    let _aggregator = Sage::spawn(dir.path(), "aggregator", &args);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common[..4]);
     let printed = sage_ok(&[
         "sweep",
         "--suite",
@@ -724,7 +714,7 @@ fn an_idle_run_is_unloaded_and_the_next_run_is_served() {
     let config = write_config(dir.path(), "null", 1, 3);
     let nats = Nats::start(dir.path());
     let url = nats.url();
-    let out = dir.path().join("results").display().to_string();
+    let out = dir.path().join("results");
     let worker = Sage::spawn(
         dir.path(),
         "worker",
@@ -738,18 +728,10 @@ fn an_idle_run_is_unloaded_and_the_next_run_is_served() {
             "1",
         ],
     );
-    let _aggregator = Sage::spawn(
+    let _aggregator = Sage::aggregator(
         dir.path(),
-        "aggregator",
-        &[
-            "aggregator",
-            "--nats",
-            &url,
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--out",
-            &out,
-        ],
+        &out,
+        &["--nats", &url, "--metrics-addr", "127.0.0.1:0"],
     );
     for run in ["idle-1", "idle-2"] {
         sage_ok(&[

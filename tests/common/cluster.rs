@@ -155,6 +155,15 @@ impl Sage {
         }
     }
 
+    /// Starts `sage aggregator --out OUT ARGS` (ARGS: at least `--nats URL`), logging to
+    /// `dir/aggregator.log`.
+    pub fn aggregator(dir: &Path, out: &Path, args: &[&str]) -> Sage {
+        let out = out.display().to_string();
+        let mut all = vec!["aggregator", "--out", out.as_str()];
+        all.extend(args);
+        Sage::spawn(dir, "aggregator", &all)
+    }
+
     /// Its log so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
