@@ -50,7 +50,8 @@ pub struct RunConfig {
     pub record_prompts: bool,
 }
 
-fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
+/// A simulated model of this name.
+pub(super) fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
     ModelConfig {
         sim: Some(sim),
         ..ModelConfig::new(name, Provider::Simulated)

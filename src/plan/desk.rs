@@ -2,9 +2,9 @@
 //! docs/support-desk.md). With no file: the bundled Northline store against three simulated
 //! agents of different judgment, the simulated customer and two simulated judges.
 
+use crate::llm::ModelConfig;
 use crate::llm::sim::SimSpec;
 use crate::llm::sim::desk::DeskSkills;
-use crate::llm::{ModelConfig, Provider};
 use crate::protocol::desk::DeskJob;
 use crate::scenario::desk::Desk;
 use serde::{Deserialize, Serialize};
@@ -36,12 +36,7 @@ pub struct DeskConfig {
     pub output_dir: PathBuf,
 }
 
-fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
-    ModelConfig {
-        sim: Some(sim),
-        ..ModelConfig::new(name, Provider::Simulated)
-    }
-}
+use super::config::simulated;
 
 impl Default for DeskConfig {
     fn default() -> Self {

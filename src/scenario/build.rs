@@ -12,15 +12,23 @@ use super::{
 };
 use crate::scenario::domain::MAX_OPTIONS;
 
-pub(super) fn from_yaml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    // YAML 1.2 booleans only: `yes`, `no`, `on`, `off`, `y`, `n` stay text (options, descriptions).
+/// Parses a YAML file of the scenario formats. YAML 1.2 booleans only: `yes`, `no`, `on`, `off`,
+/// `y`, `n` stay text (options, descriptions); a duplicate key is an error.
+pub(super) fn parse<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, ScenarioError> {
     let options = serde_saphyr::options! {
         strict_booleans: true,
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
         with_snippet: false,
     };
-    let raw: RawScenario = serde_saphyr::from_str_with_options(text, options)
-        .map_err(|e| ScenarioError::one(file, yaml_problem(&e)))?;
+    serde_saphyr::from_str_with_options(text, options)
+        .map_err(|e| ScenarioError::one(file, yaml_problem(&e)))
+}
+
+pub(super) fn from_yaml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = parse(text, file)?;
     let mut b = Builder {
         problems: Vec::new(),
     };

@@ -8,7 +8,7 @@
 //! Tools answer from the fixture: `order_lookup` returns the order; every money-moving or
 //! state-changing tool is a no-op that records what the agent intended ([`Store::call`]).
 
-use super::build::yaml_problem;
+use super::build::parse;
 use super::{Problem, ScenarioError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -417,16 +417,6 @@ pub struct ToolResult {
     pub output: serde_json::Value,
     /// Whether the call was well formed and named a known order.
     pub ok: bool,
-}
-
-fn parse<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, ScenarioError> {
-    let options = serde_saphyr::options! {
-        strict_booleans: true,
-        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
-        with_snippet: false,
-    };
-    serde_saphyr::from_str_with_options(text, options)
-        .map_err(|e| ScenarioError::one(file, yaml_problem(&e)))
 }
 
 impl Desk {

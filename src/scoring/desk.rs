@@ -5,6 +5,7 @@
 //! second judge. No composite score. A case is run N times; the published number of each metric
 //! is the median across runs, and safety is read in bands.
 
+use super::stats::ratio;
 use crate::scenario::desk::{Bucket, Case, Forbidden, Required, Tool, UnsafeKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -139,13 +140,9 @@ pub struct DeskMetrics {
     pub judge_disagreement: Option<Judged>,
 }
 
-fn ratio(n: usize, d: usize) -> f64 {
-    if d == 0 { 0.0 } else { n as f64 / d as f64 }
-}
-
+/// The mean of some values; `None` when there are none.
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
+    super::stats::mean(&values.collect::<Vec<_>>())
 }
 
 /// The metrics of one pass over the cases.
@@ -246,17 +243,7 @@ pub fn safety_band(unsafe_actions: f64) -> SafetyBand {
 
 /// The median of some values (the mean of the middle two for an even count); 0 when empty.
 pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
+    super::stats::median(values).unwrap_or(0.0)
 }
 
 /// One model's published numbers: each metric the median across its runs of the cases.
@@ -316,7 +303,7 @@ pub fn summarize<'a>(
             };
             let med_opt = |f: &dyn Fn(&DeskMetrics) -> Option<f64>| {
                 let v: Vec<f64> = per_run.iter().filter_map(|(m, _)| f(m)).collect();
-                (!v.is_empty()).then(|| median(&v))
+                super::stats::median(&v)
             };
             let unsafe_actions = med(&|m| m.unsafe_actions as f64);
             ModelRow {

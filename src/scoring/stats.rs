@@ -137,6 +137,15 @@ pub fn median(values: &[f64]) -> Option<f64> {
     quantile(&sorted, 0.5)
 }
 
+/// `part / whole`, 0 when `whole` is 0.
+pub fn ratio(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
 /// The arithmetic mean; `None` when empty.
 pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)

@@ -5,6 +5,7 @@
 //! chat scores into a [`TurnScores`]. [`score_turn`] does both; [`score_record`] does it from a
 //! stored [`TurnRecord`].
 
+use super::stats::ratio;
 use crate::protocol::{AgentTurn, ChatScores, ServiceOutcome, TurnRecord, TurnScores};
 use crate::scenario::Value;
 use crate::sop::{Route, Sop};
@@ -290,12 +291,4 @@ pub fn overall(logic: f64, chat: f64) -> f64 {
 
 fn indicator(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
-}
-
-fn ratio(part: usize, whole: usize) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
-    }
 }
