@@ -103,14 +103,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
-            .and_then(|r| {
-                if r.is_desk() {
-                    crate::store::desk::desk_report(&r).map(|report| report.table)
-                } else {
-                    crate::store::report(&r)
-                }
-                .map_err(anyhow::Error::from)
-            })
+            .and_then(|r| crate::store::desk::report_any(&r).map_err(anyhow::Error::from))
             .map(|table| {
                 println!("{table}");
                 ExitCode::SUCCESS

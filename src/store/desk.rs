@@ -70,6 +70,16 @@ impl RunDir {
     }
 }
 
+/// Summarizes a run folder of either suite (the SAGE [`super::report`] or [`desk_report`], as
+/// its manifest says) and returns the table.
+pub fn report_any(run: &RunDir) -> Result<String, StoreError> {
+    if run.is_desk() {
+        desk_report(run).map(|report| report.table)
+    } else {
+        super::report(run)
+    }
+}
+
 /// What [`desk_report`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeskReport {

@@ -42,6 +42,15 @@ impl Health {
         });
     }
 
+    /// Marks the process not ready from the moment `stop` turns true (shutdown has begun).
+    pub fn unready_on(self: &Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let health = self.clone();
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            health.set_ready(false);
+        });
+    }
+
     /// Marks the process ready or not.
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);

@@ -24,8 +24,6 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// One run's results folder as the aggregator keeps it.
 struct RunFolder {
     dir: RunDir,
-    /// A support-desk run (desk.jsonl and the desk summary).
-    desk: bool,
     writer: DialogueWriter,
     stored_ids: HashSet<String>,
     status: RunStatus,
@@ -67,7 +65,6 @@ impl Collector {
                 run.to_string(),
                 RunFolder {
                     dir,
-                    desk: spec.is_desk(),
                     writer,
                     stored_ids,
                     status,
@@ -135,11 +132,7 @@ impl Collector {
             folder.status.state = RunState::Running;
         }
         if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
-            let table = if folder.desk {
-                crate::store::desk::desk_report(&folder.dir)?.table
-            } else {
-                crate::store::report(&folder.dir)?
-            };
+            let table = crate::store::desk::report_any(&folder.dir)?;
             folder.status.state = RunState::Complete;
             folder.status.leaderboard = Some(table);
             tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
@@ -320,13 +313,7 @@ pub async fn run_aggregator(
         let client = broker.client.clone();
         health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
     }
-    {
-        let (health, mut stop) = (health.clone(), stop.clone());
-        tokio::spawn(async move {
-            let _ = stop.wait_for(|s| *s).await;
-            health.set_ready(false);
-        });
-    }
+    health.unready_on(stop.clone());
     health.set_ready(true);
     tracing::info!("aggregator ready");
     let mut stored = 0;

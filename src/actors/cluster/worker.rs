@@ -158,14 +158,7 @@ pub async fn run_worker(
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), broker.client.flush()).await;
     let mut report = WorkerReport::default();
-    {
-        // Not ready from the moment shutdown starts.
-        let (health, mut stop) = (health.clone(), stop.clone());
-        tokio::spawn(async move {
-            let _ = stop.wait_for(|s| *s).await;
-            health.set_ready(false);
-        });
-    }
+    health.unready_on(stop.clone());
     if options.served.roles.contains(&Role::Dialogue) {
         let consumer = broker.jobs_consumer().await?;
         // Records can be stored before an aggregator ever ran.
@@ -351,64 +344,59 @@ struct Tripwire {
 }
 
 impl Tripwire {
-    fn check<T>(&self, result: Result<T, TransportError>) -> Result<T, TransportError> {
-        if result.is_err() {
-            self.tripped.store(true, Ordering::Relaxed);
-        }
-        result
-    }
-
-    /// Once tripped, the dialogue will be played again: the rest of it fails at once instead
-    /// of waiting out every request's retries and paying for model calls thrown away.
-    fn tripped(&self, role: &'static str) -> Result<(), TransportError> {
+    /// Passes a request on, and remembers whether it failed. Once tripped, the dialogue will be
+    /// played again: the rest of it fails at once instead of waiting out every request's
+    /// retries and paying for model calls thrown away.
+    async fn guard<T>(
+        &self,
+        role: &'static str,
+        request: impl Future<Output = Result<T, TransportError>>,
+    ) -> Result<T, TransportError> {
         if self.tripped.load(Ordering::Relaxed) {
             return Err(TransportError::Unavailable {
                 role,
                 message: "an earlier request of this dialogue failed".into(),
             });
         }
-        Ok(())
+        let result = request.await;
+        if result.is_err() {
+            self.tripped.store(true, Ordering::Relaxed);
+        }
+        result
     }
 }
 
 #[async_trait::async_trait]
 impl Transport for Tripwire {
     async fn user(&self, request: UserRequest) -> Result<UserReply, TransportError> {
-        self.tripped("user")?;
-        self.check(self.inner.user(request).await)
+        self.guard("user", self.inner.user(request)).await
     }
     async fn service(&self, request: ServiceRequest) -> Result<ServiceReply, TransportError> {
-        self.tripped("service")?;
-        self.check(self.inner.service(request).await)
+        self.guard("service", self.inner.service(request)).await
     }
     async fn judge(&self, request: JudgeRequest) -> Result<JudgeReply, TransportError> {
-        self.tripped("judge")?;
-        self.check(self.inner.judge(request).await)
+        self.guard("judge", self.inner.judge(request)).await
     }
     async fn rule(&self, request: RuleRequest) -> Result<RuleReply, TransportError> {
-        self.tripped("rule")?;
-        self.check(self.inner.rule(request).await)
+        self.guard("rule", self.inner.rule(request)).await
     }
     async fn desk_agent(
         &self,
         request: DeskAgentRequest,
     ) -> Result<DeskAgentReply, TransportError> {
-        self.tripped("service")?;
-        self.check(self.inner.desk_agent(request).await)
+        self.guard("service", self.inner.desk_agent(request)).await
     }
     async fn desk_customer(
         &self,
         request: DeskCustomerRequest,
     ) -> Result<DeskCustomerReply, TransportError> {
-        self.tripped("user")?;
-        self.check(self.inner.desk_customer(request).await)
+        self.guard("user", self.inner.desk_customer(request)).await
     }
     async fn desk_judge(
         &self,
         request: DeskJudgeRequest,
     ) -> Result<DeskJudgeReply, TransportError> {
-        self.tripped("judge")?;
-        self.check(self.inner.desk_judge(request).await)
+        self.guard("judge", self.inner.desk_judge(request)).await
     }
 }
 

@@ -143,28 +143,29 @@ impl ServiceRole {
             }
         };
         let (job, turn) = (&req.job, req.turn);
-        let mut view = Vec::with_capacity(req.messages.len() + 8);
-        view.push(ChatMessage::new(
+        // One request, grown round by round: the tools and the conversation are not copied
+        // per model call.
+        let mut request = ChatRequest {
+            messages: Vec::with_capacity(req.messages.len() + 8),
+            tools: fixture.tools.clone(),
+            ..ChatRequest::default()
+        };
+        request.messages.push(ChatMessage::new(
             ChatRole::System,
             fixture.agent_prompt.clone(),
         ));
-        view.extend(req.messages);
+        request.messages.extend(req.messages);
         let mut calls = req.calls;
-        let seen = view.len();
+        let seen = request.messages.len();
         for round in 0..MAX_ROUNDS {
-            let request = ChatRequest {
-                messages: view.clone(),
-                tools: fixture.tools.clone(),
-                desk: Some(Arc::new(context(
-                    case,
-                    job,
-                    DeskRole::Agent,
-                    turn,
-                    round,
-                    &calls,
-                ))),
-                ..ChatRequest::default()
-            };
+            request.desk = Some(Arc::new(context(
+                case,
+                job,
+                DeskRole::Agent,
+                turn,
+                round,
+                &calls,
+            )));
             let called = agent.call(&request).await;
             reply.calls.push(with_request(
                 called.record,
@@ -183,10 +184,7 @@ impl ServiceRole {
                 reply.answer = response.text;
                 break;
             }
-            view.push(ChatMessage::tool_calls(
-                response.text.clone(),
-                response.tool_calls.clone(),
-            ));
+            let mut results = Vec::with_capacity(response.tool_calls.len());
             for call in &response.tool_calls {
                 let args: serde_json::Value =
                     serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
@@ -213,11 +211,17 @@ impl ServiceRole {
                     speaker: "tool".into(),
                     text: format!("{}({}) -> {output}", call.name, call.arguments),
                 });
-                view.push(ChatMessage::tool_result(&call.id, output));
+                results.push(ChatMessage::tool_result(&call.id, output));
             }
+            request
+                .messages
+                .push(ChatMessage::tool_calls(response.text, response.tool_calls));
+            request.messages.extend(results);
         }
-        view.push(ChatMessage::new(ChatRole::Assistant, reply.answer.clone()));
-        reply.messages = view.split_off(seen);
+        request
+            .messages
+            .push(ChatMessage::new(ChatRole::Assistant, reply.answer.clone()));
+        reply.messages = request.messages.split_off(seen);
         reply
     }
 }
