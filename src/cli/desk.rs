@@ -89,10 +89,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
                     dir.display()
                 )
             })?;
-            let mut config = manifest.config;
-            if let Some(n) = args.concurrency {
-                config.concurrency = n;
-            }
+            let config = manifest.config;
             let texts = read_store(&config.store)?;
             if DeskManifest::store_hashes((&texts.0, &texts.1)) != manifest.store_sha256 {
                 anyhow::bail!(
@@ -102,7 +99,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
                     dir.join("manifest.json").display()
                 );
             }
-            (config, run, manifest.run_id, texts)
+            (config, Some(run), manifest.run_id, texts)
         }
         None => {
             let mut config = read_config(args.config)?;
@@ -112,24 +109,28 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
             if let Some(n) = args.seed {
                 config.seed = n;
             }
-            if let Some(n) = args.concurrency {
-                config.concurrency = n;
-            }
             if let Some(n) = args.max_turns {
                 config.max_turns = n;
             }
             if let Some(out) = args.out {
                 config.output_dir = out.to_path_buf();
             }
-            config.check("command line")?;
             let texts = read_store(&config.store)?;
             let run_id = args
                 .run_id
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("{}-desk-s{}", now_utc().1, config.seed));
-            let run = RunDir::create(&config.output_dir, &run_id)?;
-            (config, run, run_id, texts)
+            (config, None, run_id, texts)
         }
+    };
+    let mut config = config;
+    if let Some(n) = args.concurrency {
+        config.concurrency = n;
+    }
+    config.check("command line")?;
+    let run = match run {
+        Some(run) => run,
+        None => RunDir::create(&config.output_dir, &run_id)?,
     };
     let desk = parse_store(&config.store, (&store, &cases))?;
     let jobs = crate::plan::desk::jobs(&config, &run_id, &desk);
