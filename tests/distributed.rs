@@ -46,18 +46,16 @@ seed: {seed}
 
 /// The embedded run of `config` as `run_id` under `dir`: its summary.json.
 fn embedded_summary(dir: &Path, config: &str, run_id: &str) -> String {
-    let out = dir.join("embedded");
-    sage_ok(&[
-        "run",
-        "--config",
-        config,
-        "--run-id",
-        run_id,
-        "--out",
-        &out.display().to_string(),
-        "--quiet",
-    ]);
-    std::fs::read_to_string(out.join(run_id).join("summary.json")).expect("embedded summary")
+    embedded_run(dir, &["--config", config], run_id, "summary.json")
+}
+
+/// `sage run ARGS` as `run_id` under `dir/embedded`: its results file `file`.
+fn embedded_run(dir: &Path, args: &[&str], run_id: &str, file: &str) -> String {
+    let out = dir.join("embedded").display().to_string();
+    let mut all = vec!["run", "--run-id", run_id, "--out", &out, "--quiet"];
+    all.extend(args);
+    sage_ok(&all);
+    std::fs::read_to_string(dir.join("embedded").join(run_id).join(file)).expect("embedded results")
 }
 
 /// Dialogue ids in a results folder's dialogues.jsonl, asserting none is there twice.
@@ -500,19 +498,12 @@ fn an_embedded_run_can_serve_its_metrics_too() {
 #[test]
 fn a_support_desk_sweep_equals_the_embedded_run() {
     let dir = common::cluster::test_dir();
-    let embedded = dir.path().join("embedded");
-    sage_ok(&[
-        "run",
-        "--suite",
-        "support-desk",
-        "--run-id",
+    let expected = embedded_run(
+        dir.path(),
+        &["--suite", "support-desk"],
         "desk",
-        "--out",
-        &embedded.display().to_string(),
-        "--quiet",
-    ]);
-    let expected =
-        std::fs::read_to_string(embedded.join("desk/desk-summary.json")).expect("summary");
+        "desk-summary.json",
+    );
     let nats = Nats::start(dir.path());
     let url = nats.url();
     let out = dir.path().join("results");
@@ -640,21 +631,12 @@ seed: 5
     )
     .expect("config");
     let config = config.display().to_string();
-    let embedded = dir.path().join("embedded");
-    sage_ok(&[
-        "run",
-        "--suite",
-        "support-desk",
-        "--config",
-        &config,
-        "--run-id",
+    let expected = embedded_run(
+        dir.path(),
+        &["--suite", "support-desk", "--config", &config],
         "desk-crash",
-        "--out",
-        &embedded.display().to_string(),
-        "--quiet",
-    ]);
-    let expected = std::fs::read_to_string(embedded.join("desk-crash/desk-summary.json"))
-        .expect("embedded summary");
+        "desk-summary.json",
+    );
     let cluster = CrashCluster::start(dir.path(), 2);
     let (url, out) = (cluster.url.clone(), cluster.out.clone());
     let mut doomed = cluster.worker("worker-doomed");

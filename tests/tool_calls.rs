@@ -287,6 +287,15 @@ async fn openai_tool_calls_with_object_arguments_and_no_id() {
         id.starts_with("call_0_") && id.len() > "call_0_".len(),
         "{id}"
     );
+    let again = endpoint
+        .call(&requests().0)
+        .await
+        .result
+        .expect("an answer");
+    assert_eq!(
+        again.tool_calls[0].id, id,
+        "the made-up id is deterministic"
+    );
     assert_eq!(
         answer.tool_calls,
         vec![
