@@ -74,7 +74,20 @@ fn user_and_password_from_flags_or_the_environment() {
         ),
         "wrong-pw",
     );
+    // No credentials: refused (and the password it was not given cannot be printed, so the
+    // secret checked here is a wrong one from the environment).
     refused(&status(&url, &[], &[]), "s3cret-pw");
+    refused(
+        &status(
+            &url,
+            &[],
+            &[
+                ("SAGE_NATS_USER", "sage"),
+                ("SAGE_NATS_PASSWORD", "wrong-env-pw"),
+            ],
+        ),
+        "wrong-env-pw",
+    );
     // A password in the URL is not printed either.
     refused(
         &status(
@@ -86,6 +99,7 @@ fn user_and_password_from_flags_or_the_environment() {
     );
     // Half a credential is a configuration error, said as such.
     let out = status(&url, &["--nats-user", "sage"], &[]);
+    assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("needs a password"),
         "{}",

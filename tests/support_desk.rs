@@ -94,6 +94,7 @@ fn yaml_number(x: f64) -> String {
 #[test]
 fn tools_answer_from_the_fixture_and_change_nothing() {
     let desk = northline();
+    let before = desk.store.clone();
     let order = &desk.store.orders[0];
     let args = serde_json::json!({"order_number": order.number});
     let lookup = desk.call(Tool::OrderLookup, &args);
@@ -106,7 +107,8 @@ fn tools_answer_from_the_fixture_and_change_nothing() {
     let reship = desk.call(Tool::Reship, &args);
     assert_eq!(reship.output["status"], "recorded");
     assert_eq!(reship.output["action"], "reship");
-    // Nothing changed.
+    // Nothing changed: the store is as before, and the lookup answers as before.
+    assert_eq!(desk.store, before);
     assert_eq!(desk.call(Tool::OrderLookup, &args).output, lookup.output);
     let missing = desk.call(
         Tool::CancelOrder,
