@@ -2,8 +2,7 @@
 //! no file, [`RunConfig::default`] is the embedded run: the bundled scenarios, three simulated
 //! agent profiles, a simulated customer and three simulated judges.
 
-use crate::llm::sim::{SimSpec, agent::SkillOverrides};
-use crate::llm::{ModelConfig, Provider};
+use super::model::{ModelConfig, Provider, SimSpec, SkillOverrides};
 use crate::scenario::Adversarial;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -2,9 +2,7 @@
 //! docs/support-desk.md). With no file: the bundled Northline store against three simulated
 //! agents of different judgment, the simulated customer and two simulated judges.
 
-use crate::llm::ModelConfig;
-use crate::llm::sim::SimSpec;
-use crate::llm::sim::desk::DeskSkills;
+use super::model::{DeskSkills, ModelConfig, SimSpec};
 use crate::protocol::desk::DeskJob;
 use crate::scenario::desk::Desk;
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod desk;
+pub mod model;
 
 pub use config::RunConfig;
 

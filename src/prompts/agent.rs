@@ -12,7 +12,7 @@ use super::{
     classification_template, field_lines, push_history, push_merged, quoted_alternatives,
     system_information_section,
 };
-use crate::llm::{ChatMessage, ChatRole};
+use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::scenario::{Guard, KeyKind, Scope, StageKind, Value};
 use crate::sop::{Assignment, Edge, Node, Sop};

@@ -6,7 +6,7 @@
 
 use super::agent::system_information;
 use super::{classification_template, field_lines, system_information_section};
-use crate::llm::{ChatMessage, ChatRole};
+use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::sop::Sop;
 use std::fmt::Write;

@@ -23,7 +23,7 @@ pub use agent::{agent_messages, agent_system_prompt, system_information};
 pub use judge::{DIMENSIONS, Dimension, judge_messages, judge_system_prompt};
 pub use user::{UserOutputError, parse_user_output, user_messages, user_system_prompt};
 
-use crate::llm::{ChatMessage, ChatRole};
+use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{Line, Speaker};
 use crate::scenario::{Key, KeyKind};
 use crate::sop::{Assignment, Sop};

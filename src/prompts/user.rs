@@ -6,7 +6,7 @@
 //! about themself. It never sees other intents, stage ids or the SOP.
 
 use super::{push_history, push_merged};
-use crate::llm::{ChatMessage, ChatRole};
+use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::scenario::{Adversarial, Cooperativeness, Value};
 use crate::sop::{Assignment, Sop};

@@ -4,7 +4,7 @@
 //! they carry everything a role needs, so a role can answer in another process.
 
 use super::{CallRecord, Usage};
-use crate::llm::ChatMessage;
+use crate::protocol::chat::ChatMessage;
 use crate::scoring::desk::{CaseRun, Judged, ToolCall, Verdict};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

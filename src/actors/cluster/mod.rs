@@ -16,7 +16,7 @@ pub mod submit;
 pub mod worker;
 
 use super::desk::DeskActor;
-use super::desk::roles::DeskFixture;
+use super::desk::fixture::DeskFixture;
 use super::roles::Registry;
 use super::runner::{RunError, endpoints};
 use super::{DialogueActor, start_local_roles};

@@ -4,9 +4,10 @@
 //! dialogue driver: the same role actors answer in this process ([`run_embedded`]) or behind
 //! the broker (`sage worker`).
 
+pub mod fixture;
 pub mod roles;
 
-pub use roles::tool_specs;
+pub use fixture::tool_specs;
 
 use crate::actors::roles::Registry;
 use crate::actors::runner::{RunError, build_endpoints};
@@ -22,8 +23,8 @@ use crate::scoring::desk::{CaseRun, verdict};
 use crate::telemetry::metrics::{InFlight, metrics};
 use crate::transport::Transport;
 use actix::{Actor, Context, Handler, ResponseFuture};
+use fixture::DeskFixture;
 use futures::StreamExt;
-use roles::DeskFixture;
 use std::sync::Arc;
 
 /// Plays one run of a case: the record, or why the job cannot be played at all (its case is not

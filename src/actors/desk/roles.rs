@@ -11,66 +11,21 @@
 //!
 //! A model that cannot be reached (after the endpoint's retries) is an infrastructure error.
 
+use super::fixture::DeskFixture;
 use crate::actors::roles::{JudgePanel, Registry, ServiceRole, UserRole, with_request};
 use crate::llm::sim::desk::{CUSTOMER_DONE, DeskContext, DeskRole};
-use crate::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint, ToolSpec};
+use crate::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint};
 use crate::prompts::desk as prompts;
 use crate::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJob,
     DeskJudgeReply, DeskJudgeRequest, DeskLine,
 };
-use crate::scenario::desk::{Case, Desk, Tool};
+use crate::scenario::desk::{Case, Tool};
 use crate::scoring::desk::{Judged, ToolCall};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Most model calls of the agent in one turn (tool rounds included).
 pub const MAX_ROUNDS: u32 = 6;
-
-/// A store and its cases as the roles serve them: cases by id, the agent's system prompt and
-/// the tool specs rendered once.
-pub struct DeskFixture {
-    /// The store and its cases.
-    pub desk: Desk,
-    cases: HashMap<String, Arc<Case>>,
-    agent_prompt: Arc<str>,
-    tools: Vec<ToolSpec>,
-}
-
-impl DeskFixture {
-    /// Serves `desk`.
-    pub fn new(desk: Desk) -> DeskFixture {
-        DeskFixture {
-            cases: desk
-                .cases
-                .iter()
-                .map(|c| (c.id.clone(), Arc::new(c.clone())))
-                .collect(),
-            agent_prompt: prompts::agent_system_prompt(&desk.store).into(),
-            tools: tool_specs(),
-            desk,
-        }
-    }
-
-    /// The case `id`.
-    pub fn case(&self, id: &str) -> Result<&Arc<Case>, String> {
-        self.cases
-            .get(id)
-            .ok_or_else(|| format!("case `{id}` is not in this process's store"))
-    }
-}
-
-/// The tools offered to the agent.
-pub fn tool_specs() -> Vec<ToolSpec> {
-    Tool::ALL
-        .iter()
-        .map(|t| ToolSpec {
-            name: t.name().into(),
-            description: t.description().into(),
-            parameters: t.parameters(),
-        })
-        .collect()
-}
 
 impl Registry {
     /// The store and case a desk request is about.

@@ -2,6 +2,7 @@
 //! turn depth, answering in the agent JSON contract (or, at the configured rate, breaking it).
 
 use super::{Play, SimContext, chance};
+pub use crate::plan::model::SkillOverrides;
 use crate::scenario::{Adversarial, Domain, KeyKind, Point, Value};
 use crate::sop::{Route, Values};
 use rand::Rng;
@@ -115,30 +116,6 @@ impl Skills {
         (self.format_error_rate * (1.0 + self.format_error_escalation * Self::level(a) as f64))
             .clamp(0.0, 1.0)
     }
-}
-
-/// Skill overrides on top of a profile (`sim: {kind: agent, profile: weak, skills: {...}}`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SkillOverrides {
-    /// See [`Skills::classification_accuracy`].
-    pub classification_accuracy: Option<f64>,
-    /// See [`Skills::action_derivation`].
-    pub action_derivation: Option<f64>,
-    /// See [`Skills::format_error_rate`].
-    pub format_error_rate: Option<f64>,
-    /// See [`Skills::chat_verbosity`].
-    pub chat_verbosity: Option<usize>,
-    /// See [`Skills::empathy`].
-    pub empathy: Option<f64>,
-    /// See [`Skills::adversarial_penalty`].
-    pub adversarial_penalty: Option<[f64; 3]>,
-    /// See [`Skills::format_error_escalation`].
-    pub format_error_escalation: Option<f64>,
-    /// See [`Skills::cold_start`].
-    pub cold_start: Option<f64>,
-    /// See [`Skills::fatigue`].
-    pub fatigue: Option<f64>,
 }
 
 impl SkillOverrides {

@@ -6,12 +6,12 @@
 
 use super::{Latency, chance, probability, sleep_latency};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ToolCall};
+pub use crate::plan::model::DeskSkills;
 use crate::protocol::Usage;
 use crate::scenario::desk::{Bucket, Case, Required, Tool};
 use crate::scoring::desk::Verdict;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Who is calling in a desk dialogue.
@@ -64,34 +64,6 @@ impl DeskContext {
         self.calls
             .iter()
             .any(|(turn, t)| *turn == self.turn && t.changes_state())
-    }
-}
-
-/// The simulated desk agent's judgment (each a probability per turn).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DeskSkills {
-    /// Takes the unsafe action a customer pushes for.
-    pub unsafe_propensity: f64,
-    /// Makes the call that resolves a resolvable case.
-    pub resolve: f64,
-    /// Hands a resolvable case to a human anyway.
-    pub over_escalation: f64,
-    /// Hands a must-escalate case to a human.
-    pub escalate: f64,
-    /// Closes the ticket before the issue is resolved.
-    pub premature_close: f64,
-}
-
-impl Default for DeskSkills {
-    fn default() -> Self {
-        DeskSkills {
-            unsafe_propensity: 0.1,
-            resolve: 0.8,
-            over_escalation: 0.05,
-            escalate: 0.8,
-            premature_close: 0.02,
-        }
     }
 }
 

@@ -17,12 +17,13 @@ pub mod desk;
 pub mod judge;
 pub mod user;
 
+pub use crate::plan::model::{Latency, SimSpec};
+
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
 use crate::protocol::{DialogueJob, Role, Usage};
 use crate::sop::Sop;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,87 +62,6 @@ impl SimContext {
             salt,
         )))
     }
-}
-
-/// Simulated latency per call.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub enum Latency {
-    /// The same delay for every call.
-    FixedMs(u64),
-    /// Uniform between two bounds (milliseconds), drawn deterministically per call.
-    UniformMs(u64, u64),
-}
-
-/// Which simulated model, and its settings (`sim:` in a model's configuration).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
-pub enum SimSpec {
-    /// A service agent with a bundled profile (`strong`, `balanced`, `weak`), optionally with
-    /// skills overridden.
-    Agent {
-        /// Bundled profile name.
-        #[serde(default = "default_profile")]
-        profile: String,
-        /// Skill overrides.
-        #[serde(default)]
-        skills: agent::SkillOverrides,
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-    },
-    /// The customer.
-    User {
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-        /// Probability per call of an empty reply (to exercise retries).
-        #[serde(default)]
-        empty_rate: f64,
-    },
-    /// A support-desk agent with tools (`kind: desk_agent`), its judgment in `skills`.
-    #[serde(rename = "desk_agent")]
-    DeskAgent {
-        /// Its judgment (probabilities per turn).
-        #[serde(default)]
-        skills: desk::DeskSkills,
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-    },
-    /// A support-desk customer (`kind: desk_customer`).
-    #[serde(rename = "desk_customer")]
-    DeskCustomer {
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-    },
-    /// A support-desk oracle judge (`kind: desk_judge`).
-    #[serde(rename = "desk_judge")]
-    DeskJudge {
-        /// Largest deviation of a score.
-        #[serde(default)]
-        noise: f64,
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-    },
-    /// An oracle judge.
-    Judge {
-        /// Probability that a field's label is replaced by another option.
-        #[serde(default)]
-        noise: f64,
-        /// Simulated latency.
-        #[serde(default)]
-        latency: Option<Latency>,
-        /// Probability per call of an unparsable reply (to exercise retries).
-        #[serde(default)]
-        garbage_rate: f64,
-    },
-}
-
-fn default_profile() -> String {
-    "balanced".into()
 }
 
 /// A draw that is true with probability `p` (clamped to [0, 1]; NaN counts as 0): never panics.
