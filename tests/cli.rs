@@ -310,18 +310,16 @@ fn run_configurations_with_impossible_settings_are_refused_with_their_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("max_turns"), "{err}");
-    // A simulated skill that is not a probability is refused when the endpoint is built.
-    let config = sage::plan::RunConfig::from_yaml(
+    // A simulated skill that is not a probability is refused with the configuration.
+    let err = sage::plan::RunConfig::from_yaml(
         &text.replace(
             "sim: {kind: agent, profile: balanced}",
             "sim: {kind: agent, profile: balanced, skills: {empathy: 1.5}}",
         ),
         "run.yaml",
     )
-    .unwrap();
-    let err = sage::actors::runner::endpoints(&config)
-        .expect_err("refused")
-        .to_string();
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("empathy is 1.5; expected a probability"),
         "{err}"

@@ -44,11 +44,13 @@ fn push(turns: &mut Vec<TurnRecord>, metrics: &DialogueMetrics, turn: TurnRecord
 }
 
 /// Plays one dialogue to its end and scores every turn. Never fails: whatever goes wrong on the
-/// way is recorded in the turns and the end reason.
+/// way is recorded in the turns and the end reason. `simulated`: whether the run's
+/// configuration declares the job's service model a simulated one.
 pub async fn run_dialogue(
     transport: &dyn Transport,
     sops: &HashMap<String, Arc<Sop>>,
     job: DialogueJob,
+    simulated: bool,
 ) -> DialogueRecord {
     // Shared with every request of the dialogue; the history is appended in place once the
     // requests of a turn (which hold it) are done.
@@ -60,6 +62,8 @@ pub async fn run_dialogue(
     let mut last_action: Option<String> = None;
     let mut end = DialogueEnd::MaxTurns;
     let mut service_failures = 0;
+    // The customer's call that ended the dialogue (it belongs to no turn).
+    let mut closing_calls = Vec::new();
     // The variables as the rule engine reads them, once per dialogue.
     let variables: crate::sop::Values = job
         .variables
@@ -98,6 +102,7 @@ pub async fn run_dialogue(
             break;
         }
         let Some(user_message) = user.message else {
+            closing_calls = calls;
             end = if last_action.as_deref() == Some(job.target.action.as_str()) {
                 DialogueEnd::Resolved
             } else {
@@ -223,18 +228,15 @@ pub async fn run_dialogue(
     }
     let mut usage = Usage::default();
     let mut cost_usd = 0.0;
-    let mut simulated = true;
-    for call in turns.iter().flat_map(|t| &t.calls) {
+    for call in turns.iter().flat_map(|t| &t.calls).chain(&closing_calls) {
         usage += call.usage;
         cost_usd += call.cost_usd;
-        if call.model == job.service_model {
-            simulated &= call.simulated;
-        }
     }
     metrics.finish(end);
     DialogueRecord {
         job: Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()),
         turns,
+        closing_calls,
         end,
         simulated,
         usage,

@@ -171,6 +171,9 @@ pub struct DialogueActor {
     pub transport: Arc<dyn Transport>,
     /// The scenarios, for scoring.
     pub sops: Arc<HashMap<String, Arc<Sop>>>,
+    /// The models the run's configuration declares simulated (a record is labelled by its
+    /// configuration, not by which calls happened to be made).
+    pub simulated: Arc<std::collections::BTreeSet<String>>,
 }
 
 impl Actor for DialogueActor {
@@ -185,6 +188,7 @@ impl Handler<RunDialogue> for DialogueActor {
     fn handle(&mut self, msg: RunDialogue, _: &mut Context<Self>) -> Self::Result {
         let transport = msg.through.unwrap_or_else(|| self.transport.clone());
         let sops = self.sops.clone();
+        let simulated = self.simulated.contains(&msg.job.service_model);
         let span = if crate::telemetry::trace::exporting() {
             tracing::info_span!(
                 "dialogue",
@@ -196,7 +200,7 @@ impl Handler<RunDialogue> for DialogueActor {
             tracing::Span::none()
         };
         Box::pin(
-            async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.job).await }
+            async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await }
                 .instrument(span),
         )
     }

@@ -19,12 +19,12 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A model endpoint could not be set up.
-    #[error("model {model}: {source}")]
+    #[error("model {model}: {error}")]
     Model {
         /// The model name.
         model: String,
         /// Why.
-        source: LlmError,
+        error: LlmError,
     },
     /// The results could not be written.
     #[error(transparent)]
@@ -49,9 +49,9 @@ pub fn build_endpoints(
         .map(|m| {
             Endpoint::new(m.clone(), cache_dir.clone())
                 .map(|e| (m.name.clone(), Arc::new(e)))
-                .map_err(|source| RunError::Model {
+                .map_err(|error| RunError::Model {
                     model: m.name.clone(),
-                    source,
+                    error,
                 })
         })
         .collect()
@@ -66,7 +66,13 @@ pub async fn run_embedded(
     run_dir: &RunDir,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<Counts, RunError> {
-    let done = run_dir.finished_ids()?;
+    // Records already stored are kept, once checked to be of these jobs.
+    let run_id = jobs.first().map(|j| j.run_id.clone()).unwrap_or_default();
+    let done = run_dir.stored_jobs::<DialogueJob>(
+        "dialogues.jsonl",
+        &crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id),
+        &run_id,
+    )?;
     let todo: Vec<DialogueJob> = jobs
         .into_iter()
         .filter(|j| !done.contains(&j.dialogue_id))
@@ -99,6 +105,11 @@ pub async fn run_embedded(
     let driver = DialogueActor {
         transport,
         sops: Arc::new(sops),
+        simulated: Arc::new(
+            crate::store::simulated_models(&config.models)
+                .into_iter()
+                .collect(),
+        ),
     }
     .start();
     let aggregator = Aggregator::new(run_dir.writer()?, progress.clone());

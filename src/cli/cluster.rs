@@ -5,7 +5,7 @@ use crate::actors::cluster::{Served, collector, submit, worker};
 use crate::protocol::Role;
 use crate::telemetry::Health;
 use crate::telemetry::trace::{self, LogFormat};
-use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy, valid_run_id};
+use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
@@ -302,7 +302,9 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             };
             config.check("sweep")?;
             let scenarios = super::run::load_named_scenarios(&config)?;
-            let id = format!("{}-s{}", crate::store::now_utc().1, config.seed);
+            let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
+            config.check_jobs(&sops, "sweep")?;
+            let id = crate::store::new_run_id(None, config.seed);
             (Submission::Sage(config, scenarios), id)
         }
         Suite::SupportDesk => {
@@ -310,14 +312,12 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             config.check("sweep")?;
             let texts = super::desk::read_store(&config.store)?;
             let desk = super::desk::parse_store(&config.store, (&texts.0, &texts.1))?;
-            let id = format!("{}-desk-s{}", crate::store::now_utc().1, config.seed);
+            let id = crate::store::new_run_id(Some("desk"), config.seed);
             (Submission::Desk(config, texts, Box::new(desk)), id)
         }
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
-    if !valid_run_id(&run_id) {
-        bail!("--run-id `{run_id}`: use letters, digits, `-`, `_` or `=` only");
-    }
+    crate::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
@@ -378,6 +378,9 @@ pub struct StatusArgs {
 
 /// `sage status`.
 pub fn status(args: StatusArgs) -> anyhow::Result<()> {
+    if let Some(id) = &args.run {
+        crate::protocol::id::check_run_id(id)?;
+    }
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-status")?;
         let broker = args.nats.broker("sage-status").await?;
@@ -386,7 +389,13 @@ pub fn status(args: StatusArgs) -> anyhow::Result<()> {
                 Some(s) => vec![s],
                 None => bail!("run {id}: not found in the runs bucket"),
             },
-            None => submit::all_status(&broker).await?,
+            None => {
+                let all = submit::all_status(&broker).await?;
+                for unreadable in &all.unreadable {
+                    eprintln!("warning: skipped an unreadable run status: {unreadable}");
+                }
+                all.runs
+            }
         };
         if args.json {
             println!("{}", serde_json::to_string_pretty(&runs)?);

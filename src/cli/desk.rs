@@ -3,8 +3,8 @@
 use crate::actors::desk::run_embedded;
 use crate::plan::desk::DeskConfig;
 use crate::scenario::desk::Desk;
+use crate::store::RunDir;
 use crate::store::desk::{DESK_RECORDS, DeskManifest, desk_report};
-use crate::store::{RunDir, now_utc};
 use anyhow::Context;
 use std::path::Path;
 
@@ -39,6 +39,21 @@ pub fn read_store(store: &str) -> anyhow::Result<(String, String)> {
         return Ok((s.to_string(), c.to_string()));
     }
     let dir = Path::new(store);
+    let missing: Vec<&str> = ["store.yaml", "cases.yaml"]
+        .into_iter()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{store}: not a support-desk store: a store folder holds store.yaml and cases.yaml (docs/support-desk.md), and {} missing{}",
+            missing.join(" and "),
+            if dir.is_dir() {
+                "; to validate scenario files, name the files (e.g. scenarios/*.yaml)"
+            } else {
+                ""
+            }
+        );
+    }
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))
@@ -80,6 +95,7 @@ pub fn read_config(path: Option<&Path>) -> anyhow::Result<DeskConfig> {
 
 /// `sage run --suite support-desk`.
 pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
+    super::run::check_run_id_flag(args.run_id)?;
     let (config, run, run_id, (store, cases)) = match args.resume {
         Some(dir) => {
             let run = RunDir::open(dir)?;
@@ -119,7 +135,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
             let run_id = args
                 .run_id
                 .map(str::to_string)
-                .unwrap_or_else(|| format!("{}-desk-s{}", now_utc().1, config.seed));
+                .unwrap_or_else(|| crate::store::new_run_id(Some("desk"), config.seed));
             (config, None, run_id, texts)
         }
     };
@@ -128,11 +144,11 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         config.concurrency = n;
     }
     config.check("command line")?;
+    let desk = parse_store(&config.store, (&store, &cases))?;
     let run = match run {
-        Some(run) => run,
+        Some(run) => run.claim()?,
         None => RunDir::create(&config.output_dir, &run_id)?,
     };
-    let desk = parse_store(&config.store, (&store, &cases))?;
     let jobs = crate::plan::desk::jobs(&config, &run_id, &desk);
     let total = jobs.len();
     if args.resume.is_none() {
@@ -140,7 +156,11 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         run.write_json("manifest.json", &manifest)?;
     }
     // Conversations already stored are kept (a resumed run plays only the rest).
-    let done = run.stored_ids(DESK_RECORDS)?;
+    let done = run.stored_jobs::<crate::protocol::desk::DeskJob>(
+        DESK_RECORDS,
+        &crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id),
+        &run_id,
+    )?;
     let todo: Vec<_> = jobs
         .into_iter()
         .filter(|j| !done.contains(&j.dialogue_id))
@@ -192,8 +212,10 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
             report.truncated_turns
         );
     }
-    let text = report.table;
-    println!("{text}");
+    for warning in report.reported.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    println!("{}", report.reported.table);
     println!("results: {}", run.path().display());
     Ok(())
 }

@@ -47,12 +47,20 @@ enum Command {
         #[arg(long, value_enum)]
         format: run::ExportFormat,
         /// Keep only agent turns whose logic score (0-100) is at least this.
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, value_parser = score)]
         min_logic: f64,
         /// Write here instead of standard output.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },
+}
+
+/// A score flag: a number from 0 to 100.
+fn score(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=100.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{text}`: expected a score from 0 to 100")),
+    }
 }
 
 /// Runs `f` to its end in an actix `System` on a multi-threaded tokio runtime (actors need a
@@ -104,8 +112,11 @@ pub fn main() -> ExitCode {
         Command::Report { dir } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
             .and_then(|r| crate::store::desk::report_any(&r).map_err(anyhow::Error::from))
-            .map(|table| {
-                println!("{table}");
+            .map(|reported| {
+                for warning in reported.warnings() {
+                    eprintln!("warning: {warning}");
+                }
+                println!("{}", reported.table);
                 ExitCode::SUCCESS
             }),
         Command::Export {

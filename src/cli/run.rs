@@ -5,7 +5,7 @@ use crate::plan::{self, RunConfig};
 use crate::scenario::bundled::BUNDLED;
 use crate::sop::{self, Sop};
 use crate::store::export::{self, Format};
-use crate::store::{Manifest, RunDir, now_utc};
+use crate::store::{Manifest, RunDir};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use std::collections::HashMap;
@@ -92,6 +92,20 @@ pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>,
             out.push((Arc::new(sop::from_yaml(&text, entry)?), entry.clone(), text));
         }
     }
+    // One scenario twice would play (and count) every one of its dialogue ids twice.
+    for (i, (sop, name, _)) in out.iter().enumerate() {
+        let id = &sop.scenario().id;
+        if let Some((_, first, _)) = out[..i].iter().find(|(s, _, _)| &s.scenario().id == id) {
+            bail!(
+                "scenarios: `{name}` is scenario `{id}`, which `{first}` already gives{}; expected each scenario once",
+                if config.scenarios.iter().any(|s| s == "bundled") {
+                    " (`bundled` holds the six SAGE scenarios)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     Ok(out)
 }
 
@@ -101,8 +115,17 @@ pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
     Ok(RunConfig::from_yaml(&text, &path.display().to_string())?)
 }
 
+/// Checks a `--run-id` flag (it names a folder and, distributed, a message subject).
+pub fn check_run_id_flag(run_id: Option<&str>) -> anyhow::Result<()> {
+    if let Some(id) = run_id {
+        crate::protocol::id::check_run_id(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
+    }
+    Ok(())
+}
+
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    check_run_id_flag(args.run_id.as_deref())?;
     if args.suite == Suite::SupportDesk {
         if args.dialogues.is_some() {
             bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
@@ -120,14 +143,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             metrics_addr: args.metrics_addr,
         });
     }
-    let (config, run_dir) = match &args.resume {
+    // Everything is checked before a results folder is created or claimed.
+    let (config, resume) = match &args.resume {
         Some(dir) => {
             let run = RunDir::open(dir)?;
-            let mut config = run.read_manifest()?.config;
+            if run.is_desk() {
+                bail!(
+                    "{}: a support-desk run; resume it with `sage run --suite support-desk --resume {}`",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            let manifest = run.read_manifest()?;
+            let mut config = manifest.config.clone();
             if let Some(c) = args.concurrency {
                 config.concurrency = c;
             }
-            (config, run)
+            (config, Some((run, manifest)))
         }
         None => {
             let mut config = match &args.config {
@@ -152,32 +184,34 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             if let Some(out) = &args.out {
                 config.output_dir = out.clone();
             }
-            config.check("command line")?;
+            (config, None)
+        }
+    };
+    config.check("command line")?;
+    let scenarios = load_scenarios(&config)?;
+    let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
+    config.check_jobs(&sops, "command line")?;
+    let (run_dir, run_id) = match resume {
+        Some((run, manifest)) => {
+            // The jobs are derived again from the scenarios: they must be the ones the run
+            // started with.
+            if Manifest::scenario_hashes(&scenarios) != manifest.scenarios {
+                bail!(
+                    "{}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run.",
+                    run.path().display()
+                );
+            }
+            // The manifest's id (checked when read), whatever the folder is called now.
+            (run.claim()?, manifest.run_id)
+        }
+        None => {
             let run_id = args
                 .run_id
                 .clone()
-                .unwrap_or_else(|| format!("{}-s{}", now_utc().1, config.seed));
-            let run = RunDir::create(&config.output_dir, &run_id)?;
-            (config, run)
+                .unwrap_or_else(|| crate::store::new_run_id(None, config.seed));
+            (RunDir::create(&config.output_dir, &run_id)?, run_id)
         }
     };
-    let scenarios = load_scenarios(&config)?;
-    if args.resume.is_some() {
-        // The jobs are derived again from the scenarios: they must be the ones the run started with.
-        let manifest = run_dir.read_manifest()?;
-        if Manifest::scenario_hashes(&scenarios) != manifest.scenarios {
-            bail!(
-                "{}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run.",
-                run_dir.path().display()
-            );
-        }
-    }
-    let run_id = run_dir
-        .path()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run".into());
-    let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     let jobs = plan::jobs(&config, &run_id, &sops);
     if args.resume.is_none() {
         run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
@@ -207,9 +241,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             counts.user_ended_early, counts.infra_errors
         );
     }
-    let table = crate::store::report(&run_dir)?;
-    println!("{table}");
+    let reported = crate::store::report(&run_dir)?;
+    if let Some(warning) = reported.duplicates.warning(&reported.file) {
+        eprintln!("warning: {warning}");
+    }
+    println!("{}", reported.table);
     println!("results: {}", run_dir.path().display());
+    // A model that never answered was not measured: the run did not do its job for it.
+    if !reported.unreached.is_empty() {
+        let models: Vec<String> = reported.unreached.iter().map(|u| u.to_string()).collect();
+        bail!(
+            "{}; its scores are empty (check the endpoint and run again)",
+            models.join("; ")
+        );
+    }
     Ok(())
 }
 

@@ -166,6 +166,9 @@ fn route(file: &Path, sets: &[String], json: bool) -> anyhow::Result<ExitCode> {
         let (name, raw) = s
             .split_once('=')
             .with_context(|| format!("--set {s}: expected KEY=VALUE"))?;
+        if fields.contains_key(name) || variables.contains_key(name) {
+            bail!("--set {s}: `{name}` is already set; expected each key once");
+        }
         let Some(key) = sc.keys.iter().find(|k| k.name == name) else {
             let names: Vec<&str> = sc.keys.iter().map(|k| k.name.as_str()).collect();
             bail!(

@@ -62,21 +62,19 @@ impl Endpoint {
     /// Builds the backend the configuration names, with the response cache in `cache_dir` when
     /// given (opt-in).
     ///
-    /// Fails with [`LlmError::Config`] when the configuration cannot work: a configured API key
-    /// variable that is not set (the error names the variable), a missing `base_url` for an HTTP
-    /// agent, a non-positive timeout, `max_concurrency: 0` or `requests_per_minute: 0`.
+    /// Fails with [`LlmError::Config`] when the configuration cannot work: a setting out of its
+    /// bounds ([`ModelConfig::check`]), a configured API key variable that is not set (the
+    /// error names the variable), a missing `base_url` for an HTTP agent, or a `cache_dir` that
+    /// cannot be a folder.
     pub fn new(config: ModelConfig, cache_dir: Option<PathBuf>) -> Result<Endpoint, LlmError> {
-        if config.max_concurrency == 0 {
-            return Err(LlmError::Config(format!(
-                "model `{}`: max_concurrency must be at least 1",
-                config.name
-            )));
-        }
-        if config.requests_per_minute == Some(0) {
-            return Err(LlmError::Config(format!(
-                "model `{}`: requests_per_minute must be at least 1 (leave it out for no limit)",
-                config.name
-            )));
+        config.check().map_err(LlmError::Config)?;
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                LlmError::Config(format!(
+                    "cache_dir `{}`: cannot be the response cache's folder: {e}",
+                    dir.display()
+                ))
+            })?;
         }
         let backend: Arc<dyn ChatModel> = match config.provider {
             Provider::Openai => Arc::new(OpenAiChat::new(&config)?),

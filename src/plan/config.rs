@@ -9,6 +9,21 @@ use std::path::PathBuf;
 
 /// Most turns a dialogue may be given.
 pub const MAX_TURNS: u32 = 1000;
+/// Most cases per scenario (`dialogues_per_scenario`).
+pub const MAX_DIALOGUES_PER_SCENARIO: usize = 1_000_000;
+/// Most cases per route (`min_per_route`).
+pub const MAX_MIN_PER_ROUTE: usize = 10_000;
+/// Most runs of each case (`repeats`).
+pub const MAX_REPEATS: u32 = 100;
+/// Most dialogues in flight (`concurrency`).
+pub const MAX_CONCURRENCY: usize = 100_000;
+/// Most attempts at a user or judge answer (`content_attempts`).
+pub const MAX_CONTENT_ATTEMPTS: u32 = 10;
+/// Most models, and most scenario entries, in one configuration.
+pub const MAX_LIST: usize = 1000;
+/// Most dialogue jobs in one run (cases x models x repeats over every scenario): the jobs are
+/// planned in memory, about a kilobyte each.
+pub const MAX_JOBS: u64 = 2_000_000;
 
 /// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +137,23 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+/// Refuses a configuration file with nothing in it (every key has a default, so an empty file
+/// would silently be the default run).
+pub(crate) fn refuse_empty(text: &str, file: &str, expected: &str) -> Result<(), ConfigError> {
+    let meaningful = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .any(|l| !l.is_empty() && l != "---" && l != "...");
+    if meaningful {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            file: file.into(),
+            problem: format!("the file is empty; expected {expected}"),
+        })
+    }
+}
+
 /// Model names must be unique, also as message subject tokens (in the distributed mode a
 /// model's service role is requested on a subject made from its name).
 pub(crate) fn unique_names(names: &[&str]) -> Result<(), String> {
@@ -147,12 +179,42 @@ pub(crate) fn unique_names(names: &[&str]) -> Result<(), String> {
 impl RunConfig {
     /// Parses run.yaml text; `file` labels errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
+        refuse_empty(text, file, "a run configuration (docs/run-config.md)")?;
         let config: RunConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError {
             file: file.into(),
             problem: e.to_string(),
         })?;
         config.check(file)?;
         Ok(config)
+    }
+
+    /// Checks that the run, planned over `sops`, stays within [`MAX_JOBS`] (an upper bound
+    /// computed without planning: every route supplemented to `min_per_route`).
+    pub fn check_jobs(
+        &self,
+        sops: &[std::sync::Arc<crate::sop::Sop>],
+        file: &str,
+    ) -> Result<(), ConfigError> {
+        let cases: u64 = sops
+            .iter()
+            .map(|sop| {
+                (self.dialogues_per_scenario as u64).saturating_add(
+                    (self.min_per_route as u64).saturating_mul(sop.routes().len() as u64),
+                )
+            })
+            .fold(0u64, u64::saturating_add);
+        let jobs = cases
+            .saturating_mul(self.service_models.len() as u64)
+            .saturating_mul(u64::from(self.repeats));
+        if jobs > MAX_JOBS {
+            return Err(ConfigError {
+                file: file.into(),
+                problem: format!(
+                    "dialogues_per_scenario, min_per_route, service_models and repeats make up to {jobs} dialogues; expected at most {MAX_JOBS} in one run (split it into several runs)"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Checks names and numbers: every referenced model declared, three judges, sane counts.
@@ -163,6 +225,16 @@ impl RunConfig {
                 problem,
             })
         };
+        if self.models.len() > MAX_LIST || self.scenarios.len() > MAX_LIST {
+            return err(format!(
+                "models or scenarios: {} and {} entries; expected at most {MAX_LIST} each",
+                self.models.len(),
+                self.scenarios.len()
+            ));
+        }
+        for model in &self.models {
+            model.check().or_else(err)?;
+        }
         let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
         if let Err(problem) = unique_names(&declared) {
             return err(problem);
@@ -204,14 +276,38 @@ impl RunConfig {
         if self.scenarios.is_empty() {
             return err("scenarios: empty; expected `bundled` or scenario files".into());
         }
-        if self.max_turns == 0 || self.concurrency == 0 || self.content_attempts == 0 {
-            return err("max_turns, concurrency and content_attempts must be at least 1".into());
-        }
-        if self.max_turns > MAX_TURNS {
-            return err(format!(
-                "max_turns: {}; expected at most {MAX_TURNS}",
-                self.max_turns
-            ));
+        let bounds: [(&str, u64, u64, u64); 6] = [
+            ("max_turns", self.max_turns.into(), 1, MAX_TURNS.into()),
+            ("repeats", self.repeats.into(), 1, MAX_REPEATS.into()),
+            (
+                "concurrency",
+                self.concurrency as u64,
+                1,
+                MAX_CONCURRENCY as u64,
+            ),
+            (
+                "content_attempts",
+                self.content_attempts.into(),
+                1,
+                MAX_CONTENT_ATTEMPTS.into(),
+            ),
+            (
+                "dialogues_per_scenario",
+                self.dialogues_per_scenario as u64,
+                0,
+                MAX_DIALOGUES_PER_SCENARIO as u64,
+            ),
+            (
+                "min_per_route",
+                self.min_per_route as u64,
+                0,
+                MAX_MIN_PER_ROUTE as u64,
+            ),
+        ];
+        for (key, value, low, high) in bounds {
+            if !(low..=high).contains(&value) {
+                return err(format!("{key}: {value}; expected {low} to {high}"));
+            }
         }
         if self.adversarial_levels.is_empty() {
             return err("adversarial_levels: empty; expected some of zero, weak, strong".into());

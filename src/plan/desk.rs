@@ -90,6 +90,11 @@ impl Default for DeskConfig {
 impl DeskConfig {
     /// Reads a configuration; `file` labels errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<DeskConfig, super::config::ConfigError> {
+        super::config::refuse_empty(
+            text,
+            file,
+            "a support-desk configuration (docs/support-desk.md)",
+        )?;
         let config: DeskConfig =
             serde_saphyr::from_str(text).map_err(|e| super::config::ConfigError {
                 file: file.to_string(),
@@ -115,6 +120,16 @@ impl DeskConfig {
             file: file.to_string(),
             problem,
         };
+        if self.models.len() > super::config::MAX_LIST {
+            return Err(err(format!(
+                "`models` has {} entries; expected at most {}",
+                self.models.len(),
+                super::config::MAX_LIST
+            )));
+        }
+        for model in &self.models {
+            model.check().map_err(err)?;
+        }
         let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
         super::config::unique_names(&declared).map_err(err)?;
         let known = |name: &str| declared.contains(&name);
@@ -141,10 +156,19 @@ impl DeskConfig {
                 self.judge_models.len()
             )));
         }
-        if self.repeats == 0 || self.max_turns == 0 || self.concurrency == 0 {
-            return Err(err(
-                "`repeats`, `max_turns` and `concurrency` must be at least 1".into(),
-            ));
+        use super::config::{MAX_CONCURRENCY, MAX_REPEATS, MAX_TURNS};
+        for (key, value, high) in [
+            ("repeats", u64::from(self.repeats), u64::from(MAX_REPEATS)),
+            ("max_turns", u64::from(self.max_turns), u64::from(MAX_TURNS)),
+            (
+                "concurrency",
+                self.concurrency as u64,
+                MAX_CONCURRENCY as u64,
+            ),
+        ] {
+            if !(1..=high).contains(&value) {
+                return Err(err(format!("`{key}` is {value}; expected 1 to {high}")));
+            }
         }
         Ok(())
     }

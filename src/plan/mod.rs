@@ -63,6 +63,70 @@ impl Hasher for StableHasher {
     }
 }
 
+/// A fingerprint of a job: a stable hash of its JSON, so a record's job can be told from the
+/// job planned under the same dialogue id by another configuration.
+pub fn fingerprint(job: &impl serde::Serialize) -> u64 {
+    derive_seed(serde_json::to_vec(job).unwrap_or_default())
+}
+
+/// The jobs of a run as its records must match them: each dialogue id with its job's
+/// [`fingerprint`]. A record of a dialogue id that is not here, or whose job differs, is not of
+/// this run (another run's, another configuration's, or forged).
+#[derive(Debug, Clone, Default)]
+pub struct JobSet {
+    jobs: std::collections::HashMap<String, u64>,
+}
+
+/// A record that is not of the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Foreign {
+    /// Its dialogue id is no job of the run.
+    #[error("dialogue `{0}` is not a job of this run")]
+    UnknownId(String),
+    /// A job of the run has this id, but the record's job differs (another seed, model or case).
+    #[error("dialogue `{0}` was played from another job than this run's (another configuration)")]
+    OtherJob(String),
+    /// It names another run.
+    #[error("dialogue `{dialogue}` belongs to run `{run}`")]
+    OtherRun {
+        /// Its dialogue id.
+        dialogue: String,
+        /// The run it names.
+        run: String,
+    },
+}
+
+impl JobSet {
+    /// The set of `jobs`, each identified by `id`.
+    pub fn of<J: serde::Serialize>(jobs: &[J], id: impl Fn(&J) -> &str) -> JobSet {
+        JobSet {
+            jobs: jobs
+                .iter()
+                .map(|j| (id(j).to_string(), fingerprint(j)))
+                .collect(),
+        }
+    }
+
+    /// Jobs in the set.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Whether `job`, recorded under `dialogue_id`, is one of the set's jobs.
+    pub fn check(&self, dialogue_id: &str, job: &impl serde::Serialize) -> Result<(), Foreign> {
+        match self.jobs.get(dialogue_id) {
+            None => Err(Foreign::UnknownId(dialogue_id.to_string())),
+            Some(f) if *f != fingerprint(job) => Err(Foreign::OtherJob(dialogue_id.to_string())),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
 /// One test case of a scenario: the truth and the customer, before it is crossed with models
 /// and repeats.
 #[derive(Debug, Clone, PartialEq)]

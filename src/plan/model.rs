@@ -279,3 +279,223 @@ impl Default for DeskSkills {
         }
     }
 }
+
+/// The largest values a model's settings may take (documented in docs/run-config.md): beyond
+/// them a setting is a mistake (or hostile), and would make a run hang, sleep for ever or
+/// exhaust memory.
+pub mod limits {
+    /// Most seconds per attempt (`timeout_secs`).
+    pub const TIMEOUT_SECS: f64 = 3600.0;
+    /// Most attempts per call (`retries.max_attempts`).
+    pub const MAX_ATTEMPTS: u32 = 20;
+    /// Longest backoff delay in milliseconds (`retries.base_delay_ms`, `retries.max_delay_ms`).
+    pub const DELAY_MS: u64 = 600_000;
+    /// Most calls in flight to one endpoint (`max_concurrency`).
+    pub const MAX_CONCURRENCY: usize = 100_000;
+    /// Most calls started per minute (`requests_per_minute`).
+    pub const REQUESTS_PER_MINUTE: u32 = 1_000_000;
+    /// Most completion tokens (`max_tokens`).
+    pub const MAX_TOKENS: u32 = 1_000_000;
+    /// Highest price per million tokens, in US dollars (`price.*`).
+    pub const PRICE: f64 = 1_000_000.0;
+    /// Longest simulated latency in milliseconds (`sim.latency`).
+    pub const LATENCY_MS: u64 = 600_000;
+    /// Longest URL, model id or variable name, in bytes.
+    pub const TEXT: usize = 2048;
+}
+
+/// Checks that a setting is a probability: `Err` says which and what is expected.
+pub fn probability(model: &str, name: &str, p: f64) -> Result<(), String> {
+    if p.is_finite() && (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(format!(
+            "model {model}: sim {name} is {p}; expected a probability between 0 and 1"
+        ))
+    }
+}
+
+impl ModelConfig {
+    /// Checks every setting against its type's meaning and [`limits`]; the error names the
+    /// model and the key, and says what is expected.
+    pub fn check(&self) -> Result<(), String> {
+        let name = &self.name;
+        crate::protocol::id::check_name(name).map_err(|e| format!("models: {e}"))?;
+        let at_most = |key: &str, ok: bool, expected: String| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("model {name}: {key}; expected {expected}"))
+            }
+        };
+        for (key, text) in [
+            ("base_url", &self.base_url),
+            ("model", &self.model),
+            ("api_key_env", &self.api_key_env),
+        ] {
+            if let Some(text) = text {
+                at_most(
+                    key,
+                    !text.is_empty()
+                        && text.len() <= limits::TEXT
+                        && !text.chars().any(char::is_control),
+                    format!("1 to {} bytes without control characters", limits::TEXT),
+                )?;
+            }
+        }
+        if let Some(var) = &self.api_key_env {
+            at_most(
+                "api_key_env",
+                var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && !var.as_bytes()[0].is_ascii_digit(),
+                "the name of an environment variable (letters, digits and `_`)".into(),
+            )?;
+        }
+        if let Some(t) = self.temperature {
+            at_most(
+                &format!("temperature is {t}"),
+                t.is_finite() && (0.0..=2.0).contains(&t),
+                "a number from 0 to 2".into(),
+            )?;
+        }
+        if let Some(n) = self.max_tokens {
+            at_most(
+                &format!("max_tokens is {n}"),
+                (1..=limits::MAX_TOKENS).contains(&n),
+                format!("1 to {}", limits::MAX_TOKENS),
+            )?;
+        }
+        let t = self.timeout_secs;
+        at_most(
+            &format!("timeout_secs is {t}"),
+            t.is_finite() && t > 0.0 && t <= limits::TIMEOUT_SECS,
+            format!("more than 0 and at most {} seconds", limits::TIMEOUT_SECS),
+        )?;
+        let r = &self.retries;
+        at_most(
+            &format!("retries.max_attempts is {}", r.max_attempts),
+            (1..=limits::MAX_ATTEMPTS).contains(&r.max_attempts),
+            format!("1 (no retry) to {}", limits::MAX_ATTEMPTS),
+        )?;
+        at_most(
+            &format!(
+                "retries.base_delay_ms is {} and retries.max_delay_ms {}",
+                r.base_delay_ms, r.max_delay_ms
+            ),
+            r.base_delay_ms <= r.max_delay_ms && r.max_delay_ms <= limits::DELAY_MS,
+            format!(
+                "base_delay_ms <= max_delay_ms <= {} (milliseconds)",
+                limits::DELAY_MS
+            ),
+        )?;
+        at_most(
+            &format!("max_concurrency is {}", self.max_concurrency),
+            (1..=limits::MAX_CONCURRENCY).contains(&self.max_concurrency),
+            format!("1 to {}", limits::MAX_CONCURRENCY),
+        )?;
+        if let Some(n) = self.requests_per_minute {
+            at_most(
+                &format!("requests_per_minute is {n}"),
+                (1..=limits::REQUESTS_PER_MINUTE).contains(&n),
+                format!(
+                    "1 to {} (leave it out for no limit)",
+                    limits::REQUESTS_PER_MINUTE
+                ),
+            )?;
+        }
+        for (key, p) in [
+            ("price.input_per_million", self.price.input_per_million),
+            ("price.output_per_million", self.price.output_per_million),
+        ] {
+            at_most(
+                &format!("{key} is {p}"),
+                p.is_finite() && (0.0..=limits::PRICE).contains(&p),
+                format!("a price from 0 to {} US dollars", limits::PRICE),
+            )?;
+        }
+        match (&self.sim, self.provider) {
+            (Some(sim), Provider::Simulated) => sim.check(name),
+            (None, Provider::Simulated) => Err(format!(
+                "model {name}: provider simulated needs a `sim:` section"
+            )),
+            (Some(_), _) => Err(format!(
+                "model {name}: a `sim:` section applies to provider simulated only"
+            )),
+            (None, _) => Ok(()),
+        }
+    }
+}
+
+impl SimSpec {
+    /// Checks the settings that do not depend on a bundled profile: latencies, probabilities.
+    pub fn check(&self, model: &str) -> Result<(), String> {
+        let latency = match self {
+            SimSpec::Agent { latency, .. }
+            | SimSpec::User { latency, .. }
+            | SimSpec::DeskAgent { latency, .. }
+            | SimSpec::DeskCustomer { latency }
+            | SimSpec::DeskJudge { latency, .. }
+            | SimSpec::Judge { latency, .. } => latency,
+        };
+        match latency {
+            Some(Latency::FixedMs(ms)) if *ms > limits::LATENCY_MS => {
+                return Err(format!(
+                    "model {model}: sim latency fixed_ms is {ms}; expected at most {}",
+                    limits::LATENCY_MS
+                ));
+            }
+            Some(Latency::UniformMs(lo, hi)) if lo > hi || *hi > limits::LATENCY_MS => {
+                return Err(format!(
+                    "model {model}: sim latency uniform_ms is [{lo}, {hi}]; expected [low, high] with low <= high <= {}",
+                    limits::LATENCY_MS
+                ));
+            }
+            _ => {}
+        }
+        match self {
+            SimSpec::Agent { skills, .. } => {
+                let s = skills;
+                let penalty = s.adversarial_penalty.unwrap_or_default();
+                for (name, p) in [
+                    ("classification_accuracy", s.classification_accuracy),
+                    ("action_derivation", s.action_derivation),
+                    ("format_error_rate", s.format_error_rate),
+                    ("empathy", s.empathy),
+                    ("cold_start", s.cold_start),
+                    ("fatigue", s.fatigue),
+                    ("adversarial_penalty", Some(penalty[0])),
+                    ("adversarial_penalty", Some(penalty[1])),
+                    ("adversarial_penalty", Some(penalty[2])),
+                ] {
+                    if let Some(p) = p {
+                        probability(model, name, p)?;
+                    }
+                }
+                Ok(())
+            }
+            SimSpec::User { empty_rate, .. } => probability(model, "empty_rate", *empty_rate),
+            SimSpec::DeskAgent { skills, .. } => {
+                for (name, p) in [
+                    ("unsafe_propensity", skills.unsafe_propensity),
+                    ("resolve", skills.resolve),
+                    ("over_escalation", skills.over_escalation),
+                    ("escalate", skills.escalate),
+                    ("premature_close", skills.premature_close),
+                ] {
+                    probability(model, name, p)?;
+                }
+                Ok(())
+            }
+            SimSpec::DeskCustomer { .. } => Ok(()),
+            SimSpec::DeskJudge { noise, .. } => probability(model, "noise", *noise),
+            SimSpec::Judge {
+                noise,
+                garbage_rate,
+                ..
+            } => {
+                probability(model, "noise", *noise)?;
+                probability(model, "garbage_rate", *garbage_rate)
+            }
+        }
+    }
+}

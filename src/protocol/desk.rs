@@ -13,8 +13,10 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeskJob {
     /// The run it belongs to.
+    #[serde(deserialize_with = "super::id::run_id")]
     pub run_id: String,
     /// Stable id within the run: `<case>/<model>/r<repeat>`.
+    #[serde(deserialize_with = "super::id::dialogue_id")]
     pub dialogue_id: String,
     /// The case id.
     pub case: String,

@@ -6,6 +6,7 @@
 
 pub mod chat;
 pub mod desk;
+pub mod id;
 pub mod parse;
 
 use crate::scenario::{Adversarial, Value};
@@ -81,8 +82,10 @@ pub struct Line {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DialogueJob {
     /// The run it belongs to.
+    #[serde(deserialize_with = "id::run_id")]
     pub run_id: String,
     /// Stable id within the run, e.g. `telecom_package/0007/sim-strong/r0`.
+    #[serde(deserialize_with = "id::dialogue_id")]
     pub dialogue_id: String,
     /// Scenario id.
     pub scenario: String,
@@ -383,9 +386,13 @@ pub struct DialogueRecord {
     pub job: DialogueJob,
     /// Every turn.
     pub turns: Vec<TurnRecord>,
+    /// The model calls made after the last turn: the customer's call that ended the dialogue
+    /// (every call made is in the record, with its tokens and cost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closing_calls: Vec<CallRecord>,
     /// How it ended.
     pub end: DialogueEnd,
-    /// Whether the service model is a built-in simulated one.
+    /// Whether the run's configuration declares the service model a built-in simulated one.
     pub simulated: bool,
     /// Total tokens.
     pub usage: Usage,

@@ -82,13 +82,15 @@ pub struct ModelSummary {
 pub struct GroupStats {
     /// Dialogues with at least one turn in the group.
     pub dialogues: usize,
-    /// Scored turns (valid + format error).
+    /// Turns counted: valid and scored, or a format error.
     pub turns: usize,
-    /// Turns with a valid answer.
+    /// Turns with a valid answer that were scored.
     pub valid_turns: usize,
-    /// Turns whose answer did not parse (scored with Logic 0).
+    /// Turns whose answer did not parse (scored with Logic 0 when judged; counted in the
+    /// format-error rate whether or not a judge answered).
     pub format_error_turns: usize,
-    /// Turns not scored for infrastructure reasons.
+    /// Turns not scored for infrastructure reasons: the agent unreachable, or a valid answer no
+    /// judge (or the rule engine) answered for.
     pub infra_error_turns: usize,
     /// Overall score, 0-100.
     pub overall: Option<Metric>,
@@ -312,7 +314,8 @@ enum Kind {
 struct TurnFact<'r> {
     record: &'r TurnRecord,
     kind: Kind,
-    /// The scores (possibly recomputed for a variant); `None` exactly for `Kind::Infra`.
+    /// The scores (possibly recomputed for a variant); `None` for `Kind::Infra` and for a format
+    /// error no judge answered.
     scores: Option<TurnScores>,
     /// The dialogue's last scored turn.
     is_final: bool,
@@ -337,8 +340,15 @@ impl<'r> TurnFact<'r> {
     /// Records the turn's observation of each metric, in the order [`group_stats`] unpacks
     /// them (`None` where the turn does not count for a metric).
     fn observe(&mut self) {
+        // The agent's format error is known from its answer alone, judged or not.
+        let format_error = match &self.record.outcome {
+            ServiceOutcome::FormatError { .. } => Some(100.0),
+            ServiceOutcome::Valid { .. } => Some(0.0),
+            ServiceOutcome::InfraError { .. } => None,
+        };
         let Some(s) = self.scores else {
             self.observed = [None; METRICS];
+            self.observed[FORMAT_ERROR] = format_error;
             return;
         };
         let chat_length = match &self.record.outcome {
@@ -350,11 +360,6 @@ impl<'r> TurnFact<'r> {
             .map(chat_dimensions)
             .collect();
         let dim = |k: usize| mean(&dims.iter().map(|d| d[k]).collect::<Vec<_>>());
-        let format_error = if self.kind == Kind::FormatError {
-            100.0
-        } else {
-            0.0
-        };
         self.observed = [
             Some(s.overall),
             Some(s.logic),
@@ -363,7 +368,7 @@ impl<'r> TurnFact<'r> {
             Some(100.0 * s.sim_path),
             Some(100.0 * s.acc_action),
             Some(100.0 * (s.acc_cls - s.acc_action)),
-            Some(format_error),
+            format_error,
             chat_length,
             dim(0),
             dim(1),
@@ -383,7 +388,10 @@ struct Dialogue<'r> {
 
 impl<'r> Dialogue<'r> {
     fn new(record: &'r DialogueRecord) -> Dialogue<'r> {
-        let last_scored = record.turns.iter().rposition(|t| kind(t) != Kind::Infra);
+        let last_scored = record
+            .turns
+            .iter()
+            .rposition(|t| kind(t) != Kind::Infra && t.scores.is_some());
         let turns = record
             .turns
             .iter()
@@ -398,7 +406,7 @@ impl<'r> Dialogue<'r> {
     }
 
     fn calls(&self) -> impl Iterator<Item = &'r CallRecord> {
-        self.record.turns.iter().flat_map(|t| &t.calls)
+        (self.record.turns.iter().flat_map(|t| &t.calls)).chain(&self.record.closing_calls)
     }
 
     /// The released code's path variant: Sim_path replaced by the prefix score, Logic and
@@ -424,16 +432,22 @@ impl<'r> Dialogue<'r> {
     }
 }
 
+/// A format error is one whether or not a judge answered (the parse needs no judge); a valid
+/// answer no judge scored is not counted as a turn (its scores are unknown).
 fn kind(t: &TurnRecord) -> Kind {
     match (&t.outcome, t.scores) {
-        (ServiceOutcome::InfraError { .. }, _) | (_, None) => Kind::Infra,
         (ServiceOutcome::FormatError { .. }, _) => Kind::FormatError,
-        (ServiceOutcome::Valid { .. }, _) => Kind::Valid,
+        (ServiceOutcome::Valid { .. }, Some(_)) => Kind::Valid,
+        (ServiceOutcome::InfraError { .. }, _) | (ServiceOutcome::Valid { .. }, None) => {
+            Kind::Infra
+        }
     }
 }
 
 /// Metrics observed per turn.
 const METRICS: usize = 14;
+/// The place of the format-error observation among them.
+const FORMAT_ERROR: usize = 7;
 
 /// The statistics of the turns `select` picks from `dialogues`; `label` names the group's
 /// bootstrap stream.

@@ -181,6 +181,7 @@ fn dialogue(job: DialogueJob, turns: Vec<TurnRecord>, end: DialogueEnd) -> Dialo
         simulated: job.service_model.starts_with("sim"),
         job,
         turns,
+        closing_calls: Vec::new(),
         end,
         usage: Usage::default(),
         cost_usd: 0.0,
@@ -743,4 +744,48 @@ fn leaderboard_has_the_shape_of_table_1() {
         leaderboard::scenario_abbreviation("custom_scenario"),
         "custom_scenario"
     );
+}
+
+/// A turn the agent answered but no judge scored (the panel failed).
+fn unjudged(mut turn: TurnRecord) -> TurnRecord {
+    turn.judges = None;
+    turn.scores = None;
+    turn.infra_error = Some("no judge answered".into());
+    turn
+}
+
+#[test]
+fn format_errors_count_whether_or_not_a_judge_answered() {
+    let ab = fields(&[("A", text("x")), ("B", text("y"))]);
+    let judged = || panel(&[(ab.clone(), all(9))]);
+    // One judged valid turn, a format error no judge answered, a valid turn no judge answered,
+    // an unreachable agent.
+    let turns = vec![
+        valid(1, (1.0, 1.0, 1.0), "ok", judged()),
+        unjudged(format_error(2, judged())),
+        unjudged(valid(3, (1.0, 1.0, 1.0), "ok", judged())),
+        infra(4),
+    ];
+    let j = job(
+        "ecommerce_refund/0001/m/r0",
+        "m",
+        "ecommerce_refund",
+        Adversarial::Zero,
+    );
+    let s = summarize(
+        &[dialogue(j, turns, DialogueEnd::MaxTurns)],
+        &Bootstrap::default(),
+    );
+    let a = &model(&s, "m").all;
+    // The format error is the agent's own: it is known without the judges.
+    assert_eq!(a.format_error_turns, 1);
+    assert_eq!((a.turns, a.valid_turns, a.infra_error_turns), (2, 1, 2));
+    // Format Error (%): one of the three answers the agent gave (the unjudged valid one too).
+    assert_eq!(a.format_error_rate.unwrap().n, 3);
+    assert_close!(mean_of(a.format_error_rate), 100.0 / 3.0);
+    // The scores come from the judged turn alone.
+    assert_eq!(a.overall.unwrap().n, 1);
+    assert_close!(mean_of(a.logic), 100.0);
+    // The final turn is the last scored one.
+    assert_eq!(model(&s, "m").by_turn["final"].overall.unwrap().n, 1);
 }

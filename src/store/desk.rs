@@ -15,6 +15,7 @@ pub const DESK_RECORDS: &str = "desk.jsonl";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeskManifest {
     /// The run id (the folder's name).
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
     pub run_id: String,
     /// Always `support-desk`.
     pub suite: String,
@@ -71,10 +72,10 @@ impl RunDir {
 }
 
 /// Summarizes a run folder of either suite (the SAGE [`super::report`] or [`desk_report`], as
-/// its manifest says) and returns the table.
-pub fn report_any(run: &RunDir) -> Result<String, StoreError> {
+/// its manifest says).
+pub fn report_any(run: &RunDir) -> Result<super::Reported, StoreError> {
     if run.is_desk() {
-        desk_report(run).map(|report| report.table)
+        desk_report(run).map(|report| report.reported)
     } else {
         super::report(run)
     }
@@ -83,8 +84,8 @@ pub fn report_any(run: &RunDir) -> Result<String, StoreError> {
 /// What [`desk_report`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeskReport {
-    /// The per-metric table.
-    pub table: String,
+    /// The per-metric table, and the records left out as repeated.
+    pub reported: super::Reported,
     /// Conversations stopped by an infrastructure error (left out of the metrics).
     pub infra_errors: usize,
     /// Agent turns cut off at the model's token limit.
@@ -92,11 +93,15 @@ pub struct DeskReport {
 }
 
 /// Summarizes a support-desk run from desk.jsonl alone (in model, case and repeat order, so the
-/// order the records were written in does not matter) and writes desk-summary.json and
-/// desk-leaderboard.txt.
+/// order the records were written in does not matter; a dialogue id met twice counts once) and
+/// writes desk-summary.json and desk-leaderboard.txt.
 pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
     let mut records = Vec::new();
+    let mut duplicates = super::Duplicates::default();
     run.scan_desk(|mut r: DeskRecord| {
+        if !duplicates.first(&r.job.dialogue_id) {
+            return;
+        }
         r.calls.clear();
         r.transcript.clear();
         records.push(r);
@@ -114,7 +119,12 @@ pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
     run.write_json("desk-summary.json", &rows)?;
     run.write_text("desk-leaderboard.txt", &text)?;
     Ok(DeskReport {
-        table: text,
+        reported: super::Reported {
+            table: text,
+            duplicates,
+            file: run.path().join(DESK_RECORDS),
+            unreached: Vec::new(),
+        },
         infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
         truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),
     })

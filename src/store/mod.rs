@@ -20,12 +20,23 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Reading or writing failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or folder.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (shown in the message, so not a `source`: a cause chain would print
+        /// it twice).
+        error: std::io::Error,
+    },
+    /// Another process writes the folder (it holds the folder's `.lock`).
+    #[error(
+        "{path}: in use by another process ({holder}); one process writes a results folder at a time"
+    )]
+    InUse {
+        /// The folder.
+        path: PathBuf,
+        /// Who holds it, as its lock file says (process id, start time).
+        holder: String,
     },
     /// A file's content is not what SAGE-RS wrote.
     #[error("{path}: {message}")]
@@ -38,9 +49,9 @@ pub enum StoreError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -48,6 +59,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The run id (the folder's name).
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
     pub run_id: String,
     /// When it started (UTC, RFC 3339).
     pub created_at: String,
@@ -105,13 +117,122 @@ pub fn simulated_models(models: &[crate::llm::ModelConfig]) -> Vec<String> {
         .collect()
 }
 
+/// Dialogue ids a records file holds more than once (two processes wrote one folder): the
+/// first record of each id counts, the others are left out of the summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Duplicates {
+    /// Records left out.
+    pub count: usize,
+    /// The first few ids concerned.
+    pub examples: Vec<String>,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Duplicates {
+    /// Ids named in a warning.
+    const EXAMPLES: usize = 5;
+
+    /// Whether `id` is seen for the first time (else it is counted as a duplicate).
+    pub fn first(&mut self, id: &str) -> bool {
+        if self.seen.contains(id) {
+            self.count += 1;
+            if self.examples.len() < Self::EXAMPLES && !self.examples.iter().any(|e| e == id) {
+                self.examples.push(id.to_string());
+            }
+            false
+        } else {
+            self.seen.insert(id.to_string());
+            true
+        }
+    }
+
+    /// A warning naming them, when there are any.
+    pub fn warning(&self, file: &Path) -> Option<String> {
+        (self.count > 0).then(|| {
+            format!(
+                "{}: {} records repeat a dialogue id already in the file (two processes wrote this folder?); the first record of each id is used, the others are left out: {}{}",
+                file.display(),
+                self.count,
+                self.examples.join(", "),
+                if self.examples.len() < self.count { ", ..." } else { "" }
+            )
+        })
+    }
+}
+
+/// What a report found besides its table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    /// The terminal table.
+    pub table: String,
+    /// Records left out because their dialogue id was already in the file.
+    pub duplicates: Duplicates,
+    /// The records file.
+    pub file: PathBuf,
+    /// Models under test that never answered: their dialogues all ended before the agent gave
+    /// an answer (it could not be reached, or the customer's side failed first).
+    pub unreached: Vec<Unreached>,
+}
+
+/// A model under test that never answered in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreached {
+    /// The model.
+    pub model: String,
+    /// Its dialogues.
+    pub dialogues: usize,
+    /// The first infrastructure error of its dialogues, if any was recorded.
+    pub first_error: Option<String>,
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "model `{}` never answered: its {} dialogues ended before the agent gave an answer",
+            self.model, self.dialogues
+        )?;
+        match &self.first_error {
+            Some(e) => write!(f, " (first error: {e})"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Reported {
+    /// The warnings to print.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
+        out.extend(self.unreached.iter().map(|u| u.to_string()));
+        out
+    }
+}
+
 /// Summarizes a run folder from dialogues.jsonl alone (in dialogue-id order, so the order the
-/// records were written in does not matter) and writes summary.json and leaderboard.md;
-/// returns the terminal table.
-pub fn report(run: &RunDir) -> Result<String, StoreError> {
+/// records were written in does not matter; a dialogue id met twice counts once) and writes
+/// summary.json and leaderboard.md.
+pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
     let mut records = Vec::new();
+    let mut duplicates = Duplicates::default();
+    // Per model under test: dialogues, answers, the first infrastructure error.
+    let mut reached: std::collections::BTreeMap<String, (usize, usize, Option<String>)> =
+        Default::default();
     run.scan_dialogues(|mut r| {
+        if !duplicates.first(&r.job.dialogue_id) {
+            return;
+        }
+        let entry = reached.entry(r.job.service_model.clone()).or_default();
+        entry.0 += 1;
+        for t in &r.turns {
+            match &t.outcome {
+                crate::protocol::ServiceOutcome::InfraError { .. } => {}
+                _ => entry.1 += 1,
+            }
+            if entry.2.is_none() {
+                entry.2 = t.infra_error.clone();
+            }
+        }
         for t in &mut r.turns {
             t.calls.iter_mut().for_each(|c| {
                 c.request.clear();
@@ -130,42 +251,144 @@ pub fn report(run: &RunDir) -> Result<String, StoreError> {
         "leaderboard.md",
         &crate::scoring::leaderboard_markdown(&summary),
     )?;
-    Ok(crate::scoring::leaderboard_text(&summary))
+    Ok(Reported {
+        table: crate::scoring::leaderboard_text(&summary),
+        duplicates,
+        file: run.file("dialogues.jsonl"),
+        unreached: reached
+            .into_iter()
+            .filter(|(_, (_, answers, _))| *answers == 0)
+            .map(|(model, (dialogues, _, first_error))| Unreached {
+                model,
+                dialogues,
+                first_error,
+            })
+            .collect(),
+    })
+}
+
+/// The claim of one process on a results folder: an exclusive lock on its `.lock` file, held
+/// while the process writes and released when it ends (also when it is killed).
+#[derive(Debug)]
+pub struct FolderLock {
+    _file: File,
+}
+
+impl FolderLock {
+    /// The name of the lock file in a results folder.
+    pub const FILE: &'static str = ".lock";
+
+    /// Claims `dir`, or says who holds it.
+    pub fn acquire(dir: &Path) -> Result<FolderLock, StoreError> {
+        let path = dir.join(Self::FILE);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let holder = fs::read_to_string(&path).unwrap_or_default();
+                let holder = holder.trim();
+                return Err(StoreError::InUse {
+                    path: dir.to_path_buf(),
+                    holder: if holder.is_empty() {
+                        "a process starting".into()
+                    } else {
+                        holder.chars().take(200).collect()
+                    },
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
+        }
+        // Who holds it, for the message another process prints.
+        let line = format!("pid {} since {}\n", std::process::id(), now_utc().0);
+        file.set_len(0).map_err(io(&path))?;
+        file.write_all(line.as_bytes()).map_err(io(&path))?;
+        Ok(FolderLock { _file: file })
+    }
 }
 
 /// A run's results folder.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     dir: PathBuf,
+    /// This process's claim on the folder, when it writes it.
+    lock: Option<Arc<FolderLock>>,
 }
 
+/// The record files a results folder may hold (SAGE dialogues, support-desk conversations).
+const RECORD_FILES: [&str; 2] = ["dialogues.jsonl", desk::DESK_RECORDS];
+
 impl RunDir {
-    /// Creates `base/run_id/` (an existing non-empty folder is refused: use resume).
+    /// Creates `base/run_id/` and claims it (a folder that already holds records is refused:
+    /// resume it). `run_id` must be one plain folder name, so the folder is always a direct
+    /// child of `base` (run ids are checked where they enter, [`crate::protocol::id`]).
     pub fn create(base: &Path, run_id: &str) -> Result<RunDir, StoreError> {
         let dir = base.join(run_id);
-        if dir.join("dialogues.jsonl").exists() {
+        let plain = matches!(
+            Path::new(run_id).components().collect::<Vec<_>>().as_slice(),
+            [std::path::Component::Normal(name)] if *name == std::ffi::OsStr::new(run_id)
+        );
+        if !plain || run_id.len() > 255 {
             return Err(StoreError::Corrupt {
-                path: dir,
+                path: base.to_path_buf(),
+                message: format!(
+                    "`{}` cannot name a run's folder: expected one plain folder name",
+                    run_id
+                        .escape_debug()
+                        .to_string()
+                        .chars()
+                        .take(80)
+                        .collect::<String>()
+                ),
+            });
+        }
+        fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let run = RunDir {
+            lock: Some(Arc::new(FolderLock::acquire(&dir)?)),
+            dir,
+        };
+        if RECORD_FILES.iter().any(|f| run.dir.join(f).exists()) {
+            return Err(StoreError::Corrupt {
+                path: run.dir,
                 message: "already holds a run; resume it with --resume or choose another run id"
                     .into(),
             });
         }
-        fs::create_dir_all(&dir).map_err(io(&dir))?;
-        Ok(RunDir { dir })
+        Ok(run)
     }
 
-    /// Opens an existing run folder.
+    /// Opens an existing run folder to read it.
     pub fn open(dir: &Path) -> Result<RunDir, StoreError> {
         let manifest = dir.join("manifest.json");
         if !manifest.exists() {
+            let message = if dir.is_dir() {
+                "no manifest.json: not a SAGE-RS results folder"
+            } else {
+                "no such folder; expected a results folder (results/<run-id>)"
+            };
             return Err(StoreError::Corrupt {
                 path: dir.to_path_buf(),
-                message: "no manifest.json: not a SAGE-RS results folder".into(),
+                message: message.into(),
             });
         }
         Ok(RunDir {
             dir: dir.to_path_buf(),
+            lock: None,
         })
+    }
+
+    /// Claims the folder for writing (resume, the aggregator): fails when another process
+    /// writes it.
+    pub fn claim(mut self) -> Result<RunDir, StoreError> {
+        if self.lock.is_none() {
+            self.lock = Some(Arc::new(FolderLock::acquire(&self.dir)?));
+        }
+        Ok(self)
     }
 
     /// The folder.
@@ -221,8 +444,13 @@ impl RunDir {
     }
 
     /// An appending writer of the JSON-lines file `name` in the folder (a cut-off last line is
-    /// dropped first).
+    /// dropped first). The writer holds the folder's claim (taken now if this `RunDir` has none),
+    /// so two processes never append to one folder.
     pub fn jsonl_writer(&self, name: &str) -> Result<DialogueWriter, StoreError> {
+        let lock = match &self.lock {
+            Some(lock) => lock.clone(),
+            None => Arc::new(FolderLock::acquire(&self.dir)?),
+        };
         let path = self.file(name);
         if path.exists() {
             let text = fs::read(&path).map_err(io(&path))?;
@@ -244,6 +472,7 @@ impl RunDir {
             .open(&path)
             .map_err(io(&path))?;
         Ok(DialogueWriter {
+            _lock: lock,
             file,
             path,
             line: Vec::with_capacity(64 * 1024),
@@ -296,31 +525,80 @@ impl RunDir {
         Ok(())
     }
 
-    /// The dialogue ids already finished.
-    pub fn finished_ids(&self) -> Result<BTreeSet<String>, StoreError> {
-        self.stored_ids("dialogues.jsonl")
-    }
-
-    /// The job ids (`job.dialogue_id`) of every complete record of the JSON-lines file `name`.
-    pub fn stored_ids(&self, name: &str) -> Result<BTreeSet<String>, StoreError> {
+    /// The dialogue ids of the records of the JSON-lines file `name`, each checked against
+    /// `jobs` (the run's jobs as planned from its manifest): a record of another run or another
+    /// configuration is an error naming its line, since resuming would mix two runs.
+    pub fn stored_jobs<J>(
+        &self,
+        name: &str,
+        jobs: &crate::plan::JobSet,
+        run_id: &str,
+    ) -> Result<BTreeSet<String>, StoreError>
+    where
+        J: serde::de::DeserializeOwned + Serialize + JobIds,
+    {
         #[derive(Deserialize)]
-        struct Head {
-            job: JobId,
-        }
-        #[derive(Deserialize)]
-        struct JobId {
-            dialogue_id: String,
+        struct Head<J> {
+            job: J,
         }
         let mut ids = BTreeSet::new();
-        self.scan_jsonl(name, |h: Head| {
-            ids.insert(h.job.dialogue_id);
+        let mut foreign = None;
+        let mut line = 0;
+        self.scan_jsonl(name, |h: Head<J>| {
+            line += 1;
+            if foreign.is_some() {
+                return;
+            }
+            let (run, dialogue) = h.job.ids();
+            let checked = if run != run_id {
+                Err(crate::plan::Foreign::OtherRun {
+                    dialogue: dialogue.to_string(),
+                    run: run.to_string(),
+                })
+            } else {
+                jobs.check(dialogue, &h.job)
+            };
+            match checked {
+                Ok(()) => {
+                    ids.insert(dialogue.to_string());
+                }
+                Err(e) => foreign = Some((line, e)),
+            }
         })?;
-        Ok(ids)
+        match foreign {
+            Some((line, e)) => Err(StoreError::Corrupt {
+                path: self.file(name),
+                message: format!(
+                    "record {line}: {e}; these records are not of the run in manifest.json, and resuming would mix two runs"
+                ),
+            }),
+            None => Ok(ids),
+        }
+    }
+}
+
+/// The run id and dialogue id of a job of either suite.
+pub trait JobIds {
+    /// `(run id, dialogue id)`.
+    fn ids(&self) -> (&str, &str);
+}
+
+impl JobIds for crate::protocol::DialogueJob {
+    fn ids(&self) -> (&str, &str) {
+        (&self.run_id, &self.dialogue_id)
+    }
+}
+
+impl JobIds for crate::protocol::desk::DeskJob {
+    fn ids(&self) -> (&str, &str) {
+        (&self.run_id, &self.dialogue_id)
     }
 }
 
 /// Appends finished dialogues, one line each, flushed at once.
 pub struct DialogueWriter {
+    /// The folder's claim, held as long as the writer lives.
+    _lock: Arc<FolderLock>,
     file: File,
     path: PathBuf,
     /// The line being written, reused (records are tens of kilobytes).
@@ -356,6 +634,21 @@ impl DialogueWriter {
         self.file.write_all(&self.line).map_err(io(&self.path))?;
         self.file.flush().map_err(io(&self.path))
     }
+}
+
+/// A new run id: the UTC date and time, the suite (`desk` for the support desk, nothing for
+/// SAGE), the seed, and six hex digits drawn from the process id and the clock, so two runs
+/// started in the same second get different ids (`20261125-093613-s42-3fa9c1`).
+pub fn new_run_id(suite: Option<&str>, seed: u64) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let unique = crate::plan::derive_seed((std::process::id(), nanos, n)) & 0xff_ffff;
+    let suite = suite.map(|s| format!("-{s}")).unwrap_or_default();
+    format!("{}{suite}-s{seed}-{unique:06x}", now_utc().1)
 }
 
 /// The current UTC time as RFC 3339 (`2026-11-21T23:15:00Z`) and as a compact id part

@@ -45,6 +45,9 @@ pub struct Metrics {
     pub records_stored: IntCounter,
     /// Dialogue records the aggregator dropped as a second attempt of a stored dialogue.
     pub records_duplicate: IntCounter,
+    /// Messages refused where they entered (source = job|record|request, reason =
+    /// invalid|foreign|unknown_run); every label set exists from the start, at 0.
+    pub messages_rejected: IntCounterVec,
     /// Support-desk conversations finished (model, bucket, outcome = resolved|unresolved|
     /// infra_error).
     pub desk_conversations: IntCounterVec,
@@ -97,6 +100,10 @@ fn histogram(
 }
 
 const DIALOGUE: &[&str] = &["model", "scenario", "adversarial"];
+/// Where a refused message came from (`sage_messages_rejected_total{source}`).
+pub const REJECTED_SOURCES: [&str; 3] = ["job", "record", "request"];
+/// Why it was refused (`sage_messages_rejected_total{reason}`).
+pub const REJECTED_REASONS: [&str; 3] = ["invalid", "foreign", "unknown_run"];
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 ];
@@ -212,6 +219,20 @@ impl Metrics {
             ),
             records_stored: stored,
             records_duplicate: duplicate,
+            messages_rejected: {
+                let c = counter(
+                    &r,
+                    "sage_messages_rejected_total",
+                    "Messages refused where they entered: undecodable or invalid ids, records of no job of their run, jobs and records of runs that do not exist.",
+                    &["source", "reason"],
+                );
+                for source in REJECTED_SOURCES {
+                    for reason in REJECTED_REASONS {
+                        c.with_label_values(&[source, reason]);
+                    }
+                }
+                c
+            },
             desk_conversations: counter(
                 &r,
                 "sage_desk_conversations_total",

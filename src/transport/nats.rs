@@ -83,14 +83,6 @@ pub fn redact_url(urls: &str) -> String {
         .join(",")
 }
 
-/// Whether `run` can be used as a run id (one subject token and a key-value key).
-pub fn valid_run_id(run: &str) -> bool {
-    !run.is_empty()
-        && run
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '='))
-}
-
 /// How to reach the NATS server. Secrets are never printed (`Debug` redacts them).
 #[derive(Clone, Default)]
 pub struct NatsConfig {
@@ -173,6 +165,14 @@ pub enum NatsError {
         /// The server's limit.
         max: usize,
     },
+    /// The broker did not answer in time.
+    #[error("{what}: no answer from NATS within {after:?}")]
+    Timeout {
+        /// What was being done.
+        what: String,
+        /// How long it waited.
+        after: Duration,
+    },
     /// A message did not encode or decode.
     #[error("{what}: bad message: {message}")]
     Codec {
@@ -181,6 +181,27 @@ pub enum NatsError {
         /// Why.
         message: String,
     },
+}
+
+/// Most time one broker operation may take (a key-value read or write, a stream or consumer
+/// lookup, a publication and its acknowledgement): with the connection gone, or dropped by the
+/// server, a reply may never come, and nothing may wait for it forever.
+pub const BROKER_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs a broker operation for at most [`BROKER_WAIT`]; its error, or its not answering in
+/// time, becomes a [`NatsError`] saying what was being done.
+pub async fn bounded<T, E: std::fmt::Display>(
+    what: impl Into<String>,
+    operation: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, NatsError> {
+    match tokio::time::timeout(BROKER_WAIT, operation).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(js_error(what)(&e)),
+        Err(_) => Err(NatsError::Timeout {
+            what: what.into(),
+            after: BROKER_WAIT,
+        }),
+    }
 }
 
 /// A JetStream error with what was being done.
@@ -359,8 +380,9 @@ impl Broker {
 
     /// The jobs stream (work queue: a job is gone once acked).
     pub async fn jobs_stream(&self) -> Result<stream::Stream, NatsError> {
-        self.js
-            .get_or_create_stream(stream::Config {
+        bounded(
+            "creating the jobs stream",
+            self.js.get_or_create_stream(stream::Config {
                 name: JOBS_STREAM.into(),
                 subjects: vec!["sage.v1.jobs.>".into()],
                 retention: stream::RetentionPolicy::WorkQueue,
@@ -368,15 +390,16 @@ impl Broker {
                 num_replicas: self.settings.replicas,
                 duplicate_window: Duration::from_secs(120),
                 ..Default::default()
-            })
-            .await
-            .map_err(|e| js_error("creating the jobs stream")(&e))
+            }),
+        )
+        .await
     }
 
     /// The records stream (kept: the aggregator can be rebuilt from it).
     pub async fn records_stream(&self) -> Result<stream::Stream, NatsError> {
-        self.js
-            .get_or_create_stream(stream::Config {
+        bounded(
+            "creating the records stream",
+            self.js.get_or_create_stream(stream::Config {
                 name: RECORDS_STREAM.into(),
                 subjects: vec!["sage.v1.records.>".into()],
                 storage: stream::StorageType::File,
@@ -384,9 +407,9 @@ impl Broker {
                 duplicate_window: Duration::from_secs(120),
                 max_message_size: -1,
                 ..Default::default()
-            })
-            .await
-            .map_err(|e| js_error("creating the records stream")(&e))
+            }),
+        )
+        .await
     }
 
     /// The bucket of run manifests and status. Its stream is created here with the settings
@@ -394,11 +417,17 @@ impl Broker {
     /// async-nats' own bucket creation first queries the account, whose answer from a
     /// nats-server 2.9 (Debian 12) it cannot parse.
     pub async fn runs(&self) -> Result<kv::Store, NatsError> {
-        if let Ok(store) = self.js.get_key_value(RUNS_BUCKET).await {
+        if let Ok(store) = bounded(
+            "opening the runs bucket",
+            self.js.get_key_value(RUNS_BUCKET),
+        )
+        .await
+        {
             return Ok(store);
         }
-        self.js
-            .get_or_create_stream(stream::Config {
+        bounded(
+            "creating the runs bucket",
+            self.js.get_or_create_stream(stream::Config {
                 name: format!("KV_{RUNS_BUCKET}"),
                 description: Some("SAGE-RS run manifests and status".into()),
                 subjects: vec![format!("$KV.{RUNS_BUCKET}.>")],
@@ -410,21 +439,22 @@ impl Broker {
                 allow_direct: true,
                 discard: stream::DiscardPolicy::New,
                 ..Default::default()
-            })
-            .await
-            .map_err(|e| js_error("creating the runs bucket")(&e))?;
-        self.js
-            .get_key_value(RUNS_BUCKET)
-            .await
-            .map_err(|e| js_error("opening the runs bucket")(&e))
+            }),
+        )
+        .await?;
+        bounded(
+            "opening the runs bucket",
+            self.js.get_key_value(RUNS_BUCKET),
+        )
+        .await
     }
 
     /// The dialogue workers' shared pull consumer: explicit acks, redelivery after `ack_wait`,
     /// at most `max_ack_pending` jobs out at once.
     pub async fn jobs_consumer(&self) -> Result<consumer::PullConsumer, NatsError> {
-        self.jobs_stream()
-            .await?
-            .get_or_create_consumer(
+        bounded(
+            "creating the dialogue consumer",
+            self.jobs_stream().await?.get_or_create_consumer(
                 JOBS_CONSUMER,
                 consumer::pull::Config {
                     durable_name: Some(JOBS_CONSUMER.into()),
@@ -433,16 +463,16 @@ impl Broker {
                     max_ack_pending: self.settings.max_ack_pending,
                     ..Default::default()
                 },
-            )
-            .await
-            .map_err(|e| js_error("creating the dialogue consumer")(&e))
+            ),
+        )
+        .await
     }
 
     /// The aggregator's durable consumer of every run's records.
     pub async fn records_consumer(&self) -> Result<consumer::PullConsumer, NatsError> {
-        self.records_stream()
-            .await?
-            .get_or_create_consumer(
+        bounded(
+            "creating the aggregator consumer",
+            self.records_stream().await?.get_or_create_consumer(
                 RECORDS_CONSUMER,
                 consumer::pull::Config {
                     durable_name: Some(RECORDS_CONSUMER.into()),
@@ -451,9 +481,9 @@ impl Broker {
                     max_ack_pending: 4096,
                     ..Default::default()
                 },
-            )
-            .await
-            .map_err(|e| js_error("creating the aggregator consumer")(&e))
+            ),
+        )
+        .await
     }
 
     /// Publishes a JSON message to a stream and waits until the server stored it. `id`
@@ -480,12 +510,13 @@ impl Broker {
         }
         let mut headers = headers.unwrap_or_default();
         headers.insert("Nats-Msg-Id", id);
-        self.js
-            .publish_with_headers(subject.clone(), headers, payload.into())
-            .await
-            .map_err(|e| js_error(format!("publishing to {subject}"))(&e))?
-            .await
-            .map_err(|e| js_error(format!("storing to {subject}"))(&e))?;
+        let ack = bounded(
+            format!("publishing to {subject}"),
+            self.js
+                .publish_with_headers(subject.clone(), headers, payload.into()),
+        )
+        .await?;
+        bounded(format!("storing to {subject}"), ack.into_future()).await?;
         Ok(())
     }
 }
@@ -751,15 +782,6 @@ mod tests {
             "nats://<redacted>@nats:4222,tls://<redacted>@other:4222"
         );
         assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
-    }
-
-    #[test]
-    fn run_ids_are_one_token() {
-        assert!(valid_run_id("20261122-013000-s42"));
-        assert!(!valid_run_id("a.b"));
-        assert!(!valid_run_id("a b"));
-        assert!(!valid_run_id(""));
-        assert!(!valid_run_id("a>"));
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //! turns complete.
 
 use super::{ClusterError, RunSpec, RunState, RunStatus, get_json, put_json, status_key};
+use crate::plan::JobSet;
 use crate::protocol::DialogueEnd;
 use crate::store::{DialogueWriter, RunDir, now_utc};
 use crate::telemetry::{Health, metrics};
-use crate::transport::nats::Broker;
+use crate::transport::nats::{Broker, records_subject};
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
@@ -18,6 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
+/// Deliveries of a record whose run cannot be loaded before it is dropped (as for jobs).
+const MAX_DELIVERIES: i64 = 5;
+
 /// How often a running run's status is written to the bucket.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 
@@ -25,6 +29,10 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 struct RunFolder {
     dir: RunDir,
     writer: DialogueWriter,
+    /// The run's jobs: only their records are stored.
+    jobs: JobSet,
+    /// Which suite's jobs the records carry.
+    desk: bool,
     stored_ids: HashSet<String>,
     status: RunStatus,
     status_written: Instant,
@@ -44,7 +52,14 @@ impl Collector {
     async fn folder(&mut self, run: &str) -> Result<&mut RunFolder, ClusterError> {
         if !self.runs.contains_key(run) {
             let spec = RunSpec::get(&self.bucket, run).await?;
-            let dir = self.run_dir(run, &spec)?;
+            if spec.run_id() != run {
+                return Err(ClusterError::Invalid(format!(
+                    "the bucket's manifest.{run} is of run `{}`",
+                    spec.run_id()
+                )));
+            }
+            let jobs = spec.job_set()?;
+            let dir = self.run_dir(run, &spec)?.claim()?;
             let records = records_file(spec.is_desk());
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
                 .await?
@@ -66,6 +81,8 @@ impl Collector {
                 RunFolder {
                     dir,
                     writer,
+                    jobs,
+                    desk: spec.is_desk(),
                     stored_ids,
                     status,
                     status_written: Instant::now(),
@@ -114,11 +131,20 @@ impl Collector {
     }
 
     /// Stores a record (its JSON as sent, and the parts read from it) unless its dialogue is
-    /// already stored; true when stored.
+    /// already stored or it is no job of its run; true when stored.
     async fn store(&mut self, head: RecordHead, json: &[u8]) -> Result<bool, ClusterError> {
         let run = head.job.run_id.clone();
         let bucket = self.bucket.clone();
         let folder = self.folder(&run).await?;
+        if let Err(foreign) = folder.check(&head) {
+            // Forged, or another configuration's: storing it would count it in this run.
+            tracing::error!(run, error = %foreign, "record rejected: not one of the run's jobs");
+            metrics()
+                .messages_rejected
+                .with_label_values(&["record", "foreign"])
+                .inc();
+            return Ok(false);
+        }
         if folder.stored_ids.contains(&head.job.dialogue_id) {
             metrics().records_duplicate.inc();
             return Ok(false);
@@ -131,11 +157,15 @@ impl Collector {
         if folder.status.state == RunState::Submitted {
             folder.status.state = RunState::Running;
         }
-        if folder.status.stored >= folder.status.jobs && folder.status.state != RunState::Complete {
-            let table = crate::store::desk::report_any(&folder.dir)?;
+        // Every job stored: the summary is written (and written again should a record come
+        // after it).
+        if folder.status.stored >= folder.status.jobs {
+            let table = crate::store::desk::report_any(&folder.dir)?.table;
+            if folder.status.state != RunState::Complete {
+                tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
+            }
             folder.status.state = RunState::Complete;
             folder.status.leaderboard = Some(table);
-            tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
         }
         if folder.status.state == RunState::Complete
             || folder.status_written.elapsed() >= STATUS_EVERY
@@ -151,6 +181,22 @@ impl Collector {
             if folder.dirty {
                 write_status(&self.bucket, folder).await;
             }
+        }
+    }
+}
+
+impl RunFolder {
+    /// Whether a record is of one of the run's jobs (the job exactly as planned).
+    fn check(&self, head: &RecordHead) -> Result<(), crate::plan::Foreign> {
+        let other = |_| crate::plan::Foreign::OtherJob(head.job.dialogue_id.clone());
+        if self.desk {
+            let job: crate::protocol::desk::DeskJob =
+                serde_json::from_value(head.job.value.clone()).map_err(other)?;
+            self.jobs.check(&head.job.dialogue_id, &job)
+        } else {
+            let job: crate::protocol::DialogueJob =
+                serde_json::from_value(head.job.value.clone()).map_err(other)?;
+            self.jobs.check(&head.job.dialogue_id, &job)
         }
     }
 }
@@ -275,10 +321,30 @@ struct TurnHead {
     infra_error: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(serde::Deserialize)]
+/// A record's job: its ids (checked), and the whole job to compare with the run's.
 struct JobHead {
     run_id: String,
     dialogue_id: String,
+    value: serde_json::Value,
+}
+
+impl<'de> serde::Deserialize<'de> for JobHead {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Ids {
+            #[serde(deserialize_with = "crate::protocol::id::run_id")]
+            run_id: String,
+            #[serde(deserialize_with = "crate::protocol::id::dialogue_id")]
+            dialogue_id: String,
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        let ids = Ids::deserialize(&value).map_err(serde::de::Error::custom)?;
+        Ok(JobHead {
+            run_id: ids.run_id,
+            dialogue_id: ids.dialogue_id,
+            value,
+        })
+    }
 }
 
 async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
@@ -299,9 +365,9 @@ pub async fn run_aggregator(
     health: Arc<Health>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<u64, ClusterError> {
-    std::fs::create_dir_all(&out).map_err(|source| crate::store::StoreError::Io {
+    std::fs::create_dir_all(&out).map_err(|error| crate::store::StoreError::Io {
         path: out.clone(),
-        source,
+        error,
     })?;
     let consumer = broker.records_consumer().await?;
     let mut collector = Collector {
@@ -343,7 +409,8 @@ pub async fn run_aggregator(
                 }
                 Ok(Some(Ok(m))) => m,
             };
-            if message.info().map(|i| i.delivered).unwrap_or(1) > 1 {
+            let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+            if delivered > 1 {
                 metrics()
                     .redeliveries
                     .with_label_values(&["aggregator"])
@@ -352,6 +419,17 @@ pub async fn run_aggregator(
             match handle(&mut collector, &message).await {
                 Ok(true) => stored += 1,
                 Ok(false) => {}
+                Err(e) if e.is_permanent() && delivered >= MAX_DELIVERIES => {
+                    // Its run does not exist (or cannot be read by this version): no retry
+                    // will store it.
+                    tracing::error!(subject = %message.subject, delivered, error = %e, "record of a run that cannot be loaded dropped");
+                    metrics()
+                        .messages_rejected
+                        .with_label_values(&["record", "unknown_run"])
+                        .inc();
+                    let _ = message.ack_with(AckKind::Term).await;
+                    continue;
+                }
                 Err(e) => {
                     // Not stored: it comes back after a while (the manifest may not be readable
                     // yet, or the disk is full).
@@ -376,12 +454,25 @@ async fn handle(
     collector: &mut Collector,
     message: &jetstream::Message,
 ) -> Result<bool, ClusterError> {
+    let rejected = |reason: &str| {
+        metrics()
+            .messages_rejected
+            .with_label_values(&["record", reason])
+            .inc()
+    };
     let head: RecordHead = match serde_json::from_slice(&message.payload) {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!(subject = %message.subject, error = %e, "undecodable record dropped");
+            let error: String = e.to_string().chars().take(300).collect();
+            tracing::error!(subject = %message.subject.chars().take(200).collect::<String>(), %error, "undecodable record dropped");
+            rejected("invalid");
             return Ok(false);
         }
     };
+    if message.subject.as_str() != records_subject(&head.job.run_id) {
+        tracing::error!(subject = %message.subject.chars().take(200).collect::<String>(), run = %head.job.run_id, "record of another run's subject dropped");
+        rejected("foreign");
+        return Ok(false);
+    }
     collector.store(head, &message.payload).await
 }

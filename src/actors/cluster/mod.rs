@@ -20,14 +20,14 @@ use super::desk::fixture::DeskFixture;
 use super::roles::Registry;
 use super::runner::{RunError, endpoints};
 use super::{DialogueActor, start_local_roles};
-use crate::plan::RunConfig;
 use crate::plan::desk::DeskConfig;
+use crate::plan::{JobSet, RunConfig};
 use crate::scenario::desk::Desk;
 use crate::sop::{self, Sop};
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
 use crate::transport::local::LocalTransport;
-use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy};
+use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy, bounded};
 use actix::Addr;
 use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,64 @@ impl RunSpec {
         })?)
     }
 
+    /// The run's scenarios, compiled, in the configuration's order (a SAGE run; none for a
+    /// support-desk run).
+    pub fn sops(&self) -> Result<Vec<Arc<Sop>>, ClusterError> {
+        let RunSpec::Sage { scenarios, .. } = self else {
+            return Ok(Vec::new());
+        };
+        scenarios
+            .iter()
+            .map(|(name, text)| {
+                sop::from_yaml(text, name)
+                    .map(Arc::new)
+                    .map_err(|e| ClusterError::Scenario {
+                        run: self.run_id().to_string(),
+                        message: e.to_string(),
+                    })
+            })
+            .collect()
+    }
+
+    /// The store of a support-desk run, parsed (none for a SAGE run).
+    pub fn desk(&self) -> Result<Option<Desk>, ClusterError> {
+        let RunSpec::SupportDesk { store, cases, .. } = self else {
+            return Ok(None);
+        };
+        Desk::from_yaml(store, cases, ("store.yaml", "cases.yaml"))
+            .map(Some)
+            .map_err(|e| ClusterError::Scenario {
+                run: self.run_id().to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    /// The run's jobs, planned again from its manifest as `sage sweep` planned them: the only
+    /// records the run may hold. A count other than the manifest's means this version plans
+    /// differently from the one that submitted the run.
+    pub fn job_set(&self) -> Result<JobSet, ClusterError> {
+        let jobs = match self {
+            RunSpec::Sage { manifest, .. } => {
+                let jobs = crate::plan::jobs(&manifest.config, &manifest.run_id, &self.sops()?);
+                JobSet::of(&jobs, |j| &j.dialogue_id)
+            }
+            RunSpec::SupportDesk { manifest, .. } => {
+                let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));
+                let jobs = crate::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
+                JobSet::of(&jobs, |j| &j.dialogue_id)
+            }
+        };
+        if jobs.len() != self.jobs() {
+            return Err(ClusterError::Invalid(format!(
+                "run {}: this version plans {} jobs where the run was submitted with {}",
+                self.run_id(),
+                jobs.len(),
+                self.jobs()
+            )));
+        }
+        Ok(jobs)
+    }
+
     /// A spec from its JSON; without a `suite` key (written before runs had one), a SAGE run.
     pub fn from_value(mut value: serde_json::Value) -> Result<RunSpec, serde_json::Error> {
         if let Some(object) = value.as_object_mut() {
@@ -126,6 +184,7 @@ pub enum RunState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStatus {
     /// The run.
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
     pub run_id: String,
     /// Where it is.
     pub state: RunState,
@@ -182,11 +241,7 @@ pub async fn get_json<T: serde::de::DeserializeOwned>(
     bucket: &kv::Store,
     key: &str,
 ) -> Result<Option<T>, NatsError> {
-    let Some(bytes) = bucket
-        .get(key)
-        .await
-        .map_err(|e| crate::transport::nats::js_error(format!("reading {key}"))(&e))?
-    else {
+    let Some(bytes) = bounded(format!("reading {key}"), bucket.get(key)).await? else {
         return Ok(None);
     };
     serde_json::from_slice(&bytes)
@@ -207,10 +262,7 @@ pub async fn put_json(
         what: key.to_string(),
         message: e.to_string(),
     })?;
-    bucket
-        .put(key, bytes.into())
-        .await
-        .map_err(|e| crate::transport::nats::js_error(format!("writing {key}"))(&e))?;
+    bounded(format!("writing {key}"), bucket.put(key, bytes.into())).await?;
     Ok(())
 }
 
@@ -220,6 +272,9 @@ pub enum ClusterError {
     /// NATS or JetStream failed.
     #[error(transparent)]
     Nats(#[from] NatsError),
+    /// An id or a message that does not follow its syntax.
+    #[error("{0}")]
+    Invalid(String),
     /// The run is not in the bucket.
     #[error("run {0}: no manifest in the {bucket} bucket (submitted with `sage sweep`?)", bucket = crate::transport::nats::RUNS_BUCKET)]
     UnknownRun(String),
@@ -232,12 +287,12 @@ pub enum ClusterError {
         message: String,
     },
     /// The run's models could not be set up, or an actor went away.
-    #[error("run {run}: {source}")]
+    #[error("run {run}: {error}")]
     Run {
         /// The run.
         run: String,
         /// Why.
-        source: RunError,
+        error: RunError,
     },
     /// The results could not be written.
     #[error(transparent)]
@@ -251,6 +306,7 @@ impl ClusterError {
         matches!(
             self,
             ClusterError::UnknownRun(_)
+                | ClusterError::Invalid(_)
                 | ClusterError::Scenario { .. }
                 | ClusterError::Nats(NatsError::Codec { .. })
         )
@@ -353,6 +409,10 @@ pub struct Runs {
     loading: tokio::sync::Mutex<()>,
     /// The clock of `ServedRun::last_used`.
     began: std::time::Instant,
+    /// When loading a run last failed for a reason other than the run itself (the broker did
+    /// not answer), and when it last worked (milliseconds of the same clock, 0: never).
+    load_failed_ms: std::sync::atomic::AtomicU64,
+    load_worked_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Runs {
@@ -371,7 +431,20 @@ impl Runs {
             served_runs: Default::default(),
             loading: Default::default(),
             began: std::time::Instant::now(),
+            load_failed_ms: Default::default(),
+            load_worked_ms: Default::default(),
         }
+    }
+
+    /// How long a failure to load a run keeps the process unready (unless a load works since).
+    pub const TROUBLE_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// Whether loading runs from the bucket failed lately for want of an answer from the broker
+    /// (and has not worked since): the process cannot take new runs, and its readiness says so.
+    pub fn troubled(&self) -> bool {
+        let failed = self.load_failed_ms.load(Ordering::Relaxed);
+        failed > self.load_worked_ms.load(Ordering::Relaxed)
+            && self.now_ms().saturating_sub(failed) < Self::TROUBLE_FOR.as_millis() as u64
     }
 
     fn now_ms(&self) -> u64 {
@@ -416,12 +489,36 @@ impl Runs {
         if let Some(run) = known(self) {
             return Ok(run);
         }
-        let _loading = self.loading.lock().await;
+        crate::protocol::id::check_run_id(id).map_err(|e| ClusterError::Invalid(e.to_string()))?;
+        // Bounded: a load holds the lock, and every broker call in it is bounded.
+        let _loading =
+            tokio::time::timeout(4 * crate::transport::nats::BROKER_WAIT, self.loading.lock())
+                .await
+                .map_err(|_| {
+                    ClusterError::Nats(NatsError::Timeout {
+                        what: format!("loading run {id} (another run is still loading)"),
+                        after: 4 * crate::transport::nats::BROKER_WAIT,
+                    })
+                })?;
         if let Some(run) = known(self) {
             return Ok(run);
         }
-        let bucket = self.broker.runs().await?;
-        let spec = RunSpec::get(&bucket, id).await?;
+        let spec = async { RunSpec::get(&self.broker.runs().await?, id).await }.await;
+        match &spec {
+            Err(ClusterError::Nats(e)) if !matches!(e, NatsError::Codec { .. }) => self
+                .load_failed_ms
+                .store(self.now_ms().max(1), Ordering::Relaxed),
+            _ => self
+                .load_worked_ms
+                .store(self.now_ms().max(1), Ordering::Relaxed),
+        }
+        let spec = spec?;
+        if spec.run_id() != id {
+            return Err(ClusterError::Invalid(format!(
+                "the bucket's manifest.{id} is of run `{}`",
+                spec.run_id()
+            )));
+        }
         let run = Arc::new(self.serve(id, spec)?);
         self.served_runs
             .write()
@@ -431,28 +528,15 @@ impl Runs {
     }
 
     fn serve(&self, id: &str, spec: RunSpec) -> Result<ServedRun, ClusterError> {
-        let failed = |source| ClusterError::Run {
+        let failed = |error| ClusterError::Run {
             run: id.to_string(),
-            source,
+            error,
         };
-        let (manifest, scenarios) = match spec {
-            RunSpec::Sage {
-                manifest,
-                scenarios,
-            } => (manifest, scenarios),
-            RunSpec::SupportDesk {
-                manifest,
-                store,
-                cases,
-            } => {
+        let (sops, desk) = (spec.sops()?, spec.desk()?);
+        let manifest = match (spec, desk) {
+            (RunSpec::Sage { manifest, .. }, _) => manifest,
+            (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
                 let config = manifest.config;
-                let desk =
-                    Desk::from_yaml(&store, &cases, ("store.yaml", "cases.yaml")).map_err(|e| {
-                        ClusterError::Scenario {
-                            run: id.to_string(),
-                            message: e.to_string(),
-                        }
-                    })?;
                 let fixture = Arc::new(DeskFixture::new(desk));
                 let registry = crate::actors::desk::registry(&config, fixture.clone(), |m| {
                     self.served.calls_desk(&config, m)
@@ -475,16 +559,13 @@ impl Runs {
                     last_used: self.now_ms().into(),
                 });
             }
+            (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
         };
         let config = manifest.config;
-        let mut sops: HashMap<String, Arc<Sop>> = HashMap::new();
-        for (name, text) in &scenarios {
-            let sop = sop::from_yaml(text, name).map_err(|e| ClusterError::Scenario {
-                run: id.to_string(),
-                message: e.to_string(),
-            })?;
-            sops.insert(sop.scenario().id.clone(), Arc::new(sop));
-        }
+        let sops: HashMap<String, Arc<Sop>> = sops
+            .into_iter()
+            .map(|sop| (sop.scenario().id.clone(), sop))
+            .collect();
         let registry = Registry {
             sops: sops.clone(),
             endpoints: endpoints(&RunConfig {
@@ -504,6 +585,11 @@ impl Runs {
         let driver = DialogueActor {
             transport: transport.clone(),
             sops: Arc::new(sops),
+            simulated: Arc::new(
+                crate::store::simulated_models(&config.models)
+                    .into_iter()
+                    .collect(),
+            ),
         };
         let driver =
             <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
@@ -571,7 +657,7 @@ mod tests {
         // A run this worker cannot set up (a missing API key) may be played elsewhere or later.
         let setup = ClusterError::Run {
             run: "r".into(),
-            source: RunError::Runtime("OPENAI_API_KEY is not set".into()),
+            error: RunError::Runtime("OPENAI_API_KEY is not set".into()),
         };
         assert!(!setup.is_permanent());
     }

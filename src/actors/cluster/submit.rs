@@ -10,7 +10,7 @@ use crate::scenario::desk::Desk;
 use crate::sop::Sop;
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
-use crate::transport::nats::{Broker, NatsError, jobs_subject, js_error};
+use crate::transport::nats::{BROKER_WAIT, Broker, NatsError, bounded, jobs_subject, js_error};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::sync::Arc;
@@ -76,14 +76,11 @@ async fn queue<J: serde::Serialize>(
         message: e.to_string(),
     })?;
     // `create` fails when the key exists: a run id is used once.
-    bucket
-        .create(manifest_key(run_id), manifest.into())
-        .await
-        .map_err(|e| {
-            js_error(format!(
-                "run {run_id} cannot be submitted (is the id already used?)"
-            ))(&e)
-        })?;
+    bounded(
+        format!("run {run_id} cannot be submitted (is the id already used?)"),
+        bucket.create(manifest_key(run_id), manifest.into()),
+    )
+    .await?;
     let status = RunStatus::submitted(run_id, jobs.len(), spec.created_at());
     put_json(&bucket, &status_key(run_id), &status).await?;
     broker.jobs_stream().await?;
@@ -100,20 +97,23 @@ async fn queue<J: serde::Serialize>(
             "Nats-Msg-Id",
             format!("{run_id}/{}", dialogue_id(job)).as_str(),
         );
-        let ack = broker
-            .js
-            .publish_with_headers(subject.clone(), headers, payload.into())
-            .await
-            .map_err(|e| js_error(format!("queueing jobs on {subject}"))(&e))?;
-        pending.push(ack.into_future());
+        let what = || format!("queueing jobs on {subject}");
+        let ack = bounded(
+            what(),
+            broker
+                .js
+                .publish_with_headers(subject.clone(), headers, payload.into()),
+        )
+        .await?;
+        pending.push(bounded(what(), ack.into_future()));
         if pending.len() >= PUBLISH_WINDOW
             && let Some(done) = pending.next().await
         {
-            done.map_err(|e| js_error(format!("queueing jobs on {subject}"))(&e))?;
+            done?;
         }
     }
     while let Some(done) = pending.next().await {
-        done.map_err(|e| js_error(format!("queueing jobs on {subject}"))(&e))?;
+        done?;
     }
     Ok(status)
 }
@@ -124,23 +124,46 @@ pub async fn status(broker: &Broker, run_id: &str) -> Result<Option<RunStatus>, 
     Ok(get_json(&bucket, &status_key(run_id)).await?)
 }
 
-/// The status of every run in the bucket, oldest first.
-pub async fn all_status(broker: &Broker) -> Result<Vec<RunStatus>, ClusterError> {
+/// Every run's status in the bucket, and the values that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllStatus {
+    /// The runs, oldest first.
+    pub runs: Vec<RunStatus>,
+    /// Why each unreadable `status.*` value could not be read (its key and the error).
+    pub unreadable: Vec<String>,
+}
+
+/// The status of every run in the bucket, oldest first; a value that cannot be decoded is
+/// skipped and reported.
+pub async fn all_status(broker: &Broker) -> Result<AllStatus, ClusterError> {
     let bucket = broker.runs().await?;
-    let mut keys = bucket
-        .keys()
-        .await
-        .map_err(|e| js_error("listing runs")(&e))?;
-    let mut out = Vec::new();
-    while let Some(key) = keys.next().await {
-        let key = key.map_err(|e| js_error("listing runs")(&e))?;
-        if key.starts_with("status.")
-            && let Some(s) = get_json::<RunStatus>(&bucket, &key).await?
-        {
-            out.push(s);
+    let mut keys = bounded("listing runs", bucket.keys()).await?;
+    let mut out = AllStatus::default();
+    loop {
+        let key = match tokio::time::timeout(BROKER_WAIT, keys.next()).await {
+            Ok(None) => break,
+            Ok(Some(key)) => key.map_err(|e| js_error("listing runs")(&e))?,
+            Err(_) => {
+                return Err(NatsError::Timeout {
+                    what: "listing runs".into(),
+                    after: BROKER_WAIT,
+                }
+                .into());
+            }
+        };
+        if !key.starts_with("status.") {
+            continue;
+        }
+        // One unreadable value (written by another version, or by hand) is reported, not fatal.
+        match get_json::<RunStatus>(&bucket, &key).await {
+            Ok(Some(s)) => out.runs.push(s),
+            Ok(None) => {}
+            Err(e @ NatsError::Codec { .. }) => out.unreadable.push(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
-    out.sort_by(|a, b| (&a.submitted_at, &a.run_id).cmp(&(&b.submitted_at, &b.run_id)));
+    out.runs
+        .sort_by(|a, b| (&a.submitted_at, &a.run_id).cmp(&(&b.submitted_at, &b.run_id)));
     Ok(out)
 }
 

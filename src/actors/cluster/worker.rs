@@ -106,7 +106,12 @@ pub async fn run_worker(
     ));
     {
         let client = broker.client.clone();
-        health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
+        let runs = runs.clone();
+        // Ready while connected and loading runs from the bucket works.
+        health.watch(move || {
+            client.connection_state() == async_nats::connection::State::Connected
+                && !runs.troubled()
+        });
     }
     let _unloader = {
         let (runs, idle) = (runs.clone(), options.run_idle);
@@ -249,9 +254,28 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
             .headers
             .as_ref()
             .and_then(|h| h.get(RUN_HEADER))
-            .map(|v| v.as_str().to_string())
-            .ok_or_else(|| format!("a request without a {RUN_HEADER} header"))?;
-        let served: Arc<ServedRun> = runs.get(&run).await.map_err(|e| e.to_string())?;
+            .map(|v| v.as_str())
+            .ok_or_else(|| format!("a request without a {RUN_HEADER} header"))
+            .and_then(|run| {
+                crate::protocol::id::check_run_id(run)
+                    .map(|()| run.to_string())
+                    .map_err(|e| format!("{RUN_HEADER} header: {e}"))
+            })
+            .inspect_err(|_| {
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["request", "invalid"])
+                    .inc()
+            })?;
+        let served: Arc<ServedRun> = runs.get(&run).await.map_err(|e| {
+            if e.is_permanent() {
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["request", "unknown_run"])
+                    .inc();
+            }
+            e.to_string()
+        })?;
         let local = &served.local;
         let payload = &message.payload;
         if matches!(served.driver, Driver::Desk(_)) {
@@ -411,10 +435,11 @@ async fn pull_jobs(
 ) -> WorkerReport {
     // The consumer's ack wait rules (the first process created it); progress goes by it.
     let mut consumer = consumer;
-    let ack_wait = match consumer.info().await {
-        Ok(info) => info.config.ack_wait,
-        Err(_) => broker.settings.ack_wait,
-    };
+    let ack_wait =
+        match crate::transport::nats::bounded("reading the jobs consumer", consumer.info()).await {
+            Ok(info) => info.config.ack_wait,
+            Err(_) => broker.settings.ack_wait,
+        };
     if ack_wait != broker.settings.ack_wait {
         tracing::warn!(
             consumer = ?ack_wait,
@@ -433,12 +458,15 @@ async fn pull_jobs(
         };
         let Ok(first) = first else { break };
         let want = slots.available_permits() + 1;
-        let batch = consumer
-            .batch()
-            .max_messages(want)
-            .expires(Duration::from_secs(2))
-            .messages()
-            .await;
+        let batch = crate::transport::nats::bounded(
+            "pulling jobs",
+            consumer
+                .batch()
+                .max_messages(want)
+                .expires(Duration::from_secs(2))
+                .messages(),
+        )
+        .await;
         let mut batch = match batch {
             Ok(b) => b,
             Err(e) => {
@@ -454,7 +482,8 @@ async fn pull_jobs(
         let mut first = Some(first);
         loop {
             let next = tokio::select! {
-                m = batch.next() => Some(m),
+                // A pull ends when the server says so (2 s); a server that went quiet ends it too.
+                m = tokio::time::timeout(Duration::from_secs(2) + crate::transport::nats::BROKER_WAIT, batch.next()) => Some(m.unwrap_or(None)),
                 _ = stop.wait_for(|s| *s) => None,
             };
             let Some(next) = next else {
@@ -544,10 +573,16 @@ impl Job {
                 .with_label_values(&["dialogue"])
                 .inc();
         }
-        let job: JobHead = match serde_json::from_slice(&message.payload) {
+        let job = match JobHead::read(&message.subject, &message.payload) {
             Ok(job) => job,
             Err(e) => {
-                tracing::error!(subject = %message.subject, error = %e, "undecodable job dropped");
+                // Shown cut short: a hostile job may be megabytes of one line.
+                let error: String = e.chars().take(300).collect();
+                tracing::error!(subject = %message.subject.chars().take(200).collect::<String>(), %error, "invalid job dropped");
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["job", "invalid"])
+                    .inc();
                 let _ = message.ack_with(AckKind::Term).await;
                 return;
             }
@@ -560,6 +595,10 @@ impl Job {
                 // for a missing API key, is handed back: another worker, or this one once fixed,
                 // may play it.)
                 tracing::error!(run = %job.run_id, delivered, error = %e, "cannot serve the run; job dropped");
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["job", "unknown_run"])
+                    .inc();
                 let _ = message.ack_with(AckKind::Term).await;
                 return;
             }
@@ -683,8 +722,25 @@ impl Job {
 /// What a worker reads of a job before it knows the run's suite.
 #[derive(serde::Deserialize)]
 struct JobHead {
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
     run_id: String,
+    #[serde(deserialize_with = "crate::protocol::id::dialogue_id")]
     dialogue_id: String,
+}
+
+impl JobHead {
+    /// Reads a job's ids and checks that it was queued on its run's subject.
+    fn read(subject: &str, payload: &[u8]) -> Result<JobHead, String> {
+        let head: JobHead =
+            serde_json::from_slice(payload).map_err(|e| format!("undecodable job: {e}"))?;
+        if subject != crate::transport::nats::jobs_subject(&head.run_id) {
+            return Err(format!(
+                "a job of run `{}` queued on another run's subject",
+                head.run_id
+            ));
+        }
+        Ok(head)
+    }
 }
 
 /// A finished job's record, of either suite.

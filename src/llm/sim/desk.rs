@@ -4,7 +4,7 @@
 //! They play from a [`DeskContext`] the desk driver attaches to each call, seeded per
 //! (case, repeat, role, turn, round), so a run never depends on scheduling.
 
-use super::{Latency, chance, probability, sleep_latency};
+use super::{Latency, chance, sleep_latency};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ToolCall};
 pub use crate::plan::model::DeskSkills;
 use crate::protocol::Usage;
@@ -296,18 +296,4 @@ impl ChatModel for SimDeskJudge {
         sleep_latency(self.latency, &mut ctx.rng("latency")).await;
         Ok(answer(judge_answer(self.noise, ctx), Vec::new(), request))
     }
-}
-
-/// Checks a desk agent's settings.
-pub fn check(model: &str, skills: &DeskSkills) -> Result<(), LlmError> {
-    for (name, p) in [
-        ("unsafe_propensity", skills.unsafe_propensity),
-        ("resolve", skills.resolve),
-        ("over_escalation", skills.over_escalation),
-        ("escalate", skills.escalate),
-        ("premature_close", skills.premature_close),
-    ] {
-        probability(model, name, p)?;
-    }
-    Ok(())
 }

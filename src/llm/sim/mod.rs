@@ -73,13 +73,7 @@ pub fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
 
 /// Checks that a setting is a probability.
 fn probability(model: &str, name: &str, p: f64) -> Result<(), LlmError> {
-    if p.is_finite() && (0.0..=1.0).contains(&p) {
-        Ok(())
-    } else {
-        Err(LlmError::Config(format!(
-            "model {model}: sim {name} is {p}; expected a probability between 0 and 1"
-        )))
-    }
+    crate::plan::model::probability(model, name, p).map_err(LlmError::Config)
 }
 
 /// Builds the simulated backend a configuration describes.
@@ -90,6 +84,7 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
             config.name
         ))
     })?;
+    spec.check(&config.name).map_err(LlmError::Config)?;
     Ok(match spec {
         SimSpec::Agent {
             profile,
@@ -138,37 +133,24 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
         SimSpec::User {
             latency,
             empty_rate,
-        } => {
-            probability(&config.name, "empty_rate", empty_rate)?;
-            Arc::new(Simulated {
-                model: user::SimUser { empty_rate },
-                latency,
-            })
-        }
-        SimSpec::DeskAgent { skills, latency } => {
-            desk::check(&config.name, &skills)?;
-            Arc::new(desk::SimDeskAgent { skills, latency })
-        }
+        } => Arc::new(Simulated {
+            model: user::SimUser { empty_rate },
+            latency,
+        }),
+        SimSpec::DeskAgent { skills, latency } => Arc::new(desk::SimDeskAgent { skills, latency }),
         SimSpec::DeskCustomer { latency } => Arc::new(desk::SimDeskCustomer { latency }),
-        SimSpec::DeskJudge { noise, latency } => {
-            probability(&config.name, "noise", noise)?;
-            Arc::new(desk::SimDeskJudge { noise, latency })
-        }
+        SimSpec::DeskJudge { noise, latency } => Arc::new(desk::SimDeskJudge { noise, latency }),
         SimSpec::Judge {
             noise,
             latency,
             garbage_rate,
-        } => {
-            probability(&config.name, "noise", noise)?;
-            probability(&config.name, "garbage_rate", garbage_rate)?;
-            Arc::new(Simulated {
-                model: judge::OracleJudge {
-                    noise,
-                    garbage_rate,
-                },
-                latency,
-            })
-        }
+        } => Arc::new(Simulated {
+            model: judge::OracleJudge {
+                noise,
+                garbage_rate,
+            },
+            latency,
+        }),
     })
 }
 
