@@ -26,6 +26,7 @@ use crate::scenario::desk::Desk;
 use crate::sop::{self, Sop};
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
+use crate::telemetry::metrics::RunLabels;
 use crate::transport::local::LocalTransport;
 use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy};
 use actix::Addr;
@@ -459,7 +460,7 @@ impl Runs {
                 })
                 .map_err(failed)?;
                 if self.served.roles.contains(&crate::protocol::Role::Dialogue) {
-                    crate::telemetry::metrics().desk_agents(&config.agents);
+                    crate::telemetry::metrics().driving(&RunLabels::Desk(&config.agents));
                 }
                 let (local, transport) = self.start_roles(id, registry);
                 let driver = DeskActor {
@@ -484,6 +485,9 @@ impl Runs {
                 message: e.to_string(),
             })?;
             sops.insert(sop.scenario().id.clone(), Arc::new(sop));
+        }
+        if self.served.roles.contains(&crate::protocol::Role::Dialogue) {
+            crate::telemetry::metrics().driving(&RunLabels::sage(&config, sops.keys()));
         }
         let registry = Registry {
             sops: sops.clone(),

@@ -423,6 +423,7 @@ async fn pull_jobs(
         );
     }
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    metrics().pulling(options.concurrency.max(1));
     let (release_tx, release) = watch::channel(false);
     let stored = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -440,7 +441,10 @@ async fn pull_jobs(
             .messages()
             .await;
         let mut batch = match batch {
-            Ok(b) => b,
+            Ok(b) => {
+                metrics().job_pulls.inc();
+                b
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot pull jobs; retrying");
                 drop(first);
