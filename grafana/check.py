@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks the Grafana dashboards against docs/metrics.md.
+"""Checks the Grafana dashboards and the alerting rules against docs/metrics.md.
 
-    python3 grafana/check.py [--no-promtool] [--doc PATH] [DASHBOARD.json ...]
+    python3 grafana/check.py [--no-promtool] [--doc PATH] [--rules FILE] [DASHBOARD.json ...]
 
 The list of metrics is the table of docs/metrics.md whose header starts `| metric | type |
 labels |`: first column the name in backticks, second counter|gauge|histogram, third the labels
@@ -21,6 +21,8 @@ For every dashboard (default: grafana/dashboards/*.json) it checks:
     queried, or a Prometheus target label (instance, job, namespace, pod);
   * with the default dashboards (no file named), every metric of the doc is queried by at least
     one of them (a note only when files are named);
+  * every `expr` of the alerting rules (default deploy/alerts.yml; --rules FILE) passes the same
+    metric and label checks as a panel query, and each alert has an expression;
   * when `promtool` is on the PATH (and --no-promtool is not given): every expression parses,
     by writing them as recording rules to a temporary file and running `promtool check rules`.
 Exit status 0 when all pass, 1 otherwise (each problem on a line naming the file and the panel).
@@ -271,6 +273,54 @@ def check_dashboard(path, metrics, uids, exprs):
     return problems, len([p for p in panels if p.get("type") != "row"])
 
 
+def rule_exprs(path):
+    """(alert or record name, expr) of every rule of a Prometheus rule file. Standard library
+    only: reads the `- alert:`/`- record:` lines and each `expr:` (one line, or a `|`/`>` block
+    scalar), which is the shape of deploy/alerts.yml."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    rules, name, i = [], None, 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^\s*-\s*(?:alert|record):\s*(\S+)", line)
+        if m:
+            name = m.group(1)
+            rules.append([name, None])
+        m = re.match(r"^(\s*)expr:\s*(.*?)\s*$", line)
+        if m and rules:
+            indent, value = len(m.group(1)), m.group(2)
+            if value[:1] in ("|", ">"):
+                body = []
+                while i + 1 < len(lines) and (not lines[i + 1].strip()
+                                              or len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent):
+                    i += 1
+                    body.append(lines[i].strip())
+                value = "\n".join(body).strip()
+            elif value[:1] in ("'", '"'):
+                value = value[1:-1]
+            rules[-1][1] = value
+        i += 1
+    return [(n, e) for n, e in rules]
+
+
+def check_rules(path, metrics, exprs):
+    """Problems of the rules of a rule file; their expressions are added to `exprs`."""
+    rel = os.path.relpath(path, os.getcwd())
+    rel = path if rel.startswith("..") else rel
+    try:
+        rules = rule_exprs(path)
+    except OSError as e:
+        return [f"{rel}: cannot read: {e}"], 0
+    problems = [] if rules else [f"{rel}: no rule found"]
+    for name, expr in rules:
+        if not expr:
+            problems.append(f"{rel}: rule {name}: no expr")
+            continue
+        problems += [f"{rel}: rule {name}: {p}" for p in check_expr(expr, metrics)]
+        exprs.append((f"{rel} rule {name}", expr))
+    return problems, len(rules)
+
+
 def run_promtool(exprs):
     """(ok, message) from promtool check rules on every expression as a recording rule."""
     groups = [{"name": where, "rules": [{"record": f"grafana_check:expr_{i}", "expr": for_promtool(e)}]}
@@ -293,6 +343,8 @@ def main():
     ap.add_argument("dashboards", nargs="*", help="dashboard JSON files (default: grafana/dashboards/*.json)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "metrics.md"), help="the metrics doc")
     ap.add_argument("--no-promtool", action="store_true", help="skip the promtool parse check")
+    ap.add_argument("--rules", default=os.path.join(ROOT, "deploy", "alerts.yml"),
+                    help="the alerting rules (default deploy/alerts.yml)")
     args = ap.parse_args()
 
     metrics, problems = load_metrics(args.doc)
@@ -316,6 +368,10 @@ def main():
             problems.append("metrics of the doc no dashboard queries: " + ", ".join(unused))
         elif unused:
             notes.append("note: metrics of the doc these dashboards do not query: " + ", ".join(unused))
+    n_rules = 0
+    if metrics:
+        rule_problems, n_rules = check_rules(args.rules, metrics, exprs)
+        problems += rule_problems
     if exprs:
         if args.no_promtool:
             notes.append("promtool: skipped (--no-promtool)")
@@ -333,7 +389,8 @@ def main():
     if problems:
         print(f"FAILED: {len(problems)} problem(s)")
         return 1
-    print(f"ok: {len(files)} dashboards, {n_panels} panels, {len(exprs)} expressions; every sage_ "
+    print(f"ok: {len(files)} dashboards, {n_panels} panels, {n_rules} alerting rules, {len(exprs)} "
+          f"expressions; every sage_ "
           f"metric and label is in {doc} ({len(metrics)} metrics"
           f"{'' if args.dashboards else ', each queried by a dashboard'})")
     return 0
