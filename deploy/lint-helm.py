@@ -11,8 +11,9 @@ What it does:
      defaults, autoscaling on, everything on, one all-role group), through helm-python-sdk
      (also Helm's library, v4). Every rendered manifest must parse as YAML and hold together:
      Services select a Deployment, HPAs target one, the probes/ports/grace period are as the
-     sage interface needs, exactly one aggregator with strategy Recreate, etc.
-  3. Each rendered object (but the ServiceMonitor CRD) is checked against the Kubernetes
+     sage interface needs, exactly one aggregator with strategy Recreate, etc. The
+     PrometheusRule, when rendered, must hold exactly the rules of deploy/alerts.yml.
+  3. Each rendered object (but the Prometheus Operator's) is checked against the Kubernetes
      OpenAPI schema, strictly (unknown fields fail), by kubernetes-validate, when installed.
   4. Values the chart must refuse (unknown role, a bad env var name, ...) must fail.
 The last line is "N passed, N failed".
@@ -38,6 +39,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "helm" / "sage"
+ALERTS = ROOT / "deploy" / "alerts.yml"
 RELEASE, NAMESPACE = "sage", "sage"
 SEVERITY = {0: "UNKNOWN", 1: "INFO", 2: "WARNING", 3: "ERROR"}
 ROLES = ["dialogue", "user", "service", "judge", "rule"]
@@ -88,6 +90,7 @@ VARIANTS: dict[str, dict] = {
                 },
             },
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
             "otlp": {"endpoint": "http://otel-collector:4317"},
             "extraEnv": [{"name": "SAGE_CONCURRENCY", "value": "128"}],
             "metrics": {"port": 9464, "podAnnotations": True},
@@ -384,6 +387,17 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
             and sm["spec"]["jobLabel"] == "sage-job"
             and sm["spec"]["endpoints"][0]["port"] == "metrics",
             f"[{name}] ServiceMonitor selects all {n_svc} Services, jobLabel sage-job, port metrics",
+        )
+
+    # PrometheusRule: the rules of deploy/alerts.yml, unchanged.
+    prs = by_kind.get("PrometheusRule", [])
+    want_pr = bool(values.get("prometheusRule", {}).get("enabled"))
+    rep.check(len(prs) == (1 if want_pr else 0), f"[{name}] PrometheusRule rendered: {want_pr}")
+    for pr in prs:
+        rep.check(
+            pr["spec"] == yaml.safe_load(ALERTS.read_text()),
+            f"[{name}] PrometheusRule {pr['metadata']['name']}: spec is deploy/alerts.yml",
+            "the chart's rules differ from deploy/alerts.yml (helm/sage/files/alerts.yml must link to it)",
         )
 
     # Kubernetes schema, strict.

@@ -637,6 +637,7 @@ EOF
     fi
     RESERVED_PORTS="$RESERVED_PORTS $PROMETHEUS_PORT"
     cp -f -- "$SCRIPT_DIR/prometheus.yml" "$prom_dir/prometheus.yml"
+    cp -f -- "$SCRIPT_DIR/alerts.yml" "$prom_dir/alerts.yml" # its rule_files
     rm -rf -- "$prom_dir/data"
     spawn prometheus prometheus "$PROMETHEUS_PORT" "$LOG_DIR/prometheus.log" \
       prometheus --config.file="$prom_dir/prometheus.yml" --storage.tsdb.path="$prom_dir/data" \

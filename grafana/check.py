@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks the Grafana dashboards against docs/metrics.md.
+"""Checks the Grafana dashboards and the alerting rules against docs/metrics.md.
 
-    python3 grafana/check.py [--no-promtool] [--doc PATH] [DASHBOARD.json ...]
+    python3 grafana/check.py [--no-promtool] [--doc PATH] [--rules FILE] [DASHBOARD.json ...]
 
 The list of metrics is the table of docs/metrics.md whose header starts `| metric | type |
 labels |`: first column the name in backticks, second counter|gauge|histogram, third the labels
@@ -21,8 +21,15 @@ For every dashboard (default: grafana/dashboards/*.json) it checks:
     queried, or a Prometheus target label (instance, job, namespace, pod);
   * with the default dashboards (no file named), every metric of the doc is queried by at least
     one of them (a note only when files are named);
+  * every `expr` of the alerting rules (default deploy/alerts.yml; --rules FILE) passes the same
+    metric and label checks as a panel query, and each alert has an expression;
   * when `promtool` is on the PATH (and --no-promtool is not given): every expression parses,
-    by writing them as recording rules to a temporary file and running `promtool check rules`.
+    by writing them as recording rules to a temporary file and running `promtool check rules`;
+  * with --prometheus URL (a Prometheus that scraped a run, as tests/monitoring.rs does): every
+    panel query, as an instant query with $__range and $__rate_interval set to --window seconds
+    and the other variables as the dashboard opens (All: .*), returns at least one series, and
+    every label_values variable at least one value. Queries that read only 0 or only NaN are
+    listed, not failed.
 Exit status 0 when all pass, 1 otherwise (each problem on a line naming the file and the panel).
 """
 
@@ -35,6 +42,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TYPES = ("counter", "gauge", "histogram")
@@ -47,6 +57,7 @@ GROUPING_RE = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s
 LABEL_VALUES_RE = re.compile(r"^\s*label_values\s*\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.S)
 LABEL_VALUES_1_RE = re.compile(r"^\s*label_values\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$")
 QUERY_FN_RE = re.compile(r"^\s*(?:query_result|metrics|label_names)\s*\((.*)\)\s*$", re.S)
+VARIABLE_RE = re.compile(r"\$\{([A-Za-z0-9_]+)(?::[^}]*)?\}|\$([A-Za-z0-9_]+)|\[\[([A-Za-z0-9_]+)\]\]")
 # Grafana's interval variables, replaced by a duration for promtool.
 DURATION_VARS = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h", "__range_s": "3600",
                  "__range_ms": "3600000", "__interval_ms": "60000"}
@@ -152,12 +163,15 @@ def check_expr(expr, metrics, extra_label=None):
     return problems
 
 
+def substitute(expr, value):
+    """The expression with each Grafana variable ($name, ${name}, ${name:format}, [[name]])
+    replaced by value(name)."""
+    return VARIABLE_RE.sub(lambda m: value(m.group(1) or m.group(2) or m.group(3)), expr)
+
+
 def for_promtool(expr):
     """The expression with Grafana variables replaced so that promtool can parse it."""
-    def var(m):
-        name = m.group(1) or m.group(2) or m.group(3)
-        return DURATION_VARS.get(name, ".*")
-    return re.sub(r"\$\{([A-Za-z0-9_]+)(?::[^}]*)?\}|\$([A-Za-z0-9_]+)|\[\[([A-Za-z0-9_]+)\]\]", var, expr)
+    return substitute(expr, lambda name: DURATION_VARS.get(name, ".*"))
 
 
 def walk_panels(panels):
@@ -271,6 +285,54 @@ def check_dashboard(path, metrics, uids, exprs):
     return problems, len([p for p in panels if p.get("type") != "row"])
 
 
+def rule_exprs(path):
+    """(alert or record name, expr) of every rule of a Prometheus rule file. Standard library
+    only: reads the `- alert:`/`- record:` lines and each `expr:` (one line, or a `|`/`>` block
+    scalar), which is the shape of deploy/alerts.yml."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    rules, name, i = [], None, 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^\s*-\s*(?:alert|record):\s*(\S+)", line)
+        if m:
+            name = m.group(1)
+            rules.append([name, None])
+        m = re.match(r"^(\s*)expr:\s*(.*?)\s*$", line)
+        if m and rules:
+            indent, value = len(m.group(1)), m.group(2)
+            if value[:1] in ("|", ">"):
+                body = []
+                while i + 1 < len(lines) and (not lines[i + 1].strip()
+                                              or len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent):
+                    i += 1
+                    body.append(lines[i].strip())
+                value = "\n".join(body).strip()
+            elif value[:1] in ("'", '"'):
+                value = value[1:-1]
+            rules[-1][1] = value
+        i += 1
+    return [(n, e) for n, e in rules]
+
+
+def check_rules(path, metrics, exprs):
+    """Problems of the rules of a rule file; their expressions are added to `exprs`."""
+    rel = os.path.relpath(path, os.getcwd())
+    rel = path if rel.startswith("..") else rel
+    try:
+        rules = rule_exprs(path)
+    except OSError as e:
+        return [f"{rel}: cannot read: {e}"], 0
+    problems = [] if rules else [f"{rel}: no rule found"]
+    for name, expr in rules:
+        if not expr:
+            problems.append(f"{rel}: rule {name}: no expr")
+            continue
+        problems += [f"{rel}: rule {name}: {p}" for p in check_expr(expr, metrics)]
+        exprs.append((f"{rel} rule {name}", expr))
+    return problems, len(rules)
+
+
 def run_promtool(exprs):
     """(ok, message) from promtool check rules on every expression as a recording rule."""
     groups = [{"name": where, "rules": [{"record": f"grafana_check:expr_{i}", "expr": for_promtool(e)}]}
@@ -288,11 +350,119 @@ def run_promtool(exprs):
     return True, f"promtool: all {len(exprs)} expressions parse (promtool check rules; {version})"
 
 
+def selections(d):
+    """name -> value of each variable of a dashboard as it opens (datasource aside): its current
+    value; `All` becomes the variable's allValue (or .*), several values a|b."""
+    out = {}
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("type") == "datasource":
+            continue
+        cur = (v.get("current") or {}).get("value")
+        values = cur if isinstance(cur, list) else [cur]
+        if "$__all" in values or not any(values):
+            out[v["name"]] = v.get("allValue") or ".*"
+        else:
+            out[v["name"]] = "|".join(values)
+    return out
+
+
+def prometheus_get(url, path, params):
+    """The `data` of a Prometheus HTTP API answer (raises ValueError with its error)."""
+    full = f"{url.rstrip('/')}{path}?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(full, timeout=30) as r:
+            answer = json.load(r)
+    except urllib.error.HTTPError as e:
+        answer = json.load(e)
+    if answer.get("status") != "success":
+        raise ValueError(f"{answer.get('errorType')}: {answer.get('error')}")
+    return answer["data"]
+
+
+def live_check(url, files, window):
+    """Evaluates every panel query (an instant query, now) and every variable query of the
+    dashboards through the Prometheus HTTP API at `url`, with $__range and $__rate_interval set
+    to `window` seconds and the other variables as the dashboard opens. Returns (problems,
+    notes): a problem per query that fails or returns no series."""
+    durations = {"__rate_interval": f"{window}s", "__range": f"{window}s",
+                 "__range_s": str(window), "__range_ms": str(window * 1000),
+                 "__interval": "15s", "__interval_ms": "15000"}
+    problems, nan_only, zero_only = [], [], []
+    panels = variables = 0
+    for path in files:
+        rel = os.path.relpath(path, os.getcwd())
+        rel = path if rel.startswith("..") else rel
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        chosen = selections(d)
+
+        def value(name):
+            return durations.get(name) or chosen[name]
+
+        for v in d.get("templating", {}).get("list", []):
+            if v.get("type") != "query":
+                continue
+            where = f"{rel} variable `{v.get('name')}`"
+            m = LABEL_VALUES_RE.match(variable_query(v))
+            if not m:
+                problems.append(f"{where}: not a label_values(selector, label) query")
+                continue
+            try:
+                found = prometheus_get(url, f"/api/v1/label/{m.group(2)}/values",
+                                       {"match[]": substitute(m.group(1), value)})
+            except (OSError, ValueError, KeyError) as e:
+                problems.append(f"{where}: {e}")
+                continue
+            variables += 1
+            if not found:
+                problems.append(f"{where}: no value")
+        for p in walk_panels(d.get("panels", [])):
+            for t in p.get("targets") or []:
+                expr = t.get("expr", "")
+                if not expr.strip():
+                    continue
+                where = f"{rel} panel {p.get('id')} \"{p.get('title', '')}\" query {t.get('refId')}"
+                try:
+                    query = substitute(expr, value)
+                    data = prometheus_get(url, "/api/v1/query", {"query": query})
+                except KeyError as e:
+                    problems.append(f"{where}: variable {e} has no value")
+                    continue
+                except (OSError, ValueError) as e:
+                    problems.append(f"{where}: {e}")
+                    continue
+                panels += 1
+                if data["resultType"] in ("scalar", "string"):
+                    values = [data["result"][1]]
+                else:
+                    values = [s["value"][1] for s in data["result"]]
+                if not values:
+                    problems.append(f"{where}: no data: {query}")
+                elif all(v == "NaN" for v in values):
+                    nan_only.append(where)
+                elif all(float(v) == 0 for v in values):
+                    zero_only.append(where)
+    notes = [f"live: {panels} panel queries and {variables} variable queries evaluated at {url} "
+             f"over the last {window}s: "
+             + ("none empty" if not problems else f"{len(problems)} failed or empty")
+             + f"; {len(zero_only)} read only 0, {len(nan_only)} only NaN (no observation to "
+               "take a quantile or a mean of)"]
+    notes += [f"  only 0:   {w}" for w in zero_only] + [f"  only NaN: {w}" for w in nan_only]
+    return problems, notes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dashboards", nargs="*", help="dashboard JSON files (default: grafana/dashboards/*.json)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "metrics.md"), help="the metrics doc")
     ap.add_argument("--no-promtool", action="store_true", help="skip the promtool parse check")
+    ap.add_argument("--rules", default=os.path.join(ROOT, "deploy", "alerts.yml"),
+                    help="the alerting rules (default deploy/alerts.yml)")
+    ap.add_argument("--prometheus", metavar="URL",
+                    help="also evaluate every panel and variable query through this Prometheus; "
+                         "a query that returns no series fails")
+    ap.add_argument("--window", type=int, default=300, metavar="SECONDS",
+                    help="with --prometheus: $__range and $__rate_interval (default 300)")
     args = ap.parse_args()
 
     metrics, problems = load_metrics(args.doc)
@@ -316,6 +486,10 @@ def main():
             problems.append("metrics of the doc no dashboard queries: " + ", ".join(unused))
         elif unused:
             notes.append("note: metrics of the doc these dashboards do not query: " + ", ".join(unused))
+    n_rules = 0
+    if metrics:
+        rule_problems, n_rules = check_rules(args.rules, metrics, exprs)
+        problems += rule_problems
     if exprs:
         if args.no_promtool:
             notes.append("promtool: skipped (--no-promtool)")
@@ -324,6 +498,10 @@ def main():
             (notes if ok else problems).append(msg)
         else:
             notes.append("promtool: not on the PATH, expressions not parsed (apt-get install prometheus)")
+    if args.prometheus:
+        live_problems, live_notes = live_check(args.prometheus, files, args.window)
+        problems += live_problems
+        notes += live_notes
     for p in problems:
         print("error:", p)
     for n in notes:
@@ -333,7 +511,8 @@ def main():
     if problems:
         print(f"FAILED: {len(problems)} problem(s)")
         return 1
-    print(f"ok: {len(files)} dashboards, {n_panels} panels, {len(exprs)} expressions; every sage_ "
+    print(f"ok: {len(files)} dashboards, {n_panels} panels, {n_rules} alerting rules, {len(exprs)} "
+          f"expressions; every sage_ "
           f"metric and label is in {doc} ({len(metrics)} metrics"
           f"{'' if args.dashboards else ', each queried by a dashboard'})")
     return 0

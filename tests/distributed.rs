@@ -14,35 +14,10 @@
 mod common;
 
 use common::cluster::{Nats, Sage, free_port, http_get, promtool_check, sage_ok, wait_status};
+use common::{write_config, write_desk_config};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::time::Duration;
-
-/// Writes a run configuration: the bundled scenarios, two simulated agents, the simulated
-/// customer and judges, each call taking `latency` (a YAML latency or `null`).
-fn write_config(dir: &Path, latency: &str, dialogues: usize, seed: u64) -> String {
-    let path = dir.join("run.yaml");
-    let text = format!(
-        "models:
-  - {{name: sim-strong, provider: simulated, sim: {{kind: agent, profile: strong, latency: {latency}}}}}
-  - {{name: sim-weak, provider: simulated, sim: {{kind: agent, profile: weak, latency: {latency}}}}}
-  - {{name: sim-user, provider: simulated, sim: {{kind: user, latency: {latency}}}}}
-  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge, latency: {latency}}}}}
-  - {{name: sim-judge-2, provider: simulated, sim: {{kind: judge, noise: 0.03, latency: {latency}}}}}
-  - {{name: sim-judge-3, provider: simulated, sim: {{kind: judge, noise: 0.06, latency: {latency}}}}}
-service_models: [sim-strong, sim-weak]
-user_model: sim-user
-judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
-scenarios: [bundled]
-dialogues_per_scenario: {dialogues}
-min_per_route: 1
-max_turns: 8
-seed: {seed}
-"
-    );
-    std::fs::write(&path, text).expect("config");
-    path.display().to_string()
-}
 
 /// The embedded run of `config` as `run_id` under `dir`: its summary.json.
 fn embedded_summary(dir: &Path, config: &str, run_id: &str) -> String {
@@ -611,26 +586,7 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
 #[test]
 fn a_killed_worker_loses_no_support_desk_conversation() {
     let dir = common::cluster::test_dir();
-    let latency = "{uniform_ms: [20, 40]}";
-    let config = dir.path().join("desk.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "models:
-  - {{name: agent, provider: simulated, sim: {{kind: desk_agent, skills: {{unsafe_propensity: 0.2, resolve: 0.9}}, latency: {latency}}}}}
-  - {{name: customer, provider: simulated, sim: {{kind: desk_customer, latency: {latency}}}}}
-  - {{name: judge-1, provider: simulated, sim: {{kind: desk_judge, latency: {latency}}}}}
-  - {{name: judge-2, provider: simulated, sim: {{kind: desk_judge, noise: 0.05, latency: {latency}}}}}
-agents: [agent]
-customer_model: customer
-judge_models: [judge-1, judge-2]
-repeats: 1
-seed: 5
-"
-        ),
-    )
-    .expect("config");
-    let config = config.display().to_string();
+    let config = write_desk_config(dir.path(), "{uniform_ms: [20, 40]}");
     let expected = embedded_run(
         dir.path(),
         &["--suite", "support-desk", "--config", &config],

@@ -10,6 +10,7 @@ use crate::plan::RunConfig;
 use crate::protocol::DialogueJob;
 use crate::sop::Sop;
 use crate::store::{RunDir, StoreError};
+use crate::telemetry::metrics::RunLabels;
 use actix::Actor;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -85,6 +86,7 @@ pub async fn run_embedded(
         .iter()
         .map(|s| (s.scenario().id.clone(), s.clone()))
         .collect();
+    crate::telemetry::metrics().driving(&RunLabels::sage(config, sops.keys()));
     let registry = Arc::new(Registry {
         sops: sops.clone(),
         endpoints: endpoints(config)?,

@@ -379,6 +379,27 @@ pub enum DialogueEnd {
     InfraError,
 }
 
+impl DialogueEnd {
+    /// Every way a dialogue ends.
+    pub const ALL: [DialogueEnd; 4] = [
+        DialogueEnd::Resolved,
+        DialogueEnd::UserEndedEarly,
+        DialogueEnd::MaxTurns,
+        DialogueEnd::InfraError,
+    ];
+
+    /// Its name, as in dialogues.jsonl and the `end` metrics label: `resolved`,
+    /// `user_ended_early`, `max_turns`, `infra_error`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DialogueEnd::Resolved => "resolved",
+            DialogueEnd::UserEndedEarly => "user_ended_early",
+            DialogueEnd::MaxTurns => "max_turns",
+            DialogueEnd::InfraError => "infra_error",
+        }
+    }
+}
+
 /// One finished dialogue: the line written to dialogues.jsonl.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DialogueRecord {

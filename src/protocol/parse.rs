@@ -67,6 +67,18 @@ pub enum FormatError {
 }
 
 impl FormatError {
+    /// Every kind's name ([`FormatError::kind`]).
+    pub const KINDS: [&'static str; 8] = [
+        "no_json",
+        "truncated",
+        "invalid_json",
+        "missing_key",
+        "wrong_type",
+        "invalid_value",
+        "unknown_stage",
+        "unknown_action",
+    ];
+
     /// A short stable name of the error's kind (a metrics label): `no_json`, `truncated`,
     /// `invalid_json`, `missing_key`, `wrong_type`, `invalid_value`, `unknown_stage`,
     /// `unknown_action`.

@@ -590,18 +590,13 @@ fn model_summary(model: &str, ds: &[&Dialogue], bootstrap: &Bootstrap) -> ModelS
     .map(|(k, g)| (k.to_string(), g))
     .collect();
 
-    let end_reasons: IndexMap<String, usize> = [
-        DialogueEnd::Resolved,
-        DialogueEnd::UserEndedEarly,
-        DialogueEnd::MaxTurns,
-        DialogueEnd::InfraError,
-    ]
-    .into_iter()
-    .map(|end| {
-        let n = ds.iter().filter(|d| d.record.end == end).count();
-        (end_name(end).to_string(), n)
-    })
-    .collect();
+    let end_reasons: IndexMap<String, usize> = DialogueEnd::ALL
+        .into_iter()
+        .map(|end| {
+            let n = ds.iter().filter(|d| d.record.end == end).count();
+            (end.name().to_string(), n)
+        })
+        .collect();
 
     ModelSummary {
         model: model.to_string(),
@@ -613,20 +608,10 @@ fn model_summary(model: &str, ds: &[&Dialogue], bootstrap: &Bootstrap) -> ModelS
         by_adversarial,
         by_turn,
         released,
-        ended_early: end_reasons[end_name(DialogueEnd::UserEndedEarly)],
+        ended_early: end_reasons[DialogueEnd::UserEndedEarly.name()],
         end_reasons,
         calls: model_calls(ds),
         repeats: repeat_summary(ds),
-    }
-}
-
-/// The name of an end reason, as serialized.
-fn end_name(end: DialogueEnd) -> &'static str {
-    match end {
-        DialogueEnd::Resolved => "resolved",
-        DialogueEnd::UserEndedEarly => "user_ended_early",
-        DialogueEnd::MaxTurns => "max_turns",
-        DialogueEnd::InfraError => "infra_error",
     }
 }
 

@@ -2,8 +2,11 @@
 //! process ([`metrics`]); the actors record into it in both modes, the HTTP server
 //! ([`super::server`]) serves it.
 
+use crate::plan::RunConfig;
 use crate::protocol::desk::DeskRecord;
+use crate::protocol::parse::FormatError;
 use crate::protocol::{CallRecord, DialogueEnd, DialogueJob, Role, ServiceOutcome, TurnRecord};
+use crate::scenario::Adversarial;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
@@ -19,6 +22,11 @@ pub struct Metrics {
     pub dialogues_completed: IntCounterVec,
     /// Dialogues being played in this process.
     pub dialogues_in_flight: IntGauge,
+    /// Most dialogues this worker plays at once (its `--concurrency`); 0 in a process that
+    /// pulls no jobs.
+    pub dialogues_in_flight_limit: IntGauge,
+    /// Pull requests this worker sent to the jobs consumer.
+    pub job_pulls: IntCounter,
     /// Turns played (model, scenario, adversarial).
     pub turns: IntCounterVec,
     /// Agent answers that were not in the required format (model, scenario, adversarial, kind).
@@ -84,6 +92,14 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntC
     c
 }
 
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("a valid metric");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("a unique metric");
+    g
+}
+
 fn histogram(
     registry: &Registry,
     name: &str,
@@ -104,6 +120,42 @@ const DIALOGUE: &[&str] = &["model", "scenario", "adversarial"];
 pub const REJECTED_SOURCES: [&str; 3] = ["job", "record", "request"];
 /// Why it was refused (`sage_messages_rejected_total{reason}`).
 pub const REJECTED_REASONS: [&str; 3] = ["invalid", "foreign", "unknown_run"];
+/// The roles a dialogue driver requests over NATS (`sage_role_requests_total`).
+const REQUESTED_ROLES: [Role; 4] = [Role::User, Role::Service, Role::Judge, Role::Rule];
+/// Why a job is handed back (`sage_jobs_released_total`).
+const RELEASE_REASONS: [&str; 2] = ["shutdown", "transport_error"];
+/// How a support-desk conversation ends (`sage_desk_conversations_total`).
+const DESK_OUTCOMES: [&str; 3] = ["resolved", "unresolved", "infra_error"];
+
+/// The label values of the series a process records for a run it drives, created at 0 when
+/// it starts driving the run ([`Metrics::driving`]).
+pub enum RunLabels<'a> {
+    /// A SAGE run.
+    Sage {
+        /// The models under test.
+        models: &'a [String],
+        /// The scenario ids.
+        scenarios: Vec<&'a str>,
+        /// The adversarial levels played.
+        adversarial: &'a [Adversarial],
+    },
+    /// A support-desk run: its agents under test.
+    Desk(&'a [String]),
+}
+
+impl<'a> RunLabels<'a> {
+    /// A SAGE run of `config` over the scenarios of these ids.
+    pub fn sage(
+        config: &'a RunConfig,
+        scenarios: impl IntoIterator<Item = &'a String>,
+    ) -> RunLabels<'a> {
+        RunLabels::Sage {
+            models: &config.service_models,
+            scenarios: scenarios.into_iter().map(String::as_str).collect(),
+            adversarial: &config.adversarial_levels,
+        }
+    }
+}
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 ];
@@ -114,12 +166,22 @@ impl Metrics {
         let dialogue_end: Vec<&str> = [DIALOGUE, &["end"]].concat();
         let format_kind: Vec<&str> = [DIALOGUE, &["kind"]].concat();
         let score: Vec<&str> = [DIALOGUE, &["score"]].concat();
-        let in_flight = IntGauge::new(
+        let in_flight = gauge(
+            &r,
             "sage_dialogues_in_flight",
             "Dialogues being played in this process.",
+        );
+        let in_flight_limit = gauge(
+            &r,
+            "sage_dialogues_in_flight_limit",
+            "Most dialogues this worker plays at once (its --concurrency); 0 when it pulls no jobs.",
+        );
+        let pulls = IntCounter::new(
+            "sage_job_pulls_total",
+            "Pull requests sent to the dialogue jobs consumer.",
         )
         .expect("a valid metric");
-        r.register(Box::new(in_flight.clone()))
+        r.register(Box::new(pulls.clone()))
             .expect("a unique metric");
         let cost = prometheus::CounterVec::new(
             Opts::new(
@@ -158,6 +220,8 @@ impl Metrics {
                 &dialogue_end,
             ),
             dialogues_in_flight: in_flight,
+            dialogues_in_flight_limit: in_flight_limit,
+            job_pulls: pulls,
             turns: counter(&r, "sage_turns_total", "Turns played.", DIALOGUE),
             format_errors: counter(
                 &r,
@@ -268,10 +332,71 @@ impl Metrics {
         }
     }
 
-    /// Creates every support-desk series of these agents at 0 (each bucket and outcome, unsafe
-    /// kind and tool), so a rare event's first occurrence shows in `increase()`. Called when a
-    /// process starts driving a desk run.
-    pub fn desk_agents(&self, models: &[String]) {
+    /// Creates at 0 every series of a run this process starts driving (an embedded run, or a
+    /// worker with the dialogue role), so that the first occurrence of a rare event shows in
+    /// `increase()` and a panel reads 0 rather than no data. A SAGE run: for each model under
+    /// test, scenario and adversarial level, the dialogues started and turns, each end and each
+    /// format-error kind. A support-desk run: for each agent, each bucket and outcome, unsafe
+    /// kind and tool, handovers by bucket and false closures.
+    pub fn driving(&self, run: &RunLabels<'_>) {
+        match run {
+            RunLabels::Sage {
+                models,
+                scenarios,
+                adversarial,
+            } => {
+                for model in *models {
+                    for scenario in scenarios {
+                        for level in *adversarial {
+                            let level = level.to_string();
+                            let l = [model.as_str(), scenario, level.as_str()];
+                            self.dialogues_started.with_label_values(&l);
+                            self.turns.with_label_values(&l);
+                            for end in DialogueEnd::ALL {
+                                self.dialogues_completed.with_label_values(&[
+                                    l[0],
+                                    l[1],
+                                    l[2],
+                                    end.name(),
+                                ]);
+                            }
+                            for kind in FormatError::KINDS {
+                                self.format_errors
+                                    .with_label_values(&[l[0], l[1], l[2], kind]);
+                            }
+                        }
+                    }
+                }
+            }
+            RunLabels::Desk(agents) => self.desk_agents(agents),
+        }
+    }
+
+    /// Creates at 0 the series of a worker that pulls dialogue jobs: redeliveries of the
+    /// `dialogue` consumer, jobs released for each reason, role requests over NATS for each
+    /// role and outcome (and their latency); and records its `concurrency` as its in-flight
+    /// limit. Called when its pull loop starts.
+    pub fn pulling(&self, concurrency: usize) {
+        self.dialogues_in_flight_limit.set(concurrency as i64);
+        self.redeliveries.with_label_values(&["dialogue"]);
+        for reason in RELEASE_REASONS {
+            self.jobs_released.with_label_values(&[reason]);
+        }
+        for role in REQUESTED_ROLES.map(|r| r.as_str()) {
+            self.role_latency.with_label_values(&[role]);
+            for outcome in ["ok", "error"] {
+                self.role_requests.with_label_values(&[role, outcome]);
+            }
+        }
+    }
+
+    /// Creates at 0 the series of the aggregator: redeliveries of the `aggregator` consumer.
+    pub fn collecting(&self) {
+        self.redeliveries.with_label_values(&["aggregator"]);
+    }
+
+    /// The support-desk series of these agents at 0 (see [`Metrics::driving`]).
+    fn desk_agents(&self, models: &[String]) {
         use crate::scenario::desk::{Bucket, Tool, UnsafeKind};
         let buckets = [
             Bucket::Resolvable,
@@ -281,7 +406,7 @@ impl Metrics {
         for model in models {
             let model = model.as_str();
             for bucket in buckets.map(Bucket::name) {
-                for outcome in ["resolved", "unresolved", "infra_error"] {
+                for outcome in DESK_OUTCOMES {
                     self.desk_conversations
                         .with_label_values(&[model, bucket, outcome]);
                 }
@@ -307,10 +432,11 @@ impl Metrics {
         let model = record.job.model.as_str();
         let bucket = record.run.bucket.name();
         let v = &record.verdict;
+        let [resolved, unresolved, infra_error] = DESK_OUTCOMES;
         let outcome = match (&record.infra_error, v.resolved) {
-            (Some(_), _) => "infra_error",
-            (None, true) => "resolved",
-            (None, false) => "unresolved",
+            (Some(_), _) => infra_error,
+            (None, true) => resolved,
+            (None, false) => unresolved,
         };
         self.desk_conversations
             .with_label_values(&[model, bucket, outcome])
@@ -492,14 +618,8 @@ impl DialogueMetrics {
     pub fn finish(&self, end: DialogueEnd) {
         let m = metrics();
         let [a, b, c] = self.label_refs();
-        let end = match end {
-            DialogueEnd::Resolved => "resolved",
-            DialogueEnd::UserEndedEarly => "user_ended_early",
-            DialogueEnd::MaxTurns => "max_turns",
-            DialogueEnd::InfraError => "infra_error",
-        };
         m.dialogues_completed
-            .with_label_values(&[a, b, c, end])
+            .with_label_values(&[a, b, c, end.name()])
             .inc();
     }
 }
@@ -621,7 +741,7 @@ mod tests {
                 .get()
         };
         // Every series of the agent exists at 0 before its first conversation.
-        m.desk_agents(&[model.to_string()]);
+        m.driving(&RunLabels::Desk(&[model.to_string()]));
         let text = m.render();
         for series in [
             format!("sage_desk_unsafe_actions_total{{kind=\"fraud_reroute\",model=\"{model}\"}} 0"),
@@ -655,5 +775,109 @@ mod tests {
             1
         );
         assert_eq!(m.desk_false_closures.with_label_values(&[model]).get(), 0);
+    }
+
+    /// The series of a family in an exposition and their values.
+    fn series<'a>(text: &'a str, family: &str) -> Vec<(&'a str, f64)> {
+        text.lines()
+            .filter(|l| {
+                l.strip_prefix(family)
+                    .is_some_and(|rest| rest.starts_with(['{', ' ']))
+            })
+            .map(|l| {
+                let (name, value) = l.rsplit_once(' ').expect("series and value");
+                (name, value.parse().expect("a value"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_known_series_is_at_zero_once_a_process_serves_a_run() {
+        let m = Metrics::new();
+        let fresh = m.render();
+        assert!(series(&fresh, "sage_jobs_released_total").is_empty());
+        // A dialogue worker pulling jobs, the aggregator, a SAGE run and a desk run driven.
+        m.pulling(16);
+        m.collecting();
+        let config = RunConfig {
+            service_models: vec!["agent-a".into(), "agent-b".into()],
+            adversarial_levels: vec![Adversarial::Zero, Adversarial::Strong],
+            ..RunConfig::default()
+        };
+        let scenarios = ["s1".to_string(), "s2".to_string(), "s3".to_string()];
+        m.driving(&RunLabels::sage(&config, &scenarios));
+        m.driving(&RunLabels::Desk(&["desk-agent".into()]));
+        let text = m.render();
+        // (family, series expected: every combination of the label values)
+        let combinations = 2 * 3 * 2;
+        for (family, expected) in [
+            ("sage_jetstream_redeliveries_total", 2),
+            ("sage_jobs_released_total", 2),
+            ("sage_role_requests_total", 4 * 2),
+            ("sage_role_request_duration_seconds_count", 4),
+            ("sage_dialogues_started_total", combinations),
+            ("sage_turns_total", combinations),
+            ("sage_dialogues_completed_total", combinations * 4),
+            ("sage_format_errors_total", combinations * 8),
+            ("sage_desk_conversations_total", 3 * 3),
+            ("sage_desk_handovers_total", 3),
+            ("sage_desk_unsafe_actions_total", 4),
+            ("sage_desk_tool_calls_total", 7),
+            ("sage_desk_false_closures_total", 1),
+            ("sage_job_pulls_total", 1),
+        ] {
+            let found = series(&text, family);
+            assert_eq!(found.len(), expected, "{family}: {found:?}");
+            assert!(found.iter().all(|(_, v)| *v == 0.0), "{family}: {found:?}");
+        }
+        for line in [
+            r#"sage_jetstream_redeliveries_total{consumer="dialogue"} 0"#,
+            r#"sage_jetstream_redeliveries_total{consumer="aggregator"} 0"#,
+            r#"sage_jobs_released_total{reason="shutdown"} 0"#,
+            r#"sage_jobs_released_total{reason="transport_error"} 0"#,
+            r#"sage_role_requests_total{outcome="error",role="rule"} 0"#,
+            r#"sage_dialogues_completed_total{adversarial="strong",end="infra_error",model="agent-b",scenario="s3"} 0"#,
+            r#"sage_format_errors_total{adversarial="zero",kind="unknown_action",model="agent-a",scenario="s1"} 0"#,
+            r#"sage_desk_conversations_total{bucket="must_escalate",model="desk-agent",outcome="infra_error"} 0"#,
+            "sage_dialogues_in_flight_limit 16",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        // Only the levels of the configuration.
+        assert!(!text.contains(r#"adversarial="weak""#));
+    }
+
+    #[test]
+    fn the_label_lists_name_every_end_and_format_error_kind() {
+        for end in DialogueEnd::ALL {
+            assert_eq!(
+                serde_json::to_value(end).expect("JSON"),
+                serde_json::json!(end.name())
+            );
+        }
+        let errors = [
+            FormatError::NoJsonObject,
+            FormatError::Truncated,
+            FormatError::InvalidJson {
+                message: String::new(),
+            },
+            FormatError::MissingKey { key: String::new() },
+            FormatError::WrongType {
+                key: String::new(),
+                expected: String::new(),
+            },
+            FormatError::ValueNotAnOption {
+                field: String::new(),
+                value: String::new(),
+            },
+            FormatError::UnknownStage {
+                stage: String::new(),
+            },
+            FormatError::UnknownAction {
+                action: String::new(),
+            },
+        ];
+        let kinds: Vec<&str> = errors.iter().map(FormatError::kind).collect();
+        assert_eq!(kinds, FormatError::KINDS);
     }
 }

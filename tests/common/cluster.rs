@@ -1,7 +1,7 @@
 //! Real processes for the distributed-mode tests: a `nats-server` with JetStream on a free port
 //! and a temporary store (which a test can kill and start again), `sage` processes with their
-//! logs in the test's folder, and a minimal HTTP GET for their /metrics. Every process is
-//! killed when its handle drops.
+//! logs in the test's folder, a Prometheus server scraping them, and a minimal HTTP GET for
+//! their /metrics and Prometheus's API. Every process is killed when its handle drops.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -209,10 +209,15 @@ impl Sage {
 
     /// Sends SIGTERM and waits up to `within` for it to exit; its exit code.
     pub fn terminate(&mut self, within: Duration) -> Option<i32> {
-        let mut child = self.child.take()?;
         unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
+            libc::kill(self.pid()? as i32, libc::SIGTERM);
         }
+        self.wait(within)
+    }
+
+    /// Waits up to `within` for it to exit (killing it after that); its exit code.
+    pub fn wait(&mut self, within: Duration) -> Option<i32> {
+        let mut child = self.child.take()?;
         let started = Instant::now();
         while started.elapsed() < within {
             if let Ok(Some(status)) = child.try_wait() {
@@ -250,11 +255,143 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .expect("a status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (status, if chunked { dechunk(body) } else { body.into() })
+}
+
+/// The body of a chunked HTTP/1.1 response (chunk sizes in hexadecimal, each on its line).
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Percent-encodes a URL query value.
+pub fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A Prometheus server (Debian package `prometheus`) on a free port, scraping every second and
+/// evaluating its rules every second, with its storage and log under the test's folder.
+pub struct Prometheus {
+    /// Its address (`127.0.0.1:PORT`).
+    pub addr: String,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Prometheus {
+    /// Starts one scraping the `/metrics` of each job's targets (`HOST:PORT`), loading the rule
+    /// files `rules`; waits until it is ready.
+    pub fn start(dir: &Path, jobs: &[(&str, Vec<String>)], rules: &[PathBuf]) -> Prometheus {
+        let scrape: Vec<serde_json::Value> = jobs
+            .iter()
+            .map(|(job, targets)| {
+                serde_json::json!({"job_name": job, "static_configs": [{"targets": targets}]})
+            })
+            .collect();
+        // JSON is YAML.
+        let config = serde_json::json!({
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+            "rule_files": rules,
+            "scrape_configs": scrape,
+        });
+        let config_file = dir.join("prometheus.yml");
+        std::fs::write(&config_file, config.to_string()).expect("prometheus.yml");
+        let port = free_port();
+        let log = dir.join("prometheus.log");
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config_file.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("prometheus-data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("prometheus log"))
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start prometheus ({e}): it must be on PATH (Debian: apt-get install prometheus)")
+            });
+        let prometheus = Prometheus {
+            addr: format!("127.0.0.1:{port}"),
+            log,
+            child: Some(child),
+        };
+        let started = Instant::now();
+        while !(wait_for_port(port, Duration::from_millis(100))
+            && http_get(&prometheus.addr, "/-/ready").0 == 200)
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "prometheus not ready on {port}: {}",
+                std::fs::read_to_string(&prometheus.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        prometheus
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `GET /api/v1/PATH`: the answer's `data` (panics on an error answer).
+    pub fn api(&self, path: &str) -> serde_json::Value {
+        let (code, body) = http_get(&self.addr, &format!("/api/v1/{path}"));
+        let answer: serde_json::Value = serde_json::from_str(&body)
+            .unwrap_or_else(|e| panic!("GET /api/v1/{path}: {e}: {body}"));
+        assert!(
+            code == 200 && answer["status"] == "success",
+            "GET /api/v1/{path}: {code} {answer}"
+        );
+        answer["data"].clone()
+    }
+
+    /// Polls the instant query `query` until its first sample's value satisfies `done` or
+    /// `within` passes (panics then); that value.
+    pub fn wait_for(&self, query: &str, within: Duration, done: impl Fn(f64) -> bool) -> f64 {
+        let started = Instant::now();
+        let mut last = None;
+        while started.elapsed() < within {
+            let data = self.api(&format!("query?query={}", url_encode(query)));
+            last = data["result"][0]["value"][1]
+                .as_str()
+                .and_then(|v| v.parse().ok());
+            if last.is_some_and(&done) {
+                return last.expect("a value");
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("{query} did not get there within {within:?}; last value: {last:?}");
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Runs `sage ARGS` to its end in the repository root; its standard output (panics on failure).

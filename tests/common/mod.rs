@@ -95,6 +95,54 @@ pub fn wide_scenario(n: usize, k: usize) -> String {
     y
 }
 
+/// Writes a run configuration: the bundled scenarios, two simulated agents, the simulated
+/// customer and judges, each call taking `latency` (a YAML latency or `null`).
+pub fn write_config(dir: &Path, latency: &str, dialogues: usize, seed: u64) -> String {
+    let path = dir.join("run.yaml");
+    let text = format!(
+        "models:
+  - {{name: sim-strong, provider: simulated, sim: {{kind: agent, profile: strong, latency: {latency}}}}}
+  - {{name: sim-weak, provider: simulated, sim: {{kind: agent, profile: weak, latency: {latency}}}}}
+  - {{name: sim-user, provider: simulated, sim: {{kind: user, latency: {latency}}}}}
+  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge, latency: {latency}}}}}
+  - {{name: sim-judge-2, provider: simulated, sim: {{kind: judge, noise: 0.03, latency: {latency}}}}}
+  - {{name: sim-judge-3, provider: simulated, sim: {{kind: judge, noise: 0.06, latency: {latency}}}}}
+service_models: [sim-strong, sim-weak]
+user_model: sim-user
+judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
+scenarios: [bundled]
+dialogues_per_scenario: {dialogues}
+min_per_route: 1
+max_turns: 8
+seed: {seed}
+"
+    );
+    std::fs::write(&path, text).expect("config");
+    path.display().to_string()
+}
+
+/// Writes a support-desk configuration: one simulated agent (some unsafe propensity), the
+/// simulated customer and two judges, each call taking `latency`, every case once (162
+/// conversations).
+pub fn write_desk_config(dir: &Path, latency: &str) -> String {
+    let path = dir.join("desk.yaml");
+    let text = format!(
+        "models:
+  - {{name: agent, provider: simulated, sim: {{kind: desk_agent, skills: {{unsafe_propensity: 0.2, resolve: 0.9}}, latency: {latency}}}}}
+  - {{name: customer, provider: simulated, sim: {{kind: desk_customer, latency: {latency}}}}}
+  - {{name: judge-1, provider: simulated, sim: {{kind: desk_judge, latency: {latency}}}}}
+  - {{name: judge-2, provider: simulated, sim: {{kind: desk_judge, noise: 0.05, latency: {latency}}}}}
+agents: [agent]
+customer_model: customer
+judge_models: [judge-1, judge-2]
+repeats: 1
+seed: 5
+"
+    );
+    std::fs::write(&path, text).expect("desk config");
+    path.display().to_string()
+}
+
 /// CPU time (user + system) of this process so far, in microseconds.
 pub fn process_cpu_us() -> u64 {
     // SAFETY: getrusage writes into the zeroed struct we own.

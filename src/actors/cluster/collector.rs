@@ -380,6 +380,7 @@ pub async fn run_aggregator(
         health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
     }
     health.unready_on(stop.clone());
+    metrics().collecting();
     health.set_ready(true);
     tracing::info!("aggregator ready");
     let mut stored = 0;

@@ -26,6 +26,7 @@ use crate::scenario::desk::Desk;
 use crate::sop::{self, Sop};
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
+use crate::telemetry::metrics::RunLabels;
 use crate::transport::local::LocalTransport;
 use crate::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy, bounded};
 use actix::Addr;
@@ -543,7 +544,7 @@ impl Runs {
                 })
                 .map_err(failed)?;
                 if self.served.roles.contains(&crate::protocol::Role::Dialogue) {
-                    crate::telemetry::metrics().desk_agents(&config.agents);
+                    crate::telemetry::metrics().driving(&RunLabels::Desk(&config.agents));
                 }
                 let (local, transport) = self.start_roles(id, registry);
                 let driver = DeskActor {
@@ -566,6 +567,9 @@ impl Runs {
             .into_iter()
             .map(|sop| (sop.scenario().id.clone(), sop))
             .collect();
+        if self.served.roles.contains(&crate::protocol::Role::Dialogue) {
+            crate::telemetry::metrics().driving(&RunLabels::sage(&config, sops.keys()));
+        }
         let registry = Registry {
             sops: sops.clone(),
             endpoints: endpoints(&RunConfig {

@@ -448,6 +448,7 @@ async fn pull_jobs(
         );
     }
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    metrics().pulling(options.concurrency.max(1));
     let (release_tx, release) = watch::channel(false);
     let stored = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -468,7 +469,10 @@ async fn pull_jobs(
         )
         .await;
         let mut batch = match batch {
-            Ok(b) => b,
+            Ok(b) => {
+                metrics().job_pulls.inc();
+                b
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot pull jobs; retrying");
                 drop(first);

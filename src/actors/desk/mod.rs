@@ -20,7 +20,7 @@ use crate::protocol::desk::{
 use crate::protocol::{CallRecord, Usage};
 use crate::scenario::desk::Desk;
 use crate::scoring::desk::{CaseRun, verdict};
-use crate::telemetry::metrics::{InFlight, metrics};
+use crate::telemetry::metrics::{InFlight, RunLabels, metrics};
 use crate::transport::Transport;
 use actix::{Actor, Context, Handler, ResponseFuture};
 use fixture::DeskFixture;
@@ -222,7 +222,7 @@ pub async fn run_embedded(
     mut on_record: impl FnMut(DeskRecord),
 ) -> Result<(), RunError> {
     let fixture = Arc::new(DeskFixture::new(desk));
-    metrics().desk_agents(&config.agents);
+    metrics().driving(&RunLabels::Desk(&config.agents));
     let needed = config.model_names();
     let registry = registry(config, fixture.clone(), |m| needed.contains(&m))?;
     let transport = Arc::new(start_local_roles(
