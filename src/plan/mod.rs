@@ -63,10 +63,12 @@ impl Hasher for StableHasher {
     }
 }
 
-/// A fingerprint of a job: a stable hash of its JSON, so a record's job can be told from the
-/// job planned under the same dialogue id by another configuration.
+/// A fingerprint of a job: a stable hash of its JSON with the keys of every object sorted (so
+/// the order a map's keys were read in does not matter), so a record's job can be told from
+/// the job planned under the same dialogue id by another configuration.
 pub fn fingerprint(job: &impl serde::Serialize) -> u64 {
-    derive_seed(serde_json::to_vec(job).unwrap_or_default())
+    let canonical = serde_json::to_value(job).unwrap_or_default();
+    derive_seed(serde_json::to_vec(&canonical).unwrap_or_default())
 }
 
 /// The jobs of a run as its records must match them: each dialogue id with its job's
@@ -441,5 +443,32 @@ mod tests {
         // Deterministic for a seed.
         assert_eq!(cases, super::cases(&sop, 22, 2, 7));
         assert_ne!(cases, super::cases(&sop, 22, 2, 8));
+    }
+
+    #[test]
+    fn a_job_set_knows_its_jobs_however_their_keys_are_ordered() {
+        let config = RunConfig {
+            dialogues_per_scenario: 3,
+            ..RunConfig::default()
+        };
+        let jobs = jobs(&config, "r1", &[Arc::new(telecom())]);
+        let set = JobSet::of(&jobs, |j| &j.dialogue_id);
+        assert_eq!(set.len(), jobs.len());
+        // Read back through a JSON value (object keys sorted): still the same job.
+        let job = &jobs[0];
+        let value = serde_json::to_value(job).unwrap();
+        let read: DialogueJob = serde_json::from_value(value).unwrap();
+        assert_eq!(set.check(&job.dialogue_id, &read), Ok(()));
+        // Another seed, another id: not of this run.
+        let mut other = job.clone();
+        other.seed += 1;
+        assert_eq!(
+            set.check(&job.dialogue_id, &other),
+            Err(Foreign::OtherJob(job.dialogue_id.clone()))
+        );
+        assert_eq!(
+            set.check("telecom_package/9999/x/r0", job),
+            Err(Foreign::UnknownId("telecom_package/9999/x/r0".into()))
+        );
     }
 }

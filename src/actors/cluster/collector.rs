@@ -433,11 +433,11 @@ pub async fn run_aggregator(
                 }
                 Err(e) => {
                     // Not stored: it comes back after a while (the manifest may not be readable
-                    // yet, or the disk is full).
+                    // yet, or the disk is full); a run that cannot be loaded is asked for again
+                    // sooner, so it is given up after its five deliveries in seconds.
                     tracing::error!(subject = %message.subject, error = %e, "cannot store a record");
-                    let _ = message
-                        .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
-                        .await;
+                    let delay = Duration::from_secs(if e.is_permanent() { 1 } else { 5 });
+                    let _ = message.ack_with(AckKind::Nak(Some(delay))).await;
                     continue;
                 }
             }
