@@ -325,3 +325,228 @@ fn run_configurations_with_impossible_settings_are_refused_with_their_name() {
         "{err}"
     );
 }
+
+#[test]
+fn every_size_and_duration_has_a_bound_and_silent_mistakes_are_refused() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/run.yaml")).unwrap();
+    let refused = |from: &str, to: &str, expected: &str| {
+        assert!(text.contains(from), "the example has no `{from}`");
+        let err = sage::plan::RunConfig::from_yaml(&text.replace(from, to), "run.yaml")
+            .expect_err(to)
+            .to_string();
+        assert!(
+            err.starts_with("run.yaml: ") && err.contains(expected),
+            "{to}: {err}"
+        );
+    };
+    refused("repeats: 1", "repeats: 0", "repeats: 0; expected 1 to 100");
+    refused(
+        "repeats: 1",
+        "repeats: 1000000000",
+        "repeats: 1000000000; expected 1 to 100",
+    );
+    refused(
+        "dialogues_per_scenario: 12",
+        "dialogues_per_scenario: 1000000000000",
+        "dialogues_per_scenario: 1000000000000; expected 0 to 1000000",
+    );
+    refused(
+        "min_per_route: 1",
+        "min_per_route: 1000000000",
+        "min_per_route: 1000000000; expected 0 to 10000",
+    );
+    refused(
+        "concurrency: 16",
+        "concurrency: 0",
+        "concurrency: 0; expected 1 to 100000",
+    );
+    refused(
+        "max_delay_ms: 20000",
+        "max_delay_ms: 18446744073709551615",
+        "model local-llm: retries.base_delay_ms is 500 and retries.max_delay_ms 18446744073709551615; expected base_delay_ms <= max_delay_ms <= 600000",
+    );
+    refused(
+        "base_delay_ms: 500",
+        "base_delay_ms: 50000",
+        "expected base_delay_ms <= max_delay_ms",
+    );
+    refused(
+        "max_attempts: 4",
+        "max_attempts: 0",
+        "model local-llm: retries.max_attempts is 0; expected 1 (no retry) to 20",
+    );
+    refused(
+        "input_per_million: 0.0",
+        "input_per_million: -1.5",
+        "model local-llm: price.input_per_million is -1.5; expected a price from 0",
+    );
+    refused(
+        "timeout_secs: 60",
+        "timeout_secs: .nan",
+        "model local-llm: timeout_secs is NaN",
+    );
+    refused(
+        "requests_per_minute: 600",
+        "requests_per_minute: 0",
+        "requests_per_minute is 0; expected 1 to 1000000 (leave it out for no limit)",
+    );
+    refused(
+        "sim: {kind: user}",
+        "sim: {kind: user, latency: {uniform_ms: [50, 10]}}",
+        "model sim-user: sim latency uniform_ms is [50, 10]; expected [low, high] with low <= high",
+    );
+    refused(
+        "sim: {kind: user}",
+        "sim: {kind: user, latency: {fixed_ms: 18446744073709551615}}",
+        "sim latency fixed_ms is 18446744073709551615; expected at most 600000",
+    );
+    refused(
+        "    json_mode: true",
+        "    json_mode: true\n    sim: {kind: user}",
+        "model local-llm: a `sim:` section applies to provider simulated only",
+    );
+    for empty in ["", "\n", "# nothing but a comment\n", "---\n"] {
+        let err = sage::plan::RunConfig::from_yaml(empty, "run.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("run.yaml: the file is empty; expected a run configuration"),
+            "{empty:?}: {err}"
+        );
+        let err = sage::plan::desk::DeskConfig::from_yaml(empty, "desk.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("desk.yaml: the file is empty"), "{err}");
+    }
+    // The run as a whole: a million cases of three models a hundred times is refused before
+    // anything is planned.
+    let config = sage::plan::RunConfig {
+        dialogues_per_scenario: 1_000_000,
+        repeats: 100,
+        ..Default::default()
+    };
+    config
+        .check("run.yaml")
+        .expect("each number within its bound");
+    let sops = [std::sync::Arc::new(
+        sage::sop::load(std::path::Path::new("scenarios/telecom_package.yaml")).unwrap(),
+    )];
+    let err = config
+        .check_jobs(&sops, "run.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expected at most 2000000 in one run"), "{err}");
+    assert!(RunConfigDefault::ok(&sops));
+}
+
+/// The default run plans within the bound.
+struct RunConfigDefault;
+
+impl RunConfigDefault {
+    fn ok(sops: &[std::sync::Arc<sage::sop::Sop>]) -> bool {
+        sage::plan::RunConfig::default()
+            .check_jobs(sops, "<default>")
+            .is_ok()
+    }
+}
+
+#[test]
+fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A cache_dir that is a file: refused, the OS error said once.
+    let file = tmp.path().join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let config = tmp.path().join("run.yaml");
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/run.yaml")).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "# cache_dir: .sage-cache",
+            &format!("cache_dir: {}", file.join("cache").display()),
+        )
+        .replace(
+            "service_models: [local-llm, sim-balanced]",
+            "service_models: [sim-balanced]",
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out").display().to_string();
+    let o = sage(&[
+        "run",
+        "--config",
+        &config.display().to_string(),
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("cache_dir"), "{err}");
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+    // A scenario given twice.
+    std::fs::write(
+        &config,
+        text.replace(
+            "scenarios: [scenarios/telecom_package.yaml, scenarios/online_education.yaml]",
+            "scenarios: [bundled, scenarios/telecom_package.yaml]",
+        ),
+    )
+    .unwrap();
+    let o = sage(&[
+        "run",
+        "--config",
+        &config.display().to_string(),
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "scenarios: `scenarios/telecom_package.yaml` is scenario `telecom_package`, which `bundled` (telecom_package.yaml) already gives"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Usage errors exit 2 (docs/cli.md): a score that is not a number from 0 to 100.
+    let o = sage(&[
+        "export",
+        "results/x",
+        "--format",
+        "openai",
+        "--min-logic",
+        "NaN",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`NaN`: expected a score from 0 to 100"),
+        "{}",
+        stderr(&o)
+    );
+    // A key set twice.
+    let o = sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "ConsumptionType=Enquiry",
+        "--set",
+        "ConsumptionType=Handle",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("`ConsumptionType` is already set; expected each key once"),
+        "{}",
+        stderr(&o)
+    );
+    // A folder that is no support-desk store.
+    let o = sage(&["scenario", "validate", "scenarios"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("a store folder holds store.yaml and cases.yaml")
+            && stderr(&o).contains("to validate scenario files, name the files"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -325,3 +325,71 @@ fn a_rerun_with_the_response_cache_makes_zero_calls() {
         .collect();
     assert!(cached.iter().all(|c| c.cached && c.cost_usd == 0.0));
 }
+
+/// Every call made is in the records: the customer's closing call (the one that ends the
+/// dialogue, and belongs to no turn) included, with its tokens and cost.
+#[test]
+fn every_model_call_made_is_recorded_the_closing_one_included() {
+    use wiremock::matchers::body_string_contains;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (agent, user, judge) = rt.block_on(async {
+        let (agent, user, judge) = servers().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        chat()
+            .respond_with(completion(AGENT_ANSWER))
+            .mount(&agent)
+            .await;
+        // Once the agent has answered, the customer ends the dialogue.
+        chat()
+            .and(body_string_contains(
+                "I will change your package right away.",
+            ))
+            .respond_with(completion("[END]"))
+            .with_priority(1)
+            .mount(&user)
+            .await;
+        chat()
+            .respond_with(completion("Please change my plan."))
+            .with_priority(10)
+            .mount(&user)
+            .await;
+        chat()
+            .respond_with(completion(JUDGE_ANSWER))
+            .mount(&judge)
+            .await;
+        (agent, user, judge)
+    });
+    let mut config = config(&agent, &user, &judge);
+    for m in &mut config.models {
+        m.price = sage::llm::Price {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+        };
+    }
+    let records = run(&config);
+    let made = rt
+        .block_on(user.received_requests())
+        .expect("recorded requests")
+        .len();
+    let calls = |r: &DialogueRecord| -> Vec<sage::protocol::CallRecord> {
+        r.turns
+            .iter()
+            .flat_map(|t| &t.calls)
+            .chain(&r.closing_calls)
+            .cloned()
+            .collect()
+    };
+    let recorded: usize = records
+        .iter()
+        .map(|r| calls(r).iter().filter(|c| c.model == "user").count())
+        .sum();
+    assert_eq!(made, 8, "two customer calls per dialogue");
+    assert_eq!(recorded, made, "every customer call is in the records");
+    for r in &records {
+        assert_eq!(r.closing_calls.len(), 1, "{:?}", r.end);
+        let usage: u64 = calls(r).iter().map(|c| c.usage.input_tokens).sum();
+        assert_eq!(r.usage.input_tokens, usage);
+        let cost: f64 = calls(r).iter().map(|c| c.cost_usd).sum();
+        assert!((r.cost_usd - cost).abs() < 1e-12 && cost > 0.0);
+    }
+}

@@ -93,16 +93,20 @@ pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>,
         }
     }
     // One scenario twice would play (and count) every one of its dialogue ids twice.
+    let given_as = |name: &str| {
+        if BUNDLED.iter().any(|(b, _)| *b == name) && !config.scenarios.iter().any(|s| s == name) {
+            format!("`bundled` ({name})")
+        } else {
+            format!("`{name}`")
+        }
+    };
     for (i, (sop, name, _)) in out.iter().enumerate() {
         let id = &sop.scenario().id;
         if let Some((_, first, _)) = out[..i].iter().find(|(s, _, _)| &s.scenario().id == id) {
             bail!(
-                "scenarios: `{name}` is scenario `{id}`, which `{first}` already gives{}; expected each scenario once",
-                if config.scenarios.iter().any(|s| s == "bundled") {
-                    " (`bundled` holds the six SAGE scenarios)"
-                } else {
-                    ""
-                }
+                "scenarios: {} is scenario `{id}`, which {} already gives; expected each scenario once",
+                given_as(name),
+                given_as(first)
             );
         }
     }

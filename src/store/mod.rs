@@ -675,3 +675,46 @@ pub fn now_utc() -> (String, String) {
         format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_run_ids_are_valid_and_never_repeat() {
+        let ids: BTreeSet<String> = (0..1000).map(|_| new_run_id(None, 42)).collect();
+        assert_eq!(ids.len(), 1000, "ids made in the same second differ");
+        for id in ids.iter().take(3).chain([&new_run_id(Some("desk"), 7)]) {
+            crate::protocol::id::check_run_id(id).expect("a valid run id");
+        }
+        assert!(new_run_id(Some("desk"), 7).contains("-desk-s7-"));
+    }
+
+    #[test]
+    fn a_folder_is_claimed_by_one_writer_at_a_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = RunDir::create(tmp.path(), "r1").unwrap();
+        // A second claim, even in this process, is refused while the first is held.
+        let again = RunDir::open(&run.dir.join("..").join("r1"));
+        assert!(again.is_err(), "no manifest yet");
+        let err = RunDir {
+            dir: run.dir.clone(),
+            lock: None,
+        }
+        .claim()
+        .unwrap_err();
+        assert!(matches!(err, StoreError::InUse { .. }), "{err}");
+        let writer = run.writer().expect("the holder writes");
+        drop(run);
+        // The writer keeps the claim.
+        assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_err());
+        drop(writer);
+        assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_ok());
+        // A folder with records is refused as a new run.
+        std::fs::write(tmp.path().join("r1/dialogues.jsonl"), "").unwrap();
+        assert!(RunDir::create(tmp.path(), "r1").is_err());
+        for bad in ["../x", "", "a/b", "/abs", ".."] {
+            assert!(RunDir::create(tmp.path(), bad).is_err(), "{bad:?}");
+        }
+    }
+}
