@@ -185,6 +185,8 @@ corpus! {
     invalid_scenario_id => [Problem::InvalidId { at, id, .. }] if at == "id" && id == "telecom package",
     invalid_scenario_id_plus => [Problem::InvalidId { at, id, expected }]
         if at == "id" && id == "telecom+package" && !expected.contains('+'),
+    invalid_scenario_id_long => [Problem::InvalidId { at, id, expected }]
+        if at == "id" && id.len() == 65 && expected.contains("1 to 64"),
 }
 
 fn corpus_dir() -> PathBuf {

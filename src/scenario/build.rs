@@ -100,12 +100,13 @@ pub(super) fn yaml_problem(e: &serde_saphyr::Error) -> Problem {
 
 /// Names of fields, variables, actions, outputs and stages: letters, digits, `_ - + .`
 /// (action names such as `Comfort+Compensation` are kept verbatim).
-const NAME_CHARS: &str = "letters, digits, `_`, `-`, `+` or `.`";
-/// The scenario id also names result folders and NATS subjects: ASCII only, no `+` or `.`.
-const SCENARIO_ID_CHARS: &str = "ASCII letters, digits, `_` or `-`";
+const NAME_CHARS: &str = "1 to 128 letters, digits, `_`, `-`, `+` or `.`";
+/// The scenario id also names dialogue ids and metric labels: ASCII only, no `+` or `.`.
+const SCENARIO_ID_CHARS: &str = "1 to 64 ASCII letters, digits, `_` or `-`";
 
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
+        && id.chars().count() <= 128
         && id
             .chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'))
@@ -113,6 +114,7 @@ fn valid_id(id: &str) -> bool {
 
 fn valid_scenario_id(id: &str) -> bool {
     !id.is_empty()
+        && id.len() <= 64
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))

@@ -464,6 +464,14 @@ impl Desk {
             if ids.insert(c.id.clone(), i).is_some() {
                 bad(at.clone(), "its id a second time".into(), "unique case ids");
             }
+            // A case id is part of its conversations' dialogue ids.
+            if c.id.is_empty() || c.id.len() > 64 || c.id.chars().any(char::is_control) {
+                bad(
+                    at.clone(),
+                    format!("an id of {} bytes", c.id.len()),
+                    "an id of 1 to 64 bytes without control characters",
+                );
+            }
             let order = orders.get(&c.order).map(|&k| &store.orders[k]);
             if order.is_none() {
                 bad(

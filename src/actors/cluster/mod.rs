@@ -410,10 +410,36 @@ pub struct Runs {
     loading: tokio::sync::Mutex<()>,
     /// The clock of `ServedRun::last_used`.
     began: std::time::Instant,
-    /// When loading a run last failed for a reason other than the run itself (the broker did
-    /// not answer), and when it last worked (milliseconds of the same clock, 0: never).
-    load_failed_ms: std::sync::atomic::AtomicU64,
-    load_worked_ms: std::sync::atomic::AtomicU64,
+    /// Whether loading runs from the bucket works.
+    loads: LoadHealth,
+}
+
+/// When loading a run last failed for a reason other than the run itself (the broker did not
+/// answer), and when it last worked (milliseconds of a process clock, 0: never).
+#[derive(Debug, Default)]
+struct LoadHealth {
+    failed_ms: std::sync::atomic::AtomicU64,
+    worked_ms: std::sync::atomic::AtomicU64,
+}
+
+impl LoadHealth {
+    /// How long a failure keeps the process unready (unless a load works since).
+    const TROUBLE_FOR_MS: u64 = 60_000;
+
+    fn record(&self, now_ms: u64, worked: bool) {
+        let at = if worked {
+            &self.worked_ms
+        } else {
+            &self.failed_ms
+        };
+        at.store(now_ms.max(1), Ordering::Relaxed);
+    }
+
+    fn troubled(&self, now_ms: u64) -> bool {
+        let failed = self.failed_ms.load(Ordering::Relaxed);
+        failed > self.worked_ms.load(Ordering::Relaxed)
+            && now_ms.saturating_sub(failed) < Self::TROUBLE_FOR_MS
+    }
 }
 
 impl Runs {
@@ -432,20 +458,15 @@ impl Runs {
             served_runs: Default::default(),
             loading: Default::default(),
             began: std::time::Instant::now(),
-            load_failed_ms: Default::default(),
-            load_worked_ms: Default::default(),
+            loads: LoadHealth::default(),
         }
     }
 
-    /// How long a failure to load a run keeps the process unready (unless a load works since).
-    pub const TROUBLE_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-
     /// Whether loading runs from the bucket failed lately for want of an answer from the broker
-    /// (and has not worked since): the process cannot take new runs, and its readiness says so.
+    /// (and has not worked since, for up to a minute): the process cannot take new runs, and
+    /// its readiness says so.
     pub fn troubled(&self) -> bool {
-        let failed = self.load_failed_ms.load(Ordering::Relaxed);
-        failed > self.load_worked_ms.load(Ordering::Relaxed)
-            && self.now_ms().saturating_sub(failed) < Self::TROUBLE_FOR.as_millis() as u64
+        self.loads.troubled(self.now_ms())
     }
 
     fn now_ms(&self) -> u64 {
@@ -505,14 +526,9 @@ impl Runs {
             return Ok(run);
         }
         let spec = async { RunSpec::get(&self.broker.runs().await?, id).await }.await;
-        match &spec {
-            Err(ClusterError::Nats(e)) if !matches!(e, NatsError::Codec { .. }) => self
-                .load_failed_ms
-                .store(self.now_ms().max(1), Ordering::Relaxed),
-            _ => self
-                .load_worked_ms
-                .store(self.now_ms().max(1), Ordering::Relaxed),
-        }
+        let broker_failed =
+            matches!(&spec, Err(ClusterError::Nats(e)) if !matches!(e, NatsError::Codec { .. }));
+        self.loads.record(self.now_ms(), !broker_failed);
         let spec = spec?;
         if spec.run_id() != id {
             return Err(ClusterError::Invalid(format!(
@@ -664,5 +680,18 @@ mod tests {
             error: RunError::Runtime("OPENAI_API_KEY is not set".into()),
         };
         assert!(!setup.is_permanent());
+    }
+
+    #[test]
+    fn a_worker_that_cannot_load_runs_is_unready_until_a_load_works_or_a_minute_passes() {
+        let loads = LoadHealth::default();
+        assert!(!loads.troubled(0) && !loads.troubled(1_000_000));
+        loads.record(1_000, false);
+        assert!(loads.troubled(1_000) && loads.troubled(60_999));
+        assert!(!loads.troubled(61_000), "a minute later: ready again");
+        loads.record(2_000, true);
+        assert!(!loads.troubled(2_000), "a load worked since");
+        loads.record(3_000, false);
+        assert!(loads.troubled(3_500));
     }
 }
