@@ -637,18 +637,25 @@ impl DialogueWriter {
 }
 
 /// A new run id: the UTC date and time, the suite (`desk` for the support desk, nothing for
-/// SAGE), the seed, and six hex digits drawn from the process id and the clock, so two runs
-/// started in the same second get different ids (`20261125-093613-s42-3fa9c1`).
+/// SAGE), the seed, and eight hex digits drawn from the process id and the clock (plus a
+/// counter within a process), so two runs started in the same second get different ids
+/// (`20261125-093613-s42-3fa9c1d0`).
 pub fn new_run_id(suite: Option<&str>, seed: u64) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // Random per process (its id and start time), plus a counter within it: never the same
+    // twice in a process, and two processes collide with odds of one in four billion.
+    static BASE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = *BASE.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        crate::plan::derive_seed((std::process::id(), nanos)) as u32
+    });
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let unique = crate::plan::derive_seed((std::process::id(), nanos, n)) & 0xff_ffff;
+    let unique = base.wrapping_add(n);
     let suite = suite.map(|s| format!("-{s}")).unwrap_or_default();
-    format!("{}{suite}-s{seed}-{unique:06x}", now_utc().1)
+    format!("{}{suite}-s{seed}-{unique:08x}", now_utc().1)
 }
 
 /// The current UTC time as RFC 3339 (`2026-11-21T23:15:00Z`) and as a compact id part
@@ -682,8 +689,8 @@ mod tests {
 
     #[test]
     fn new_run_ids_are_valid_and_never_repeat() {
-        let ids: BTreeSet<String> = (0..1000).map(|_| new_run_id(None, 42)).collect();
-        assert_eq!(ids.len(), 1000, "ids made in the same second differ");
+        let ids: BTreeSet<String> = (0..100_000).map(|_| new_run_id(None, 42)).collect();
+        assert_eq!(ids.len(), 100_000, "ids made in the same second differ");
         for id in ids.iter().take(3).chain([&new_run_id(Some("desk"), 7)]) {
             crate::protocol::id::check_run_id(id).expect("a valid run id");
         }
