@@ -1,4 +1,6 @@
-//! Statistics: means with a seeded cluster-bootstrap percentile interval, quantiles, medians.
+//! Statistics: ratio means with a seeded Poisson cluster-bootstrap percentile interval, folded
+//! one cluster at a time in exact (order-independent) arithmetic; quantiles, medians; sums of
+//! money.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -24,14 +26,15 @@ impl Metric {
     }
 }
 
-/// How the intervals are drawn.
+/// How the intervals are drawn: a Poisson cluster bootstrap (each dialogue weighs Poisson(1)
+/// in each resample; docs/metrics-scoring.md), folded one dialogue at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bootstrap {
     /// Resamples (B); 0 gives a degenerate interval at the mean.
     pub resamples: usize,
     /// Coverage of the interval, e.g. 0.95.
     pub confidence: f64,
-    /// Seed of the generator; each group also derives a stream from its label.
+    /// Seed of the generator; each dialogue draws its weights from a stream of its id.
     pub seed: u64,
 }
 
@@ -45,79 +48,187 @@ impl Default for Bootstrap {
     }
 }
 
-/// One cluster's (dialogue's) contribution to each of `N` metrics: (sum of its observations,
-/// number of observations). A metric's value is `sum of sums / sum of counts`.
-pub type ClusterSums<const N: usize> = [(f64, f64); N];
+/// Fixed-point scale of the point estimates: each observation is held as an integer number of
+/// 10^-9 units, so sums are exact and the same whatever the order the records come in.
+const POINT_SCALE: f64 = 1e9;
+/// Fixed-point scale of the bootstrap's weighted sums: integer numbers of 10^-4 units, held in
+/// `f64`, where sums of integers below 2^53 are exact (and so independent of the order).
+const BOOT_SCALE: f64 = 1e4;
 
-impl Bootstrap {
-    /// Each metric's pooled mean with a percentile interval from resampling whole clusters with
-    /// replacement. The same resamples serve every metric. A metric with no observation is
-    /// `None`; a resample in which a metric has no observation is skipped for that metric.
-    /// `label` selects the generator's stream, so a group's interval does not depend on which
-    /// other groups exist.
-    pub fn metrics<const N: usize>(
-        &self,
-        clusters: &[ClusterSums<N>],
-        label: &str,
-    ) -> [Option<Metric>; N] {
-        let n = clusters.len();
-        // Column-major: a resample is a weight per cluster (how often it was drawn), and a
-        // metric's value is a ratio of two weighted sums. Metrics observed on the same turns
-        // share their denominator column.
-        let sums: [Vec<f64>; N] =
-            std::array::from_fn(|m| clusters.iter().map(|c| c[m].0).collect());
-        let mut counts: Vec<Vec<f64>> = Vec::new();
-        let denominator: [usize; N] = std::array::from_fn(|m| {
-            let column: Vec<f64> = clusters.iter().map(|c| c[m].1).collect();
-            counts.iter().position(|c| *c == column).unwrap_or_else(|| {
-                counts.push(column);
-                counts.len() - 1
-            })
-        });
-        let ratios = |weights: &[f64]| -> [Option<f64>; N] {
-            let den: Vec<f64> = counts.iter().map(|c| dot(weights, c)).collect();
-            std::array::from_fn(|m| {
-                let d = den[denominator[m]];
-                (d > 0.0).then(|| dot(weights, &sums[m]) / d)
-            })
-        };
-        let point = ratios(&vec![1.0; n]);
-        let mut draws: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(self.resamples));
-        if n > 0 {
-            let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-            rng.set_stream(fnv1a(label));
-            let mut weights = vec![0.0; n];
-            for _ in 0..self.resamples {
-                weights.fill(0.0);
-                for _ in 0..n {
-                    weights[rng.random_range(0..n)] += 1.0;
-                }
-                for (draw, r) in draws.iter_mut().zip(ratios(&weights)) {
-                    draw.extend(r);
-                }
+/// The number of `scale` units of `x` (rounded).
+fn units(x: f64, scale: f64) -> f64 {
+    (x * scale).round()
+}
+
+/// Poisson(1) cumulative probabilities as thresholds of a uniform `u32` (k = 0..=11).
+const POISSON_CDF: [u32; 12] = {
+    let mut out = [0u32; 12];
+    let mut p = 0.367_879_441_171_442_3; // e^-1
+    let mut cdf = 0.0;
+    let mut k = 0;
+    while k < 12 {
+        cdf += p;
+        out[k] = (cdf * 4_294_967_296.0) as u32;
+        k += 1;
+        p /= k as f64;
+    }
+    out
+};
+
+/// The Poisson bootstrap weights of one cluster (a dialogue): `resamples` draws of Poisson(1),
+/// from a generator seeded by the run seed and the cluster's id, so a cluster weighs the same in
+/// every group it belongs to, whatever else the run holds and whatever the order it comes in.
+pub fn poisson_weights(seed: u64, cluster: &str, resamples: usize) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(fnv1a(cluster));
+    (0..resamples)
+        .map(|_| {
+            let u: u32 = rng.random();
+            POISSON_CDF.iter().position(|t| u < *t).unwrap_or(12) as u8
+        })
+        .collect()
+}
+
+/// Ratio means of `N` metrics over clusters, folded one cluster at a time: each metric's
+/// pooled mean (the sum of its observations over their number) and a Poisson-bootstrap
+/// percentile interval, in memory that does not grow with the clusters (B weighted sums per
+/// metric). Metric `m` counts its observations in denominator column `den[m]` (metrics observed
+/// on the same turns share one), `D` columns in all.
+#[derive(Debug, Clone)]
+pub struct RatioFold<const N: usize, const D: usize> {
+    den: [usize; N],
+    num: [i128; N],
+    count: [u64; D],
+    /// `resamples` rows of `N + D` weighted sums (empty until the first cluster).
+    boot: Vec<f64>,
+}
+
+/// One cluster's observations of `N` metrics: per metric, the sum of its observations and, per
+/// denominator column, their number.
+#[derive(Debug, Clone, Copy)]
+pub struct Cluster<const N: usize, const D: usize> {
+    /// Per metric: the sum of the observations, each as `POINT_SCALE` units.
+    pub point: [i128; N],
+    /// Per metric: the sum of the observations, each as `BOOT_SCALE` units.
+    pub boot: [f64; N],
+    /// Per denominator column: observations.
+    pub count: [u64; D],
+}
+
+impl<const N: usize, const D: usize> Cluster<N, D> {
+    /// No observation yet.
+    pub fn new() -> Self {
+        Cluster {
+            point: [0; N],
+            boot: [0.0; N],
+            count: [0; D],
+        }
+    }
+
+    /// Adds an observation `x` of metric `m`; `None` adds nothing.
+    pub fn observe(&mut self, m: usize, x: Option<f64>) {
+        if let Some(x) = x.filter(|x| x.is_finite()) {
+            self.point[m] += units(x, POINT_SCALE) as i128;
+            self.boot[m] += units(x, BOOT_SCALE);
+        }
+    }
+
+    /// Counts one turn in denominator column `d`.
+    pub fn count(&mut self, d: usize) {
+        self.count[d] += 1;
+    }
+}
+
+impl<const N: usize, const D: usize> Default for Cluster<N, D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize, const D: usize> RatioFold<N, D> {
+    /// An empty fold; `den[m]` is metric `m`'s denominator column.
+    pub fn new(den: [usize; N]) -> Self {
+        RatioFold {
+            den,
+            num: [0; N],
+            count: [0; D],
+            boot: Vec::new(),
+        }
+    }
+
+    /// Adds one cluster, weighted in resample `b` by `weights[b]`.
+    pub fn add(&mut self, cluster: &Cluster<N, D>, weights: &[u8]) {
+        for m in 0..N {
+            self.num[m] += cluster.point[m];
+        }
+        for d in 0..D {
+            self.count[d] += cluster.count[d];
+        }
+        let width = N + D;
+        if self.boot.is_empty() {
+            self.boot = vec![0.0; weights.len() * width];
+        }
+        let mut row = vec![0.0; width];
+        row[..N].copy_from_slice(&cluster.boot);
+        for (r, c) in row[N..].iter_mut().zip(cluster.count) {
+            *r = c as f64;
+        }
+        for (sums, &w) in self.boot.chunks_exact_mut(width).zip(weights) {
+            if w == 0 {
+                continue;
+            }
+            let w = f64::from(w);
+            for (s, x) in sums.iter_mut().zip(row.iter()) {
+                *s += w * x;
             }
         }
-        let tail = (1.0 - self.confidence) / 2.0;
+    }
+
+    /// Each metric's mean with its percentile interval (`None` without an observation); a
+    /// resample in which a metric has no observation is skipped for it.
+    pub fn metrics(&self, bootstrap: &Bootstrap) -> [Option<Metric>; N] {
+        let width = N + D;
+        let tail = (1.0 - bootstrap.confidence) / 2.0;
         std::array::from_fn(|m| {
-            let mean = point[m]?;
-            let draw = &mut draws[m];
-            draw.sort_by(f64::total_cmp);
+            let n = self.count[self.den[m]];
+            if n == 0 {
+                return None;
+            }
+            let mean = self.num[m] as f64 / POINT_SCALE / n as f64;
+            let mut draws: Vec<f64> = self
+                .boot
+                .chunks_exact(width)
+                .take(bootstrap.resamples)
+                .filter(|row| row[N + self.den[m]] > 0.0)
+                .map(|row| row[m] / BOOT_SCALE / row[N + self.den[m]])
+                .collect();
+            draws.sort_by(f64::total_cmp);
             Some(Metric {
                 mean,
-                ci_low: quantile(draw, tail).unwrap_or(mean),
-                ci_high: quantile(draw, 1.0 - tail).unwrap_or(mean),
-                n: counts[denominator[m]].iter().sum::<f64>() as usize,
+                ci_low: quantile(&draws, tail).unwrap_or(mean),
+                ci_high: quantile(&draws, 1.0 - tail).unwrap_or(mean),
+                n: n as usize,
             })
         })
     }
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut total = 0.0;
-    for (x, y) in a.iter().zip(b) {
-        total += x * y;
+/// A sum of money held exactly (picodollars), whatever the order of its terms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Money(i128);
+
+impl Money {
+    /// Adds an amount in US dollars.
+    pub fn add(&mut self, usd: f64) {
+        if usd.is_finite() {
+            self.0 += (usd * 1e12).round() as i128;
+        }
     }
-    total
+
+    /// The sum in US dollars.
+    pub fn usd(&self) -> f64 {
+        self.0 as f64 / 1e12
+    }
 }
 
 /// The `q` quantile of sorted values, interpolating linearly between order statistics (the

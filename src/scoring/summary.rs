@@ -2,10 +2,13 @@
 //! scenario, adversarial level and turn depth, the released code's variants, judge agreement,
 //! repeats, route coverage, tokens and cost. Every mean carries a cluster-bootstrap interval.
 //!
-//! Records are sorted by dialogue id first, and every group draws its resamples from a stream
-//! derived from its own label, so the summary depends only on the set of records and the seed.
+//! The records are folded one at a time ([`SummaryFold`]) into accumulators that do not grow
+//! with the records (but for one small entry per case when cases are repeated): sums in exact
+//! fixed-point arithmetic, and a Poisson bootstrap whose weights each dialogue draws from its
+//! own id, so the summary depends only on the set of records and the seed, never on their order
+//! or on the process that folded them.
 
-use super::stats::{Bootstrap, ClusterSums, Metric, mean, median};
+use super::stats::{Bootstrap, Cluster, Metric, Money, RatioFold, mean, median, poisson_weights};
 use super::turn::{answered_chat_scores, chat_dimensions, logic, overall, values_equal};
 use crate::protocol::{
     CallRecord, DialogueEnd, DialogueJob, DialogueRecord, ServiceOutcome, TurnRecord, TurnScores,
@@ -14,7 +17,7 @@ use crate::scenario::{Adversarial, Value};
 use crate::sop::Route;
 use indexmap::{IndexMap, IndexSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The turn depths broken out (besides each dialogue's final turn), as in the paper's Table 2.
 pub const TURN_DEPTHS: [u32; 4] = [1, 5, 10, 15];
@@ -173,17 +176,6 @@ pub struct CallTotals {
     pub cost_usd: f64,
 }
 
-impl CallTotals {
-    fn add(&mut self, c: &CallRecord) {
-        self.calls += 1;
-        self.errors += u64::from(c.error.is_some());
-        self.cached += u64::from(c.cached);
-        self.input_tokens = self.input_tokens.saturating_add(c.usage.input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(c.usage.output_tokens);
-        self.cost_usd += c.cost_usd;
-    }
-}
-
 /// The calls made in one service model's dialogues.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCalls {
@@ -224,51 +216,15 @@ pub struct CaseStat {
     pub median: f64,
 }
 
-/// Summarizes dialogue records. Deterministic: the records are sorted by dialogue id (then
-/// service model, then run) before anything is computed, and the intervals are seeded.
+/// Summarizes dialogue records (a [`SummaryFold`] over them): the same summary whatever their
+/// order.
 pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
-    let mut sorted: Vec<&DialogueRecord> = records.iter().collect();
-    sorted.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
-    let dialogues: Vec<Dialogue> = sorted.into_iter().map(Dialogue::new).collect();
-
-    let mut by_model: BTreeMap<&str, Vec<&Dialogue>> = BTreeMap::new();
-    let mut by_scenario: BTreeMap<&str, Vec<&Dialogue>> = BTreeMap::new();
-    let mut calls_by_model: BTreeMap<String, CallTotals> = BTreeMap::new();
-    for d in &dialogues {
-        by_model.entry(&d.job().service_model).or_default().push(d);
-        by_scenario.entry(&d.job().scenario).or_default().push(d);
-        for c in d.calls() {
-            calls_by_model.entry(c.model.clone()).or_default().add(c);
-        }
+    let repeats = records.iter().map(|r| r.job.repeat + 1).max().unwrap_or(1);
+    let mut fold = SummaryFold::new(*bootstrap, repeats);
+    for r in records {
+        fold.add(r);
     }
-    Summary {
-        bootstrap: *bootstrap,
-        dialogues: dialogues.len(),
-        models: by_model
-            .iter()
-            .map(|(model, ds)| model_summary(model, ds, bootstrap))
-            .collect(),
-        judge_agreement: by_scenario
-            .iter()
-            .filter_map(|(sc, ds)| Some((sc.to_string(), agreement(ds)?)))
-            .collect(),
-        coverage: by_scenario
-            .iter()
-            .map(|(sc, ds)| {
-                let mut routes = BTreeMap::new();
-                for d in ds {
-                    *routes.entry(route_key(&d.job().target)).or_default() += 1;
-                }
-                (sc.to_string(), routes)
-            })
-            .collect(),
-        calls_by_model,
-    }
-}
-
-/// Records are summarized in this order.
-fn sort_key(r: &DialogueRecord) -> (&str, &str, &str) {
-    (&r.job.dialogue_id, &r.job.service_model, &r.job.run_id)
+    fold.summary()
 }
 
 /// A route as one line: `step1>step2>step3 -> Action [OUTPUT=value, ...]` (the brackets only
@@ -337,8 +293,8 @@ impl<'r> TurnFact<'r> {
         fact
     }
 
-    /// Records the turn's observation of each metric, in the order [`group_stats`] unpacks
-    /// them (`None` where the turn does not count for a metric).
+    /// Records the turn's observation of each metric, in the order [`GroupFold::stats`]
+    /// unpacks them (`None` where the turn does not count for a metric).
     fn observe(&mut self) {
         // The agent's format error is known from its answer alone, judged or not.
         let format_error = match &self.record.outcome {
@@ -449,216 +405,291 @@ const METRICS: usize = 14;
 /// The place of the format-error observation among them.
 const FORMAT_ERROR: usize = 7;
 
-/// The statistics of the turns `select` picks from `dialogues`; `label` names the group's
-/// bootstrap stream.
-fn group_stats(
-    dialogues: &[&Dialogue],
-    select: impl Fn(&TurnFact) -> bool,
-    bootstrap: &Bootstrap,
-    label: &str,
-) -> GroupStats {
-    let mut clusters: Vec<ClusterSums<METRICS>> = Vec::new();
-    let (mut valid, mut format_errors, mut infra) = (0, 0, 0);
-    for d in dialogues {
-        let selected: Vec<&TurnFact> = d.turns.iter().filter(|f| select(f)).collect();
-        if selected.is_empty() {
-            continue;
+/// The denominator column of each metric: the turns observing it (scored turns; turns the agent
+/// answered; valid scored turns; scored turns with a judge's chat scores).
+const DENOMINATORS: [usize; METRICS] = [0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3, 3];
+/// Denominator columns.
+const COLUMNS: usize = 4;
+
+/// The accumulators of one group of turns (a model's turns at depth 5, in one scenario, ...).
+#[derive(Debug, Clone)]
+struct GroupFold {
+    dialogues: usize,
+    valid: usize,
+    format_errors: usize,
+    infra: usize,
+    means: RatioFold<METRICS, COLUMNS>,
+}
+
+impl Default for GroupFold {
+    fn default() -> Self {
+        GroupFold {
+            dialogues: 0,
+            valid: 0,
+            format_errors: 0,
+            infra: 0,
+            means: RatioFold::new(DENOMINATORS),
         }
-        let mut sums = [(0.0, 0.0); METRICS];
-        for f in selected {
+    }
+}
+
+impl GroupFold {
+    /// Adds the turns of `d` that `select` picks (nothing when it picks none).
+    fn add(&mut self, d: &Dialogue, select: impl Fn(&TurnFact) -> bool, weights: &[u8]) {
+        let mut cluster = Cluster::<METRICS, COLUMNS>::new();
+        let mut any = false;
+        for f in d.turns.iter().filter(|f| select(f)) {
+            any = true;
             match f.kind {
-                Kind::Valid => valid += 1,
-                Kind::FormatError => format_errors += 1,
-                Kind::Infra => infra += 1,
+                Kind::Valid => self.valid += 1,
+                Kind::FormatError => self.format_errors += 1,
+                Kind::Infra => self.infra += 1,
             }
-            for ((sum, count), x) in sums.iter_mut().zip(f.observed) {
-                if let Some(x) = x {
-                    *sum += x;
-                    *count += 1.0;
+            for (m, x) in f.observed.iter().enumerate() {
+                cluster.observe(m, *x);
+            }
+            let observed = |m: usize| f.observed[m].is_some();
+            for (column, first) in [(0, 0), (1, FORMAT_ERROR), (2, 8), (3, 9)] {
+                if observed(first) {
+                    cluster.count(column);
                 }
             }
         }
-        clusters.push(sums);
+        if any {
+            self.dialogues += 1;
+            self.means.add(&cluster, weights);
+        }
     }
-    let [
-        overall,
-        logic,
-        chat,
-        acc_cls,
-        sim_path,
-        acc_action,
-        execution_gap,
-        format_error_rate,
-        chat_length,
-        linguistic_quality,
-        anthropomorphism_emotion,
-        content_utility,
-        user_satisfaction,
-        instruction_compliance,
-    ] = bootstrap.metrics(&clusters, label);
-    GroupStats {
-        dialogues: clusters.len(),
-        turns: valid + format_errors,
-        valid_turns: valid,
-        format_error_turns: format_errors,
-        infra_error_turns: infra,
-        overall,
-        logic,
-        chat,
-        acc_cls,
-        sim_path,
-        acc_action,
-        execution_gap,
-        format_error_rate,
-        chat_length,
-        chat_dimensions: ChatDimensions {
+
+    fn stats(&self, bootstrap: &Bootstrap) -> GroupStats {
+        let [
+            overall,
+            logic,
+            chat,
+            acc_cls,
+            sim_path,
+            acc_action,
+            execution_gap,
+            format_error_rate,
+            chat_length,
             linguistic_quality,
             anthropomorphism_emotion,
             content_utility,
             user_satisfaction,
             instruction_compliance,
-        },
-    }
-}
-
-fn model_summary(model: &str, ds: &[&Dialogue], bootstrap: &Bootstrap) -> ModelSummary {
-    let stats = |ds: &[&Dialogue], select: &dyn Fn(&TurnFact) -> bool, group: &str| {
-        group_stats(ds, select, bootstrap, &format!("{model}|{group}"))
-    };
-    let every = |_: &TurnFact| true;
-    let at_depth = |f: &TurnFact| TURN_DEPTHS.contains(&f.record.turn);
-    let no_format_error = |f: &TurnFact| f.kind != Kind::FormatError;
-    // Breakdowns without dialogues are left out.
-    let present = |(k, g): (String, GroupStats)| (g.dialogues > 0).then_some((k, g));
-
-    let scenarios: BTreeSet<&str> = ds.iter().map(|d| d.job().scenario.as_str()).collect();
-    // The stats of the dialogues whose job matches, labelled `kind|key`.
-    let group = |kind: &str, key: String, matches: &dyn Fn(&DialogueJob) -> bool| {
-        let of: Vec<&Dialogue> = ds.iter().copied().filter(|d| matches(d.job())).collect();
-        let label = format!("{kind}|{key}");
-        (key, stats(&of, &every, &label))
-    };
-    let by_scenario = scenarios
-        .into_iter()
-        .map(|sc| group("scenario", sc.to_string(), &|j| j.scenario == sc))
-        .filter_map(present)
-        .collect();
-    let by_adversarial = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong]
-        .into_iter()
-        .map(|level| {
-            group("adversarial", level.to_string(), &|j| {
-                j.adversarial == level
-            })
-        })
-        .filter_map(present)
-        .collect();
-    let by_turn = TURN_DEPTHS
-        .iter()
-        .map(|&k| {
-            let key = format!("t{k}");
-            let g = stats(
-                ds,
-                &|f: &TurnFact| f.record.turn == k,
-                &format!("turn|{key}"),
-            );
-            (key, g)
-        })
-        .chain([(
-            "final".to_string(),
-            stats(ds, &|f: &TurnFact| f.is_final, "turn|final"),
-        )])
-        .filter_map(present)
-        .collect();
-
-    let prefixed: Vec<Dialogue> = ds.iter().map(|d| d.with_prefix_path()).collect();
-    let prefixed: Vec<&Dialogue> = prefixed.iter().collect();
-    let released = [
-        (
-            RELEASED_DROP_FORMAT_ERRORS,
-            stats(ds, &no_format_error, RELEASED_DROP_FORMAT_ERRORS),
-        ),
-        (
-            RELEASED_PREFIX_PATH,
-            stats(&prefixed, &every, RELEASED_PREFIX_PATH),
-        ),
-        (
-            RELEASED_BOTH,
-            stats(&prefixed, &no_format_error, RELEASED_BOTH),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, g)| (k.to_string(), g))
-    .collect();
-
-    let end_reasons: IndexMap<String, usize> = DialogueEnd::ALL
-        .into_iter()
-        .map(|end| {
-            let n = ds.iter().filter(|d| d.record.end == end).count();
-            (end.name().to_string(), n)
-        })
-        .collect();
-
-    ModelSummary {
-        model: model.to_string(),
-        simulated: ds.iter().any(|d| d.record.simulated),
-        dialogues: ds.len(),
-        all: stats(ds, &every, "all"),
-        turn_level: stats(ds, &|f: &TurnFact| at_depth(f) || f.is_final, "turn_level"),
-        by_scenario,
-        by_adversarial,
-        by_turn,
-        released,
-        ended_early: end_reasons[DialogueEnd::UserEndedEarly.name()],
-        end_reasons,
-        calls: model_calls(ds),
-        repeats: repeat_summary(ds),
-    }
-}
-
-fn model_calls(ds: &[&Dialogue]) -> ModelCalls {
-    let mut calls = ModelCalls {
-        total: CallTotals::default(),
-        by_role: ["service", "user", "judge"]
-            .into_iter()
-            .map(|r| (r.to_string(), CallTotals::default()))
-            .collect(),
-        by_model: BTreeMap::new(),
-    };
-    for d in ds {
-        let job = d.job();
-        for c in d.calls() {
-            let role = if c.model == job.service_model {
-                "service"
-            } else if c.model == job.user_model {
-                "user"
-            } else if job.judge_models.contains(&c.model) {
-                "judge"
-            } else {
-                "other"
-            };
-            calls.total.add(c);
-            calls.by_role.entry(role.to_string()).or_default().add(c);
-            calls.by_model.entry(c.model.clone()).or_default().add(c);
+        ] = self.means.metrics(bootstrap);
+        GroupStats {
+            dialogues: self.dialogues,
+            turns: self.valid + self.format_errors,
+            valid_turns: self.valid,
+            format_error_turns: self.format_errors,
+            infra_error_turns: self.infra,
+            overall,
+            logic,
+            chat,
+            acc_cls,
+            sim_path,
+            acc_action,
+            execution_gap,
+            format_error_rate,
+            chat_length,
+            chat_dimensions: ChatDimensions {
+                linguistic_quality,
+                anthropomorphism_emotion,
+                content_utility,
+                user_satisfaction,
+                instruction_compliance,
+            },
         }
     }
-    calls
 }
 
-fn repeat_summary(ds: &[&Dialogue]) -> Option<RepeatSummary> {
-    let mut cases: BTreeMap<&str, Vec<[f64; 3]>> = BTreeMap::new();
-    for d in ds {
-        if let Some(scores) = d.mean_scores() {
-            cases
-                .entry(case_key(&d.job().dialogue_id))
+/// Token and cost sums of a set of calls (the cost held exactly).
+#[derive(Debug, Clone, Copy, Default)]
+struct CallSums {
+    calls: u64,
+    errors: u64,
+    cached: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost: Money,
+}
+
+impl CallSums {
+    fn add(&mut self, c: &CallRecord) {
+        self.calls += 1;
+        self.errors += u64::from(c.error.is_some());
+        self.cached += u64::from(c.cached);
+        self.input_tokens = self.input_tokens.saturating_add(c.usage.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(c.usage.output_tokens);
+        self.cost.add(c.cost_usd);
+    }
+
+    fn totals(&self) -> CallTotals {
+        CallTotals {
+            calls: self.calls,
+            errors: self.errors,
+            cached: self.cached,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cost_usd: self.cost.usd(),
+        }
+    }
+}
+
+/// The roles of [`ModelCalls::by_role`], in their order.
+const ROLES: [&str; 4] = ["service", "user", "judge", "other"];
+/// The adversarial levels, in their order.
+const LEVELS: [Adversarial; 3] = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong];
+
+/// Everything folded about one model under test.
+#[derive(Debug, Clone, Default)]
+struct ModelFold {
+    simulated: bool,
+    dialogues: usize,
+    all: GroupFold,
+    turn_level: GroupFold,
+    by_scenario: BTreeMap<String, GroupFold>,
+    by_adversarial: [GroupFold; 3],
+    /// `t1`, `t5`, `t10`, `t15`, `final`.
+    by_turn: [GroupFold; 5],
+    /// Drop format errors, prefix path, both.
+    released: [GroupFold; 3],
+    end_reasons: [usize; 4],
+    calls_total: CallSums,
+    calls_by_role: [CallSums; 4],
+    calls_by_model: BTreeMap<String, CallSums>,
+    /// Per case, each repeat's mean (overall, logic, chat), when repeats are tracked.
+    cases: BTreeMap<String, Vec<[f64; 3]>>,
+}
+
+impl ModelFold {
+    fn add(&mut self, d: &Dialogue, weights: &[u8], track_repeats: bool) {
+        let job = d.job();
+        self.simulated |= d.record.simulated;
+        self.dialogues += 1;
+        let every = |_: &TurnFact| true;
+        let no_format_error = |f: &TurnFact| f.kind != Kind::FormatError;
+        self.all.add(d, every, weights);
+        self.turn_level.add(
+            d,
+            |f| TURN_DEPTHS.contains(&f.record.turn) || f.is_final,
+            weights,
+        );
+        self.by_scenario
+            .entry(job.scenario.clone())
+            .or_default()
+            .add(d, every, weights);
+        if let Some(i) = LEVELS.iter().position(|l| *l == job.adversarial) {
+            self.by_adversarial[i].add(d, every, weights);
+        }
+        for (i, depth) in TURN_DEPTHS.iter().enumerate() {
+            self.by_turn[i].add(d, |f| f.record.turn == *depth, weights);
+        }
+        self.by_turn[4].add(d, |f| f.is_final, weights);
+        self.released[0].add(d, no_format_error, weights);
+        let prefixed = d.with_prefix_path();
+        self.released[1].add(&prefixed, every, weights);
+        self.released[2].add(&prefixed, no_format_error, weights);
+        if let Some(i) = DialogueEnd::ALL.iter().position(|e| *e == d.record.end) {
+            self.end_reasons[i] += 1;
+        }
+        for c in d.calls() {
+            let role = if c.model == job.service_model {
+                0
+            } else if c.model == job.user_model {
+                1
+            } else if job.judge_models.contains(&c.model) {
+                2
+            } else {
+                3
+            };
+            self.calls_total.add(c);
+            self.calls_by_role[role].add(c);
+            self.calls_by_model
+                .entry(c.model.clone())
+                .or_default()
+                .add(c);
+        }
+        if track_repeats && let Some(scores) = d.mean_scores() {
+            self.cases
+                .entry(case_key(&job.dialogue_id).to_string())
                 .or_default()
                 .push(scores);
         }
     }
+
+    fn summary(&self, model: &str, bootstrap: &Bootstrap) -> ModelSummary {
+        // Breakdowns without dialogues are left out.
+        let present =
+            |key: String, g: &GroupFold| (g.dialogues > 0).then(|| (key, g.stats(bootstrap)));
+        let end_reasons: IndexMap<String, usize> = DialogueEnd::ALL
+            .iter()
+            .zip(self.end_reasons)
+            .map(|(end, n)| (end.name().to_string(), n))
+            .collect();
+        let by_role: IndexMap<String, CallTotals> = ROLES
+            .iter()
+            .zip(&self.calls_by_role)
+            .filter(|(role, sums)| **role != "other" || sums.calls > 0)
+            .map(|(role, sums)| (role.to_string(), sums.totals()))
+            .collect();
+        ModelSummary {
+            model: model.to_string(),
+            simulated: self.simulated,
+            dialogues: self.dialogues,
+            all: self.all.stats(bootstrap),
+            turn_level: self.turn_level.stats(bootstrap),
+            by_scenario: self
+                .by_scenario
+                .iter()
+                .filter_map(|(sc, g)| present(sc.clone(), g))
+                .collect(),
+            by_adversarial: LEVELS
+                .iter()
+                .zip(&self.by_adversarial)
+                .filter_map(|(level, g)| present(level.to_string(), g))
+                .collect(),
+            by_turn: TURN_DEPTHS
+                .iter()
+                .map(|k| format!("t{k}"))
+                .chain(["final".to_string()])
+                .zip(&self.by_turn)
+                .filter_map(|(key, g)| present(key, g))
+                .collect(),
+            released: [
+                RELEASED_DROP_FORMAT_ERRORS,
+                RELEASED_PREFIX_PATH,
+                RELEASED_BOTH,
+            ]
+            .iter()
+            .zip(&self.released)
+            .map(|(key, g)| (key.to_string(), g.stats(bootstrap)))
+            .collect(),
+            ended_early: end_reasons[DialogueEnd::UserEndedEarly.name()],
+            end_reasons,
+            calls: ModelCalls {
+                total: self.calls_total.totals(),
+                by_role,
+                by_model: self
+                    .calls_by_model
+                    .iter()
+                    .map(|(m, sums)| (m.clone(), sums.totals()))
+                    .collect(),
+            },
+            repeats: repeat_summary(&self.cases),
+        }
+    }
+}
+
+/// Per-case medians across repeats; `None` when no case ran twice.
+fn repeat_summary(cases: &BTreeMap<String, Vec<[f64; 3]>>) -> Option<RepeatSummary> {
     let max_repeats = cases.values().map(Vec::len).max()?;
     if max_repeats < 2 {
         return None;
     }
     let stat = |k: usize| {
+        // Cases in key order, so the mean is the same whatever order the runs came in.
         let medians: Vec<f64> = cases
             .values()
             .filter_map(|runs| median(&runs.iter().map(|r| r[k]).collect::<Vec<_>>()))
@@ -677,20 +708,30 @@ fn repeat_summary(ds: &[&Dialogue]) -> Option<RepeatSummary> {
     })
 }
 
-/// Counts behind [`FieldAgreement`].
-#[derive(Default)]
+/// Counts behind [`FieldAgreement`], and where the field first appears in a turn's list of
+/// fields (the scenario's declaration order comes first: the job's ground truth lists its fields
+/// in that order).
+#[derive(Debug, Clone, Default)]
 struct FieldCounts {
+    position: usize,
     turns: usize,
     unanimous: usize,
     truth_turns: usize,
     truth: usize,
 }
 
-/// Judge agreement over one scenario's scored turns with a consensus; `None` without any.
-fn agreement(ds: &[&Dialogue]) -> Option<Agreement> {
-    let mut fields: IndexMap<String, FieldCounts> = IndexMap::new();
-    let (mut turns, mut unanimous_all, mut truth_all) = (0, 0, 0);
-    for d in ds {
+/// Judge agreement counts of one scenario.
+#[derive(Debug, Clone, Default)]
+struct AgreementFold {
+    turns: usize,
+    unanimous_all: usize,
+    truth_all: usize,
+    fields: BTreeMap<String, FieldCounts>,
+}
+
+impl AgreementFold {
+    /// Counts the scored turns of `d` that have a consensus.
+    fn add(&mut self, d: &Dialogue) {
         let truth = &d.job().fields;
         for f in d.turns.iter().filter(|f| f.scores.is_some()) {
             let Some(panel) = &f.record.judges else {
@@ -712,10 +753,17 @@ fn agreement(ds: &[&Dialogue]) -> Option<Agreement> {
                 .chain(consensus.keys())
                 .chain(judged.iter().flat_map(|j| j.keys()))
                 .collect();
-            turns += 1;
+            self.turns += 1;
             let (mut all_agree, mut all_true) = (true, true);
-            for name in names {
-                let counts = fields.entry(name.clone()).or_default();
+            for (position, name) in names.into_iter().enumerate() {
+                let counts = self
+                    .fields
+                    .entry(name.clone())
+                    .or_insert_with(|| FieldCounts {
+                        position,
+                        ..Default::default()
+                    });
+                counts.position = counts.position.min(position);
                 let agree = judged.iter().all(|j| match (first.get(name), j.get(name)) {
                     (Some(a), Some(b)) => values_equal(a, b),
                     _ => false,
@@ -730,31 +778,131 @@ fn agreement(ds: &[&Dialogue]) -> Option<Agreement> {
                     all_true &= right;
                 }
             }
-            unanimous_all += usize::from(all_agree);
-            truth_all += usize::from(all_true);
+            self.unanimous_all += usize::from(all_agree);
+            self.truth_all += usize::from(all_true);
         }
     }
-    if turns == 0 {
-        return None;
+
+    /// The agreement; `None` without a counted turn.
+    fn agreement(&self) -> Option<Agreement> {
+        if self.turns == 0 {
+            return None;
+        }
+        let percent = |part: usize, whole: usize| 100.0 * part as f64 / whole as f64;
+        let (truth, truth_turns) = self
+            .fields
+            .values()
+            .fold((0, 0), |(t, n), c| (t + c.truth, n + c.truth_turns));
+        let mut fields: Vec<(&String, &FieldCounts)> = self.fields.iter().collect();
+        fields.sort_by_key(|(name, c)| (c.position, *name));
+        Some(Agreement {
+            turns: self.turns,
+            unanimous_all_fields: percent(self.unanimous_all, self.turns),
+            truth_all_fields: (truth_turns > 0).then(|| percent(self.truth_all, self.turns)),
+            truth_mean_over_fields: (truth_turns > 0).then(|| percent(truth, truth_turns)),
+            fields: fields
+                .into_iter()
+                .map(|(name, c)| {
+                    let field = FieldAgreement {
+                        unanimous: percent(c.unanimous, c.turns),
+                        matches_truth: (c.truth_turns > 0).then(|| percent(c.truth, c.truth_turns)),
+                    };
+                    (name.clone(), field)
+                })
+                .collect(),
+        })
     }
-    let percent = |part: usize, whole: usize| 100.0 * part as f64 / whole as f64;
-    let (truth, truth_turns) = fields
-        .values()
-        .fold((0, 0), |(t, n), c| (t + c.truth, n + c.truth_turns));
-    Some(Agreement {
-        turns,
-        unanimous_all_fields: percent(unanimous_all, turns),
-        truth_all_fields: (truth_turns > 0).then(|| percent(truth_all, turns)),
-        truth_mean_over_fields: (truth_turns > 0).then(|| percent(truth, truth_turns)),
-        fields: fields
-            .into_iter()
-            .map(|(name, c)| {
-                let field = FieldAgreement {
-                    unanimous: percent(c.unanimous, c.turns),
-                    matches_truth: (c.truth_turns > 0).then(|| percent(c.truth, c.truth_turns)),
-                };
-                (name, field)
-            })
-            .collect(),
-    })
+}
+
+/// A run's summary, folded one record at a time: the embedded run, the aggregator and
+/// `sage report` feed it the records as they pass, and read the [`Summary`] at any point. Its
+/// memory follows the models, scenarios and groups (and, when cases are repeated, one small
+/// entry per case), not the records: see [`Bootstrap`] for how intervals are drawn without
+/// keeping the dialogues.
+#[derive(Debug, Clone)]
+pub struct SummaryFold {
+    bootstrap: Bootstrap,
+    track_repeats: bool,
+    dialogues: usize,
+    models: BTreeMap<String, ModelFold>,
+    agreement: BTreeMap<String, AgreementFold>,
+    coverage: BTreeMap<String, BTreeMap<String, usize>>,
+    calls_by_model: BTreeMap<String, CallSums>,
+}
+
+impl SummaryFold {
+    /// An empty fold; `repeats` is the run's configured repeats (per-case medians are kept only
+    /// when it is above 1).
+    pub fn new(bootstrap: Bootstrap, repeats: u32) -> SummaryFold {
+        SummaryFold {
+            bootstrap,
+            track_repeats: repeats > 1,
+            dialogues: 0,
+            models: BTreeMap::new(),
+            agreement: BTreeMap::new(),
+            coverage: BTreeMap::new(),
+            calls_by_model: BTreeMap::new(),
+        }
+    }
+
+    /// Folds one dialogue record in.
+    pub fn add(&mut self, record: &DialogueRecord) {
+        let d = Dialogue::new(record);
+        let job = d.job();
+        let weights = poisson_weights(
+            self.bootstrap.seed,
+            &job.dialogue_id,
+            self.bootstrap.resamples,
+        );
+        self.dialogues += 1;
+        self.models
+            .entry(job.service_model.clone())
+            .or_default()
+            .add(&d, &weights, self.track_repeats);
+        self.agreement
+            .entry(job.scenario.clone())
+            .or_default()
+            .add(&d);
+        *self
+            .coverage
+            .entry(job.scenario.clone())
+            .or_default()
+            .entry(route_key(&job.target))
+            .or_default() += 1;
+        for c in d.calls() {
+            self.calls_by_model
+                .entry(c.model.clone())
+                .or_default()
+                .add(c);
+        }
+    }
+
+    /// Dialogues folded so far.
+    pub fn dialogues(&self) -> usize {
+        self.dialogues
+    }
+
+    /// The summary of the records folded so far.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            bootstrap: self.bootstrap,
+            dialogues: self.dialogues,
+            models: self
+                .models
+                .iter()
+                .map(|(model, fold)| fold.summary(model, &self.bootstrap))
+                .collect(),
+            judge_agreement: self
+                .agreement
+                .iter()
+                .filter_map(|(sc, fold)| Some((sc.clone(), fold.agreement()?)))
+                .collect(),
+            coverage: self.coverage.clone(),
+            calls_by_model: self
+                .calls_by_model
+                .iter()
+                .map(|(m, sums)| (m.clone(), sums.totals()))
+                .collect(),
+        }
+    }
 }

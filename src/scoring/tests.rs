@@ -418,21 +418,53 @@ fn quantiles_and_medians() {
 
 #[test]
 fn bootstrap_pools_clusters_and_brackets_the_mean() {
+    use super::stats::{Cluster, RatioFold, poisson_weights};
     // Two clusters: sums 1 over 1 observation and 9 over 3 -> pooled mean 10/4.
-    let clusters = [[(1.0, 1.0), (0.0, 0.0)], [(9.0, 3.0), (0.0, 0.0)]];
     let b = Bootstrap::default();
-    let [m, empty] = b.metrics(&clusters, "x");
+    let fold = |order: &[usize]| {
+        let mut fold = RatioFold::<2, 2>::new([0, 1]);
+        for &i in order {
+            let mut c = Cluster::<2, 2>::new();
+            for x in [[1.0].as_slice(), &[2.0, 3.0, 4.0]][i] {
+                c.observe(0, Some(*x));
+                c.count(0);
+            }
+            fold.add(&c, &poisson_weights(b.seed, &format!("d{i}"), b.resamples));
+        }
+        fold
+    };
+    let [m, empty] = fold(&[0, 1]).metrics(&b);
     let m = m.unwrap();
     assert_close!(m.mean, 2.5);
     assert_eq!(m.n, 4);
     assert!(m.ci_low <= m.mean && m.mean <= m.ci_high);
     assert!(m.ci_low >= 1.0 && m.ci_high <= 3.0);
     assert_eq!(empty, None);
-    assert_eq!(b.metrics(&clusters, "x"), b.metrics(&clusters, "x"));
+    // Any order of the clusters: the same interval, to the last bit.
+    assert_eq!(fold(&[1, 0]).metrics(&b), fold(&[0, 1]).metrics(&b));
     let none = Bootstrap { resamples: 0, ..b };
-    let [m, _] = none.metrics(&clusters, "x");
+    let [m, _] = fold(&[0, 1]).metrics(&none);
     let m = m.unwrap();
     assert_eq!((m.ci_low, m.ci_high), (m.mean, m.mean));
+}
+
+#[test]
+fn poisson_weights_have_mean_and_variance_one() {
+    let w = super::stats::poisson_weights(3, "a dialogue", 100_000);
+    let n = w.len() as f64;
+    let mean = w.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let var = w
+        .iter()
+        .map(|&x| (f64::from(x) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    assert!(
+        (mean - 1.0).abs() < 0.01 && (var - 1.0).abs() < 0.02,
+        "{mean} {var}"
+    );
+    let zeros = w.iter().filter(|&&x| x == 0).count() as f64 / n;
+    assert!((zeros - (-1f64).exp()).abs() < 0.005, "{zeros}");
+    assert_ne!(w, super::stats::poisson_weights(3, "another", 100_000));
 }
 
 // ---------------------------------------------------------------- aggregation
@@ -626,7 +658,11 @@ fn summary_is_deterministic_and_order_independent() {
     reversed.reverse();
     let first = summarize(&records(), &b);
     assert_eq!(first, summarize(&records(), &b));
-    assert_eq!(first, summarize(&reversed, &b));
+    let json = |s: &Summary| serde_json::to_string_pretty(s).unwrap();
+    let (a, z) = (json(&first), json(&summarize(&reversed, &b)));
+    if let Some((x, y)) = a.lines().zip(z.lines()).find(|(x, y)| x != y) {
+        panic!("the order of the records changed the summary: {x} / {y}");
+    }
     let json = serde_json::to_string(&first).unwrap();
     assert_eq!(serde_json::from_str::<Summary>(&json).unwrap(), first);
 }
