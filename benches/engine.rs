@@ -73,11 +73,12 @@ fn run(config: &RunConfig, sops: &[Arc<Sop>]) -> Measured {
     .block_on(run_embedded(
         config,
         sops,
-        jobs,
+        &jobs,
         &run,
         Some(progress.clone()),
     ))
-    .unwrap();
+    .unwrap()
+    .counts;
     let wall = t.elapsed().as_secs_f64();
     let cpu_us = common::process_cpu_us() - cpu;
     progress.set_position(total);

@@ -73,7 +73,7 @@ fn run(config: &RunConfig) -> Vec<DialogueRecord> {
     let sops = vec![sop];
     let jobs = plan::jobs(config, "e2e", &sops);
     actix::System::new()
-        .block_on(run_embedded(config, &sops, jobs, &run, None))
+        .block_on(run_embedded(config, &sops, &jobs, &run, None))
         .unwrap();
     let records = run.read_dialogues().unwrap();
     assert_eq!(records.len(), 4);

@@ -188,7 +188,7 @@ fn a_short_run_against_a_real_local_model() {
     let jobs = plan::jobs(&config, "local", &sops);
     actix::System::new()
         .block_on(sage::actors::runner::run_embedded(
-            &config, &sops, jobs, &run, None,
+            &config, &sops, &jobs, &run, None,
         ))
         .unwrap();
     let records = run.read_dialogues().unwrap();

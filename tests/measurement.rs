@@ -53,7 +53,7 @@ fn measured_skills_match_configured_skills() {
     let run = RunDir::create(dir.path(), "m").unwrap();
     let jobs = plan::jobs(&config, "m", &sops);
     actix::System::new()
-        .block_on(run_embedded(&config, &sops, jobs, &run, None))
+        .block_on(run_embedded(&config, &sops, &jobs, &run, None))
         .unwrap();
     let records = run.read_dialogues().unwrap();
 

@@ -1,9 +1,9 @@
 //! The aggregator: receives every finished dialogue, appends it to the results store at once,
-//! and keeps the run's progress. Summaries are computed from the stored records (in dialogue-id
-//! order), so they never depend on the order dialogues finished in.
+//! folds it into the run's report and keeps the run's progress. The report's fold does not
+//! depend on the order dialogues finished in, and keeps no record.
 
 use crate::protocol::{DialogueEnd, DialogueRecord};
-use crate::store::{DialogueWriter, StoreError};
+use crate::store::{DialogueWriter, SageFold, StoreError};
 use actix::{Actor, Context, Handler, Message, MessageResult};
 
 /// A finished dialogue to store.
@@ -33,18 +33,32 @@ pub struct Counts {
     pub infra_errors: usize,
 }
 
+/// Hand over the report folded so far (the actor keeps an empty one).
+pub struct TakeReport;
+
+impl Message for TakeReport {
+    type Result = Option<SageFold>;
+}
+
 /// The aggregator actor.
 pub struct Aggregator {
     writer: DialogueWriter,
+    report: Option<SageFold>,
     counts: Counts,
     progress: Option<indicatif::ProgressBar>,
 }
 
 impl Aggregator {
-    /// An aggregator appending to `writer`, ticking `progress` if given.
-    pub fn new(writer: DialogueWriter, progress: Option<indicatif::ProgressBar>) -> Aggregator {
+    /// An aggregator appending to `writer` and folding into `report`, ticking `progress` if
+    /// given.
+    pub fn new(
+        writer: DialogueWriter,
+        report: SageFold,
+        progress: Option<indicatif::ProgressBar>,
+    ) -> Aggregator {
         Aggregator {
             writer,
+            report: Some(report),
             counts: Counts::default(),
             progress,
         }
@@ -63,6 +77,9 @@ impl Handler<Finished> for Aggregator {
     fn handle(&mut self, msg: Finished, _: &mut Context<Self>) -> Self::Result {
         let record = msg.0;
         self.writer.append(&record)?;
+        if let Some(report) = &mut self.report {
+            report.add(&record);
+        }
         self.counts.dialogues += 1;
         self.counts.turns += record.turns.len();
         match record.end {
@@ -74,6 +91,13 @@ impl Handler<Finished> for Aggregator {
             p.inc(1);
         }
         Ok(())
+    }
+}
+
+impl Handler<TakeReport> for Aggregator {
+    type Result = MessageResult<TakeReport>;
+    fn handle(&mut self, _: TakeReport, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.report.take())
     }
 }
 

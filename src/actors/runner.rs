@@ -2,14 +2,14 @@
 //! and the aggregator, with at most `concurrency` dialogues in flight. Jobs whose dialogue is
 //! already stored are skipped (resume).
 
-use super::aggregator::{Aggregator, Counts, Finished, Progress};
+use super::aggregator::{Aggregator, Counts, Finished, Progress, TakeReport};
 use super::roles::Registry;
 use super::{DialogueActor, RunDialogue, start_local_roles};
 use crate::llm::{Endpoint, LlmError};
 use crate::plan::RunConfig;
 use crate::protocol::DialogueJob;
 use crate::sop::Sop;
-use crate::store::{RunDir, StoreError};
+use crate::store::{RunDir, SageFold, StoreError};
 use crate::telemetry::metrics::RunLabels;
 use actix::Actor;
 use futures::StreamExt;
@@ -58,29 +58,75 @@ pub fn build_endpoints(
         .collect()
 }
 
-/// Plays every job not yet stored in `run_dir` and stores its record. Must run inside an actix
-/// `System`. Returns the aggregator's counts for this session.
+/// Where the jobs of an embedded run come from: a list, or a lazy [`crate::plan::Plan`].
+pub trait JobSource {
+    /// Every job, in the order to play them.
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_>;
+    /// Jobs in all.
+    fn count(&self) -> usize;
+}
+
+impl JobSource for Vec<DialogueJob> {
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        Box::new(self.iter().cloned())
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl JobSource for crate::plan::Plan<'_> {
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        Box::new(crate::plan::Plan::jobs(self))
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// What an embedded run did: the aggregator's counts for this session, and the run's report
+/// folded from every record (those stored before a resume included).
+pub struct Embedded {
+    /// Counts of this session.
+    pub counts: Counts,
+    /// The report of the whole run so far: write it with [`SageFold::write`].
+    pub report: SageFold,
+}
+
+/// Plays every job not yet stored in `run_dir` and stores its record, folding every record
+/// (those already stored, read once, and the new ones as they are written) into the run's
+/// report. The jobs are made one at a time and at most `concurrency` dialogues are in memory,
+/// so the run's memory does not grow with its size. Must run inside an actix `System`.
 pub async fn run_embedded(
     config: &RunConfig,
     sops: &[Arc<Sop>],
-    jobs: Vec<DialogueJob>,
+    jobs: &(impl JobSource + ?Sized),
     run_dir: &RunDir,
     progress: Option<indicatif::ProgressBar>,
-) -> Result<Counts, RunError> {
-    // Records already stored are kept, once checked to be of these jobs.
-    let run_id = jobs.first().map(|j| j.run_id.clone()).unwrap_or_default();
-    let done = run_dir.stored_jobs::<DialogueJob>(
-        "dialogues.jsonl",
-        &crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id),
-        &run_id,
-    )?;
-    let todo: Vec<DialogueJob> = jobs
-        .into_iter()
-        .filter(|j| !done.contains(&j.dialogue_id))
-        .collect();
+) -> Result<Embedded, RunError> {
+    let mut report = SageFold::new(config);
+    // Records already stored are kept, once checked to be of these jobs (read once).
+    let mut stored = None;
+    if run_dir.path().join("dialogues.jsonl").exists() {
+        let run_id = jobs.jobs().next().map(|j| j.run_id).unwrap_or_default();
+        let mut set = crate::plan::JobSet::of(jobs.jobs(), |j| &j.dialogue_id);
+        run_dir.resume_records(
+            "dialogues.jsonl",
+            &mut set,
+            &run_id,
+            |r: crate::protocol::DialogueRecord| {
+                report.add(&r);
+            },
+        )?;
+        stored = Some(set);
+    }
+    let done = stored.as_ref().map_or(0, |s| s.done());
+    let todo = jobs
+        .jobs()
+        .filter(|j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)));
     if let Some(p) = &progress {
-        p.set_length((todo.len() + done.len()) as u64);
-        p.set_position(done.len() as u64);
+        p.set_length(jobs.count() as u64);
+        p.set_position(done as u64);
     }
     let sops: HashMap<String, Arc<Sop>> = sops
         .iter()
@@ -114,7 +160,7 @@ pub async fn run_embedded(
         ),
     }
     .start();
-    let aggregator = Aggregator::new(run_dir.writer()?, progress.clone());
+    let aggregator = Aggregator::new(run_dir.writer()?, report, progress.clone());
     // On this thread: the records are built here, so they are also freed here.
     let aggregator = aggregator.start();
     // Finished records go to the aggregator through a bounded channel, so the loop below keeps
@@ -150,12 +196,15 @@ pub async fn run_embedded(
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let counts = aggregator
-        .send(Progress)
+    let gone = |e: actix::MailboxError| RunError::Runtime(e.to_string());
+    let counts = aggregator.send(Progress).await.map_err(gone)?;
+    let report = aggregator
+        .send(TakeReport)
         .await
-        .map_err(|e| RunError::Runtime(e.to_string()));
+        .map_err(gone)?
+        .ok_or_else(|| RunError::Runtime("the run's report was taken twice".into()))?;
     if let Some(arbiter) = second {
         arbiter.stop();
     }
-    counts
+    Ok(Embedded { counts, report })
 }

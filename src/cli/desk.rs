@@ -4,7 +4,7 @@ use crate::actors::desk::run_embedded;
 use crate::plan::desk::DeskConfig;
 use crate::scenario::desk::Desk;
 use crate::store::RunDir;
-use crate::store::desk::{DESK_RECORDS, DeskManifest, desk_report};
+use crate::store::desk::{DESK_RECORDS, DeskManifest};
 use anyhow::Context;
 use std::path::Path;
 
@@ -155,15 +155,17 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         let manifest = DeskManifest::new(&run_id, &config, (&store, &cases), total);
         run.write_json("manifest.json", &manifest)?;
     }
-    // Conversations already stored are kept (a resumed run plays only the rest).
-    let done = run.stored_jobs::<crate::protocol::desk::DeskJob>(
-        DESK_RECORDS,
-        &crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id),
-        &run_id,
-    )?;
+    // Conversations already stored are kept (a resumed run plays only the rest), read once:
+    // checked to be of these jobs and folded into the run's report.
+    let mut report = crate::store::desk::DeskFold::default();
+    let mut stored = crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id);
+    run.resume_records(DESK_RECORDS, &mut stored, &run_id, |r| {
+        report.add(&r);
+    })?;
+    let done = stored.done();
     let todo: Vec<_> = jobs
         .into_iter()
-        .filter(|j| !done.contains(&j.dialogue_id))
+        .filter(|j| !stored.is_done(&j.dialogue_id))
         .collect();
     eprintln!(
         "run {run_id}: {} cases x {} models x {} runs = {total} conversations ({} to play) -> {}",
@@ -175,7 +177,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     );
     let progress = (!args.quiet).then(|| {
         let p = indicatif::ProgressBar::new(total as u64);
-        p.set_position(done.len() as u64);
+        p.set_position(done as u64);
         p
     });
     let mut writer = run.jsonl_writer(DESK_RECORDS)?;
@@ -186,6 +188,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
             if let Err(e) = writer.append(&record) {
                 failed.get_or_insert(e);
             }
+            report.add(&record);
             if let Some(p) = &progress {
                 p.inc(1);
             }
@@ -199,7 +202,8 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let report = desk_report(&run)?;
+    // Folded as the records were written: the file is not read again.
+    let report = report.write(&run)?;
     if report.infra_errors > 0 {
         eprintln!(
             "{} conversations stopped early by an infrastructure error (a model call failed after its retries, or a role could not be reached; see `infra_error` in desk.jsonl); they are left out of the metrics",

@@ -216,7 +216,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             (RunDir::create(&config.output_dir, &run_id)?, run_id)
         }
     };
-    let jobs = plan::jobs(&config, &run_id, &sops);
+    let jobs = plan::Plan::new(&config, &run_id, &sops);
     if args.resume.is_none() {
         run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
     }
@@ -235,17 +235,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         jobs.len(),
         run_dir.path().display()
     );
-    let counts = super::system(async {
+    let embedded = super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
-        Ok::<_, anyhow::Error>(run_embedded(&config, &sops, jobs, &run_dir, progress).await?)
+        Ok::<_, anyhow::Error>(run_embedded(&config, &sops, &jobs, &run_dir, progress).await?)
     })?;
+    let counts = embedded.counts;
     if counts.user_ended_early > 0 || counts.infra_errors > 0 {
         eprintln!(
             "{} dialogues ended by the user before the target action; {} ended by infrastructure errors",
             counts.user_ended_early, counts.infra_errors
         );
     }
-    let reported = crate::store::report(&run_dir)?;
+    // The report was folded as the records were written: the file is not read again.
+    let reported = embedded.report.write(&run_dir)?;
     if let Some(warning) = reported.duplicates.warning(&reported.file) {
         eprintln!("warning: {warning}");
     }

@@ -71,12 +71,20 @@ pub fn fingerprint(job: &impl serde::Serialize) -> u64 {
     derive_seed(serde_json::to_vec(&canonical).unwrap_or_default())
 }
 
-/// The jobs of a run as its records must match them: each dialogue id with its job's
-/// [`fingerprint`]. A record of a dialogue id that is not here, or whose job differs, is not of
-/// this run (another run's, another configuration's, or forged).
+/// The jobs of a run as its records must match them, and which of them are stored: each
+/// dialogue id (as a 64-bit hash) with its job's [`fingerprint`]. A record of a dialogue id
+/// that is not here, or whose job differs, is not of this run (another run's, another
+/// configuration's, or forged). About 30 bytes a job.
 #[derive(Debug, Clone, Default)]
 pub struct JobSet {
-    jobs: std::collections::HashMap<String, u64>,
+    jobs: std::collections::HashMap<u64, Entry>,
+    done: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    fingerprint: u64,
+    done: bool,
 }
 
 /// A record that is not of the run.
@@ -98,14 +106,29 @@ pub enum Foreign {
     },
 }
 
+/// The key of a dialogue id in a [`JobSet`].
+fn id_key(dialogue_id: &str) -> u64 {
+    derive_seed(dialogue_id)
+}
+
 impl JobSet {
-    /// The set of `jobs`, each identified by `id`.
-    pub fn of<J: serde::Serialize>(jobs: &[J], id: impl Fn(&J) -> &str) -> JobSet {
+    /// The set of `jobs`, each identified by `id`, none stored yet.
+    pub fn of<J: serde::Serialize>(
+        jobs: impl IntoIterator<Item = J>,
+        id: impl Fn(&J) -> &str,
+    ) -> JobSet {
         JobSet {
             jobs: jobs
-                .iter()
-                .map(|j| (id(j).to_string(), fingerprint(j)))
+                .into_iter()
+                .map(|j| {
+                    let entry = Entry {
+                        fingerprint: fingerprint(&j),
+                        done: false,
+                    };
+                    (id_key(id(&j)), entry)
+                })
                 .collect(),
+            done: 0,
         }
     }
 
@@ -119,13 +142,37 @@ impl JobSet {
         self.jobs.is_empty()
     }
 
+    /// Jobs marked stored.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
     /// Whether `job`, recorded under `dialogue_id`, is one of the set's jobs.
     pub fn check(&self, dialogue_id: &str, job: &impl serde::Serialize) -> Result<(), Foreign> {
-        match self.jobs.get(dialogue_id) {
+        match self.jobs.get(&id_key(dialogue_id)) {
             None => Err(Foreign::UnknownId(dialogue_id.to_string())),
-            Some(f) if *f != fingerprint(job) => Err(Foreign::OtherJob(dialogue_id.to_string())),
+            Some(e) if e.fingerprint != fingerprint(job) => {
+                Err(Foreign::OtherJob(dialogue_id.to_string()))
+            }
             Some(_) => Ok(()),
         }
+    }
+
+    /// Marks the job of `dialogue_id` stored; false when it already was (or is no job).
+    pub fn mark_done(&mut self, dialogue_id: &str) -> bool {
+        match self.jobs.get_mut(&id_key(dialogue_id)) {
+            Some(e) if !e.done => {
+                e.done = true;
+                self.done += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the job of `dialogue_id` is stored.
+    pub fn is_done(&self, dialogue_id: &str) -> bool {
+        self.jobs.get(&id_key(dialogue_id)).is_some_and(|e| e.done)
     }
 }
 
@@ -316,50 +363,106 @@ impl CaseBuilder<'_> {
     }
 }
 
-/// The jobs of a run: every case of every scenario, crossed with the service models and the
-/// repeats. Dialogue ids are `scenario/case/model/rN`; the seed depends on the case and the
+/// The jobs of a run, planned lazily: the cases of every scenario are drawn once (a few hundred
+/// bytes each), and the jobs (every case crossed with the service models and the repeats) are
+/// made one at a time as they are iterated, so planning a run of any size costs the cases, not
+/// the jobs. Dialogue ids are `scenario/case/model/rN`; the seed depends on the case and the
 /// repeat but not on the model, so models meet the same customers (paired comparison).
-pub fn jobs(config: &RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Vec<DialogueJob> {
-    let mut out = Vec::new();
-    for sop in sops {
-        let sc = sop.scenario();
-        let cases = cases(
-            sop,
-            config.dialogues_per_scenario,
-            config.min_per_route,
-            derive_seed((config.seed, &sc.id)),
-        );
-        for case in &cases {
-            let intent = sc.intents.iter().find(|i| i.id == case.intent);
-            let adversarial = intent
-                .map(|i| i.adversarial)
-                .unwrap_or(crate::scenario::Adversarial::Zero);
-            if !config.adversarial_levels.contains(&adversarial) {
-                continue;
-            }
-            for model in &config.service_models {
-                for repeat in 0..config.repeats.max(1) {
-                    out.push(DialogueJob {
-                        run_id: run_id.to_string(),
-                        dialogue_id: format!("{}/{:04}/{}/r{}", sc.id, case.index, model, repeat),
-                        scenario: sc.id.clone(),
-                        target: sop.routes()[case.route].route.clone(),
-                        fields: case.fields.clone(),
-                        variables: case.variables.clone(),
-                        intent: case.intent.clone(),
-                        persona: case.persona.clone(),
-                        adversarial,
-                        service_model: model.clone(),
-                        user_model: config.user_model.clone(),
-                        judge_models: config.judge_models.clone(),
-                        max_turns: config.max_turns,
-                        seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
-                        repeat,
-                    });
-                }
-            }
+pub struct Plan<'a> {
+    config: &'a RunConfig,
+    run_id: String,
+    /// Each scenario with its cases of a played adversarial level.
+    scenarios: Vec<(Arc<Sop>, Vec<(Case, crate::scenario::Adversarial)>)>,
+}
+
+impl<'a> Plan<'a> {
+    /// Plans `config` over `sops` (in this order) as run `run_id`.
+    pub fn new(config: &'a RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Plan<'a> {
+        let scenarios = sops
+            .iter()
+            .map(|sop| {
+                let sc = sop.scenario();
+                let cases = cases(
+                    sop,
+                    config.dialogues_per_scenario,
+                    config.min_per_route,
+                    derive_seed((config.seed, &sc.id)),
+                )
+                .into_iter()
+                .filter_map(|case| {
+                    let adversarial = sc
+                        .intents
+                        .iter()
+                        .find(|i| i.id == case.intent)
+                        .map(|i| i.adversarial)
+                        .unwrap_or(crate::scenario::Adversarial::Zero);
+                    config
+                        .adversarial_levels
+                        .contains(&adversarial)
+                        .then_some((case, adversarial))
+                })
+                .collect();
+                (sop.clone(), cases)
+            })
+            .collect();
+        Plan {
+            config,
+            run_id: run_id.to_string(),
+            scenarios,
         }
     }
+
+    /// Jobs in the run.
+    pub fn len(&self) -> usize {
+        let cases: usize = self.scenarios.iter().map(|(_, c)| c.len()).sum();
+        cases * self.config.service_models.len() * self.config.repeats.max(1) as usize
+    }
+
+    /// Whether the run has no job.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every job, made as it is asked for: scenario by scenario, case by case, each case with
+    /// every model and repeat.
+    pub fn jobs(&self) -> impl Iterator<Item = DialogueJob> + '_ {
+        let config = self.config;
+        self.scenarios.iter().flat_map(move |(sop, cases)| {
+            cases.iter().flat_map(move |(case, adversarial)| {
+                config.service_models.iter().flat_map(move |model| {
+                    (0..config.repeats.max(1)).map(move |repeat| {
+                        let sc = sop.scenario();
+                        DialogueJob {
+                            run_id: self.run_id.clone(),
+                            dialogue_id: format!(
+                                "{}/{:04}/{}/r{}",
+                                sc.id, case.index, model, repeat
+                            ),
+                            scenario: sc.id.clone(),
+                            target: sop.routes()[case.route].route.clone(),
+                            fields: case.fields.clone(),
+                            variables: case.variables.clone(),
+                            intent: case.intent.clone(),
+                            persona: case.persona.clone(),
+                            adversarial: *adversarial,
+                            service_model: model.clone(),
+                            user_model: config.user_model.clone(),
+                            judge_models: config.judge_models.clone(),
+                            max_turns: config.max_turns,
+                            seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
+                            repeat,
+                        }
+                    })
+                })
+            })
+        })
+    }
+}
+
+/// Every job of a run in one list, sorted by dialogue id (small runs and tests; a large run
+/// iterates [`Plan::jobs`]).
+pub fn jobs(config: &RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Vec<DialogueJob> {
+    let mut out: Vec<DialogueJob> = Plan::new(config, run_id, sops).jobs().collect();
     out.sort_by(|a, b| a.dialogue_id.cmp(&b.dialogue_id));
     out
 }

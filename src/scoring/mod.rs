@@ -14,7 +14,7 @@ pub mod turn;
 
 pub use leaderboard::{leaderboard_markdown, leaderboard_text};
 pub use stats::{Bootstrap, Metric};
-pub use summary::{GroupStats, ModelSummary, Summary, summarize};
+pub use summary::{GroupStats, ModelSummary, Summary, SummaryFold, summarize};
 pub use turn::{Answer, Finals, LogicParts, score_record, score_turn};
 
 #[cfg(test)]

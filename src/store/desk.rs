@@ -92,40 +92,70 @@ pub struct DeskReport {
     pub truncated_turns: u64,
 }
 
-/// Summarizes a support-desk run from desk.jsonl alone (in model, case and repeat order, so the
-/// order the records were written in does not matter; a dialogue id met twice counts once) and
-/// writes desk-summary.json and desk-leaderboard.txt.
-pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
-    let mut records = Vec::new();
-    let mut duplicates = super::Duplicates::default();
-    run.scan_desk(|mut r: DeskRecord| {
-        if !duplicates.first(&r.job.dialogue_id) {
-            return;
+/// A support-desk run's report, folded one record at a time. It keeps one compact entry per
+/// conversation (its job, verdict facts and cost, without the transcript or the model calls):
+/// the desk's metrics are medians over repeats of per-repeat ratios, taken once every
+/// conversation is in, in model, case and repeat order (so the order the records came in does
+/// not matter).
+#[derive(Debug, Clone, Default)]
+pub struct DeskFold {
+    records: Vec<DeskRecord>,
+    duplicates: super::Duplicates,
+}
+
+impl DeskFold {
+    /// Folds a record in; false (and nothing folded) when its dialogue id was folded already.
+    pub fn add(&mut self, record: &DeskRecord) -> bool {
+        if !self.duplicates.first(&record.job.dialogue_id) {
+            return false;
         }
-        r.calls.clear();
-        r.transcript.clear();
-        records.push(r);
+        self.records.push(DeskRecord {
+            calls: Vec::new(),
+            transcript: Vec::new(),
+            ..record.clone()
+        });
+        true
+    }
+
+    /// Writes desk-summary.json and desk-leaderboard.txt of the records folded so far.
+    pub fn write(&self, run: &RunDir) -> Result<DeskReport, StoreError> {
+        let mut records: Vec<&DeskRecord> = self.records.iter().collect();
+        records.sort_by(|a, b| {
+            (&a.job.model, &a.job.case, a.job.repeat).cmp(&(
+                &b.job.model,
+                &b.job.case,
+                b.job.repeat,
+            ))
+        });
+        let rows = crate::scoring::desk::summarize(
+            records
+                .iter()
+                .filter(|r| r.infra_error.is_none())
+                .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
+        );
+        let text = crate::scoring::desk::table(&rows);
+        run.write_json("desk-summary.json", &rows)?;
+        run.write_text("desk-leaderboard.txt", &text)?;
+        Ok(DeskReport {
+            reported: super::Reported {
+                table: text,
+                duplicates: self.duplicates.clone(),
+                file: run.path().join(DESK_RECORDS),
+                unreached: Vec::new(),
+            },
+            infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
+            truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),
+        })
+    }
+}
+
+/// Summarizes a support-desk run from desk.jsonl alone, reading it once (in model, case and
+/// repeat order, so the order the records were written in does not matter; a dialogue id met
+/// twice counts once) and writes desk-summary.json and desk-leaderboard.txt.
+pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
+    let mut fold = DeskFold::default();
+    run.scan_desk(|r: DeskRecord| {
+        fold.add(&r);
     })?;
-    records.sort_by(|a, b| {
-        (&a.job.model, &a.job.case, a.job.repeat).cmp(&(&b.job.model, &b.job.case, b.job.repeat))
-    });
-    let rows = crate::scoring::desk::summarize(
-        records
-            .iter()
-            .filter(|r| r.infra_error.is_none())
-            .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
-    );
-    let text = crate::scoring::desk::table(&rows);
-    run.write_json("desk-summary.json", &rows)?;
-    run.write_text("desk-leaderboard.txt", &text)?;
-    Ok(DeskReport {
-        reported: super::Reported {
-            table: text,
-            duplicates,
-            file: run.path().join(DESK_RECORDS),
-            unreached: Vec::new(),
-        },
-        infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
-        truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),
-    })
+    fold.write(run)
 }

@@ -4,13 +4,16 @@
 
 pub mod desk;
 pub mod export;
+mod report;
+
+pub use report::{Duplicates, Reported, SageFold, Unreached, report};
 
 use crate::plan::RunConfig;
 use crate::protocol::DialogueRecord;
 use crate::sop::Sop;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -115,156 +118,6 @@ pub fn simulated_models(models: &[crate::llm::ModelConfig]) -> Vec<String> {
         .filter(|m| m.provider == crate::llm::Provider::Simulated)
         .map(|m| m.name.clone())
         .collect()
-}
-
-/// Dialogue ids a records file holds more than once (two processes wrote one folder): the
-/// first record of each id counts, the others are left out of the summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Duplicates {
-    /// Records left out.
-    pub count: usize,
-    /// The first few ids concerned.
-    pub examples: Vec<String>,
-    seen: std::collections::HashSet<String>,
-}
-
-impl Duplicates {
-    /// Ids named in a warning.
-    const EXAMPLES: usize = 5;
-
-    /// Whether `id` is seen for the first time (else it is counted as a duplicate).
-    pub fn first(&mut self, id: &str) -> bool {
-        if self.seen.contains(id) {
-            self.count += 1;
-            if self.examples.len() < Self::EXAMPLES && !self.examples.iter().any(|e| e == id) {
-                self.examples.push(id.to_string());
-            }
-            false
-        } else {
-            self.seen.insert(id.to_string());
-            true
-        }
-    }
-
-    /// A warning naming them, when there are any.
-    pub fn warning(&self, file: &Path) -> Option<String> {
-        (self.count > 0).then(|| {
-            format!(
-                "{}: {} records repeat a dialogue id already in the file (two processes wrote this folder?); the first record of each id is used, the others are left out: {}{}",
-                file.display(),
-                self.count,
-                self.examples.join(", "),
-                if self.examples.len() < self.count { ", ..." } else { "" }
-            )
-        })
-    }
-}
-
-/// What a report found besides its table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reported {
-    /// The terminal table.
-    pub table: String,
-    /// Records left out because their dialogue id was already in the file.
-    pub duplicates: Duplicates,
-    /// The records file.
-    pub file: PathBuf,
-    /// Models under test that never answered: their dialogues all ended before the agent gave
-    /// an answer (it could not be reached, or the customer's side failed first).
-    pub unreached: Vec<Unreached>,
-}
-
-/// A model under test that never answered in a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unreached {
-    /// The model.
-    pub model: String,
-    /// Its dialogues.
-    pub dialogues: usize,
-    /// The first infrastructure error of its dialogues, if any was recorded.
-    pub first_error: Option<String>,
-}
-
-impl std::fmt::Display for Unreached {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "model `{}` never answered: its {} dialogues ended before the agent gave an answer",
-            self.model, self.dialogues
-        )?;
-        match &self.first_error {
-            Some(e) => write!(f, " (first error: {e})"),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Reported {
-    /// The warnings to print.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
-        out.extend(self.unreached.iter().map(|u| u.to_string()));
-        out
-    }
-}
-
-/// Summarizes a run folder from dialogues.jsonl alone (in dialogue-id order, so the order the
-/// records were written in does not matter; a dialogue id met twice counts once) and writes
-/// summary.json and leaderboard.md.
-pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
-    let manifest = run.read_manifest()?;
-    let mut records = Vec::new();
-    let mut duplicates = Duplicates::default();
-    // Per model under test: dialogues, answers, the first infrastructure error.
-    let mut reached: std::collections::BTreeMap<String, (usize, usize, Option<String>)> =
-        Default::default();
-    run.scan_dialogues(|mut r| {
-        if !duplicates.first(&r.job.dialogue_id) {
-            return;
-        }
-        let entry = reached.entry(r.job.service_model.clone()).or_default();
-        entry.0 += 1;
-        for t in &r.turns {
-            match &t.outcome {
-                crate::protocol::ServiceOutcome::InfraError { .. } => {}
-                _ => entry.1 += 1,
-            }
-            if entry.2.is_none() {
-                entry.2 = t.infra_error.clone();
-            }
-        }
-        for t in &mut r.turns {
-            t.calls.iter_mut().for_each(|c| {
-                c.request.clear();
-                c.response = None;
-            });
-        }
-        records.push(r);
-    })?;
-    let bootstrap = crate::scoring::Bootstrap {
-        seed: manifest.config.seed,
-        ..Default::default()
-    };
-    let summary = crate::scoring::summarize(&records, &bootstrap);
-    run.write_json("summary.json", &summary)?;
-    run.write_text(
-        "leaderboard.md",
-        &crate::scoring::leaderboard_markdown(&summary),
-    )?;
-    Ok(Reported {
-        table: crate::scoring::leaderboard_text(&summary),
-        duplicates,
-        file: run.file("dialogues.jsonl"),
-        unreached: reached
-            .into_iter()
-            .filter(|(_, (_, answers, _))| *answers == 0)
-            .map(|(model, (dialogues, _, first_error))| Unreached {
-                model,
-                dialogues,
-                first_error,
-            })
-            .collect(),
-    })
 }
 
 /// The claim of one process on a results folder: an exclusive lock on its `.lock` file, held
@@ -525,42 +378,42 @@ impl RunDir {
         Ok(())
     }
 
-    /// The dialogue ids of the records of the JSON-lines file `name`, each checked against
-    /// `jobs` (the run's jobs as planned from its manifest): a record of another run or another
-    /// configuration is an error naming its line, since resuming would mix two runs.
-    pub fn stored_jobs<J>(
+    /// Reads the records of the JSON-lines file `name` once, to resume a run: each record's
+    /// job is checked against `jobs` (the run's jobs as planned from its manifest) and marked
+    /// stored there, then handed to `keep` (to fold it into the run's report). A record of
+    /// another run or another configuration is an error naming its line, since resuming would
+    /// mix two runs; a dialogue id already stored is skipped (the report's fold counts it).
+    pub fn resume_records<R>(
         &self,
         name: &str,
-        jobs: &crate::plan::JobSet,
+        jobs: &mut crate::plan::JobSet,
         run_id: &str,
-    ) -> Result<BTreeSet<String>, StoreError>
+        mut keep: impl FnMut(R),
+    ) -> Result<(), StoreError>
     where
-        J: serde::de::DeserializeOwned + Serialize + JobIds,
+        R: serde::de::DeserializeOwned + HasJob,
     {
-        #[derive(Deserialize)]
-        struct Head<J> {
-            job: J,
-        }
-        let mut ids = BTreeSet::new();
         let mut foreign = None;
         let mut line = 0;
-        self.scan_jsonl(name, |h: Head<J>| {
+        self.scan_jsonl(name, |record: R| {
             line += 1;
             if foreign.is_some() {
                 return;
             }
-            let (run, dialogue) = h.job.ids();
+            let (run, dialogue) = record.ids();
             let checked = if run != run_id {
                 Err(crate::plan::Foreign::OtherRun {
                     dialogue: dialogue.to_string(),
                     run: run.to_string(),
                 })
             } else {
-                jobs.check(dialogue, &h.job)
+                record.check(jobs)
             };
             match checked {
                 Ok(()) => {
-                    ids.insert(dialogue.to_string());
+                    let dialogue = dialogue.to_string();
+                    jobs.mark_done(&dialogue);
+                    keep(record);
                 }
                 Err(e) => foreign = Some((line, e)),
             }
@@ -572,26 +425,34 @@ impl RunDir {
                     "record {line}: {e}; these records are not of the run in manifest.json, and resuming would mix two runs"
                 ),
             }),
-            None => Ok(ids),
+            None => Ok(()),
         }
     }
 }
 
-/// The run id and dialogue id of a job of either suite.
-pub trait JobIds {
-    /// `(run id, dialogue id)`.
+/// A record of either suite, as a resumed run checks it against its jobs.
+pub trait HasJob {
+    /// `(run id, dialogue id)` of its job.
     fn ids(&self) -> (&str, &str);
+    /// Whether its job is one of `jobs`.
+    fn check(&self, jobs: &crate::plan::JobSet) -> Result<(), crate::plan::Foreign>;
 }
 
-impl JobIds for crate::protocol::DialogueJob {
+impl HasJob for DialogueRecord {
     fn ids(&self) -> (&str, &str) {
-        (&self.run_id, &self.dialogue_id)
+        (&self.job.run_id, &self.job.dialogue_id)
+    }
+    fn check(&self, jobs: &crate::plan::JobSet) -> Result<(), crate::plan::Foreign> {
+        jobs.check(&self.job.dialogue_id, &self.job)
     }
 }
 
-impl JobIds for crate::protocol::desk::DeskJob {
+impl HasJob for crate::protocol::desk::DeskRecord {
     fn ids(&self) -> (&str, &str) {
-        (&self.run_id, &self.dialogue_id)
+        (&self.job.run_id, &self.job.dialogue_id)
+    }
+    fn check(&self, jobs: &crate::plan::JobSet) -> Result<(), crate::plan::Foreign> {
+        jobs.check(&self.job.dialogue_id, &self.job)
     }
 }
 
@@ -689,7 +550,8 @@ mod tests {
 
     #[test]
     fn new_run_ids_are_valid_and_never_repeat() {
-        let ids: BTreeSet<String> = (0..100_000).map(|_| new_run_id(None, 42)).collect();
+        let ids: std::collections::BTreeSet<String> =
+            (0..100_000).map(|_| new_run_id(None, 42)).collect();
         assert_eq!(ids.len(), 100_000, "ids made in the same second differ");
         for id in ids.iter().take(3).chain([&new_run_id(Some("desk"), 7)]) {
             crate::protocol::id::check_run_id(id).expect("a valid run id");

@@ -1,0 +1,203 @@
+//! Reports of a results folder, folded one record at a time: the summary
+//! ([`crate::scoring::SummaryFold`]), the dialogue ids found twice, the models under test that
+//! never answered. `sage report` feeds the fold from dialogues.jsonl, the embedded run and the
+//! aggregator as they write each record: one code path, so the three agree byte for byte.
+
+use super::{RunDir, StoreError};
+use crate::plan::RunConfig;
+use crate::protocol::{DialogueRecord, ServiceOutcome};
+use crate::scoring::{Bootstrap, SummaryFold};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Dialogue ids a records file holds more than once (two processes wrote one folder): the
+/// first record of each id counts, the others are left out of the summary. Remembers each id
+/// as a 64-bit hash (8 bytes a dialogue).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Duplicates {
+    /// Records left out.
+    pub count: usize,
+    /// The first few ids concerned.
+    pub examples: Vec<String>,
+    seen: HashSet<u64>,
+}
+
+impl Duplicates {
+    /// Ids named in a warning.
+    const EXAMPLES: usize = 5;
+
+    /// Whether `id` is seen for the first time (else it is counted as a duplicate).
+    pub fn first(&mut self, id: &str) -> bool {
+        if self.seen.insert(crate::plan::derive_seed(id)) {
+            return true;
+        }
+        self.count += 1;
+        if self.examples.len() < Self::EXAMPLES && !self.examples.iter().any(|e| e == id) {
+            self.examples.push(id.to_string());
+        }
+        false
+    }
+
+    /// A warning naming them, when there are any.
+    pub fn warning(&self, file: &Path) -> Option<String> {
+        (self.count > 0).then(|| {
+            format!(
+                "{}: {} records repeat a dialogue id already in the file (two processes wrote this folder?); the first record of each id is used, the others are left out: {}{}",
+                file.display(),
+                self.count,
+                self.examples.join(", "),
+                if self.examples.len() < self.count { ", ..." } else { "" }
+            )
+        })
+    }
+}
+
+/// What a report found besides its table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    /// The terminal table.
+    pub table: String,
+    /// Records left out because their dialogue id was already in the file.
+    pub duplicates: Duplicates,
+    /// The records file.
+    pub file: PathBuf,
+    /// Models under test that never answered: their dialogues all ended before the agent gave
+    /// an answer (it could not be reached, or the customer's side failed first).
+    pub unreached: Vec<Unreached>,
+}
+
+/// A model under test that never answered in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreached {
+    /// The model.
+    pub model: String,
+    /// Its dialogues.
+    pub dialogues: usize,
+    /// The first infrastructure error of its dialogues, if any was recorded.
+    pub first_error: Option<String>,
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "model `{}` never answered: its {} dialogues ended before the agent gave an answer",
+            self.model, self.dialogues
+        )?;
+        match &self.first_error {
+            Some(e) => write!(f, " (first error: {e})"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Reported {
+    /// The warnings to print.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
+        out.extend(self.unreached.iter().map(|u| u.to_string()));
+        out
+    }
+}
+
+/// Per model under test: its dialogues, its answers, the first infrastructure error.
+#[derive(Debug, Clone, Default)]
+struct Reach {
+    dialogues: usize,
+    answers: usize,
+    first_error: Option<String>,
+}
+
+/// A SAGE run's report, folded one record at a time (the summary, the repeated ids, the models
+/// that never answered); [`SageFold::write`] writes summary.json and leaderboard.md.
+#[derive(Debug, Clone)]
+pub struct SageFold {
+    summary: SummaryFold,
+    duplicates: Duplicates,
+    reached: BTreeMap<String, Reach>,
+}
+
+impl SageFold {
+    /// An empty report of a run of `config` (its seed draws the intervals; its repeats say
+    /// whether per-case medians are kept).
+    pub fn new(config: &RunConfig) -> SageFold {
+        let bootstrap = Bootstrap {
+            seed: config.seed,
+            ..Default::default()
+        };
+        SageFold {
+            summary: SummaryFold::new(bootstrap, config.repeats),
+            duplicates: Duplicates::default(),
+            reached: BTreeMap::new(),
+        }
+    }
+
+    /// Folds a record in; false (and nothing folded) when its dialogue id was folded already.
+    pub fn add(&mut self, record: &DialogueRecord) -> bool {
+        if !self.duplicates.first(&record.job.dialogue_id) {
+            return false;
+        }
+        let reach = self
+            .reached
+            .entry(record.job.service_model.clone())
+            .or_default();
+        reach.dialogues += 1;
+        for t in &record.turns {
+            if !matches!(t.outcome, ServiceOutcome::InfraError { .. }) {
+                reach.answers += 1;
+            }
+            if reach.first_error.is_none() {
+                reach.first_error = t.infra_error.clone();
+            }
+        }
+        self.summary.add(record);
+        true
+    }
+
+    /// Dialogues folded (repeats of an id not counted).
+    pub fn dialogues(&self) -> usize {
+        self.summary.dialogues()
+    }
+
+    /// The summary of the records folded so far.
+    pub fn summary(&self) -> crate::scoring::Summary {
+        self.summary.summary()
+    }
+
+    /// Writes summary.json and leaderboard.md of the records folded so far.
+    pub fn write(&self, run: &RunDir) -> Result<Reported, StoreError> {
+        let summary = self.summary.summary();
+        run.write_json("summary.json", &summary)?;
+        run.write_text(
+            "leaderboard.md",
+            &crate::scoring::leaderboard_markdown(&summary),
+        )?;
+        Ok(Reported {
+            table: crate::scoring::leaderboard_text(&summary),
+            duplicates: self.duplicates.clone(),
+            file: run.path().join("dialogues.jsonl"),
+            unreached: self
+                .reached
+                .iter()
+                .filter(|(_, r)| r.answers == 0)
+                .map(|(model, r)| Unreached {
+                    model: model.clone(),
+                    dialogues: r.dialogues,
+                    first_error: r.first_error.clone(),
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Summarizes a run folder from dialogues.jsonl alone, reading it once (the order the records
+/// were written in does not matter; a dialogue id met twice counts once), and writes
+/// summary.json and leaderboard.md.
+pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
+    let manifest = run.read_manifest()?;
+    let mut fold = SageFold::new(&manifest.config);
+    run.scan_dialogues(|r| {
+        fold.add(&r);
+    })?;
+    fold.write(run)
+}
