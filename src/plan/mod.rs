@@ -372,8 +372,11 @@ pub struct Plan<'a> {
     config: &'a RunConfig,
     run_id: String,
     /// Each scenario with its cases of a played adversarial level.
-    scenarios: Vec<(Arc<Sop>, Vec<(Case, crate::scenario::Adversarial)>)>,
+    scenarios: Vec<(Arc<Sop>, Vec<LevelledCase>)>,
 }
+
+/// A case with its intent's adversarial level.
+type LevelledCase = (Case, crate::scenario::Adversarial);
 
 impl<'a> Plan<'a> {
     /// Plans `config` over `sops` (in this order) as run `run_id`.
