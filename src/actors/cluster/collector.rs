@@ -1,9 +1,10 @@
 //! `sage aggregator`: the durable consumer of the records stream. Each record is appended to
-//! `<out>/<run-id>/dialogues.jsonl` and acked only then; a second completed attempt of a
-//! dialogue already stored (a job played twice after a worker died before its ack) is acked
-//! and dropped. When a run has every dialogue, its summary.json and leaderboard.md are written
-//! (the same code as the embedded mode, from the records in dialogue-id order) and its status
-//! turns complete.
+//! `<out>/<run-id>/dialogues.jsonl` (checked to be one of the run's jobs) and folded into the
+//! run's report, and acked only then; a second completed attempt of a dialogue already stored
+//! (a job played twice after a worker died before its ack) is acked and dropped. When a run has
+//! every dialogue, its summary.json and leaderboard.md are written from the fold (the same code
+//! as the embedded mode) and its status turns complete. A complete run is let go after
+//! [`RUN_IDLE`] without records, so the aggregator's memory follows the runs in progress.
 
 use super::{ClusterError, RunSpec, RunState, RunStatus, get_json, put_json, status_key};
 use crate::plan::JobSet;
@@ -13,7 +14,7 @@ use crate::telemetry::{Health, metrics};
 use crate::transport::nats::{Broker, records_subject};
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +23,10 @@ use tokio::sync::watch;
 /// Deliveries of a record whose run cannot be loaded before it is dropped (as for jobs).
 const MAX_DELIVERIES: i64 = 5;
 
+/// How long a complete run is kept open without a record before its folder is let go (a later
+/// record opens it again).
+const RUN_IDLE: Duration = Duration::from_secs(600);
+
 /// How often a running run's status is written to the bucket.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 
@@ -29,11 +34,12 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 struct RunFolder {
     dir: RunDir,
     writer: DialogueWriter,
-    /// The run's jobs: only their records are stored.
+    /// The run's jobs (only their records are stored), and which are stored.
     jobs: JobSet,
-    /// Which suite's jobs the records carry.
-    desk: bool,
-    stored_ids: HashSet<String>,
+    /// The run's report, folded as records are stored.
+    report: Report,
+    /// When a record last came.
+    last_record: Instant,
     status: RunStatus,
     status_written: Instant,
     /// The status changed since it was last written.
@@ -68,10 +74,18 @@ impl Collector {
             status.stored = 0;
             status.turns = 0;
             status.infra_errors = 0;
-            let mut stored_ids = HashSet::new();
-            dir.scan_jsonl(records, |r: RecordHead| {
-                count(&mut status, r.turns.count(), r.infra_error());
-                stored_ids.insert(r.job.dialogue_id);
+            // The folder read once: every record of the run's jobs counted and folded.
+            let mut jobs = jobs;
+            let mut report = Report::new(&spec);
+            let desk = spec.is_desk();
+            dir.scan_jsonl(records, |line: serde_json::Value| {
+                if let Ok(record) = Record::from_value(desk, line)
+                    && record.check(&jobs).is_ok()
+                    && jobs.mark_done(record.ids().1)
+                {
+                    count(&mut status, &record);
+                    report.add(&record);
+                }
             })?;
             status.results = Some(dir.path().display().to_string());
             let writer = dir.jsonl_writer(records)?;
@@ -82,8 +96,8 @@ impl Collector {
                     dir,
                     writer,
                     jobs,
-                    desk: spec.is_desk(),
-                    stored_ids,
+                    report,
+                    last_record: Instant::now(),
                     status,
                     status_written: Instant::now(),
                     dirty: true,
@@ -130,13 +144,24 @@ impl Collector {
         unreachable!("some folder name is free")
     }
 
-    /// Stores a record (its JSON as sent, and the parts read from it) unless its dialogue is
-    /// already stored or it is no job of its run; true when stored.
-    async fn store(&mut self, head: RecordHead, json: &[u8]) -> Result<bool, ClusterError> {
-        let run = head.job.run_id.clone();
+    /// Stores a record (its JSON as sent) unless its dialogue is already stored or it is no job
+    /// of its run; true when stored.
+    async fn store(&mut self, run: &str, json: &[u8]) -> Result<bool, ClusterError> {
         let bucket = self.bucket.clone();
-        let folder = self.folder(&run).await?;
-        if let Err(foreign) = folder.check(&head) {
+        let folder = self.folder(run).await?;
+        let record = match Record::parse(folder.report.is_desk(), json) {
+            Ok(record) => record,
+            Err(e) => {
+                let error: String = e.to_string().chars().take(300).collect();
+                tracing::error!(run, %error, "undecodable record dropped");
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["record", "invalid"])
+                    .inc();
+                return Ok(false);
+            }
+        };
+        if let Err(foreign) = record.check(&folder.jobs) {
             // Forged, or another configuration's: storing it would count it in this run.
             tracing::error!(run, error = %foreign, "record rejected: not one of the run's jobs");
             metrics()
@@ -145,22 +170,24 @@ impl Collector {
                 .inc();
             return Ok(false);
         }
-        if folder.stored_ids.contains(&head.job.dialogue_id) {
+        folder.last_record = Instant::now();
+        if folder.jobs.is_done(record.ids().1) {
             metrics().records_duplicate.inc();
             return Ok(false);
         }
         folder.writer.append_json(json)?;
-        count(&mut folder.status, head.turns.count(), head.infra_error());
-        folder.stored_ids.insert(head.job.dialogue_id);
+        folder.jobs.mark_done(record.ids().1);
+        count(&mut folder.status, &record);
+        folder.report.add(&record);
         folder.dirty = true;
         metrics().records_stored.inc();
         if folder.status.state == RunState::Submitted {
             folder.status.state = RunState::Running;
         }
-        // Every job stored: the summary is written (and written again should a record come
-        // after it).
+        // Every job stored: the summary is written from the fold (and written again should a
+        // record come after it).
         if folder.status.stored >= folder.status.jobs {
-            let table = crate::store::desk::report_any(&folder.dir)?.table;
+            let table = folder.report.write(&folder.dir)?;
             if folder.status.state != RunState::Complete {
                 tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
             }
@@ -175,6 +202,19 @@ impl Collector {
         Ok(true)
     }
 
+    /// Lets go of the complete runs that had no record for [`RUN_IDLE`] (their status written).
+    fn let_go_idle(&mut self) {
+        self.runs.retain(|run, folder| {
+            let keep = folder.dirty
+                || folder.status.state != RunState::Complete
+                || folder.last_record.elapsed() < RUN_IDLE;
+            if !keep {
+                tracing::info!(run, "complete run let go");
+            }
+            keep
+        });
+    }
+
     /// Writes every status with news.
     async fn flush_status(&mut self) {
         for folder in self.runs.values_mut() {
@@ -185,24 +225,102 @@ impl Collector {
     }
 }
 
-impl RunFolder {
-    /// Whether a record is of one of the run's jobs (the job exactly as planned).
-    fn check(&self, head: &RecordHead) -> Result<(), crate::plan::Foreign> {
-        let other = |_| crate::plan::Foreign::OtherJob(head.job.dialogue_id.clone());
-        if self.desk {
-            let job: crate::protocol::desk::DeskJob =
-                serde_json::from_value(head.job.value.clone()).map_err(other)?;
-            self.jobs.check(&head.job.dialogue_id, &job)
+/// A run's report as the aggregator folds it.
+enum Report {
+    Sage(Box<crate::store::SageFold>),
+    Desk(crate::store::desk::DeskFold),
+}
+
+impl Report {
+    fn new(spec: &RunSpec) -> Report {
+        match spec {
+            RunSpec::Sage { manifest, .. } => {
+                Report::Sage(Box::new(crate::store::SageFold::new(&manifest.config)))
+            }
+            RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
+        }
+    }
+
+    fn is_desk(&self) -> bool {
+        matches!(self, Report::Desk(_))
+    }
+
+    fn add(&mut self, record: &Record) {
+        match (self, record) {
+            (Report::Sage(fold), Record::Sage(r)) => {
+                fold.add(r);
+            }
+            (Report::Desk(fold), Record::Desk(r)) => {
+                fold.add(r);
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the run's summary files; the terminal table.
+    fn write(&self, dir: &RunDir) -> Result<String, ClusterError> {
+        Ok(match self {
+            Report::Sage(fold) => fold.write(dir)?.table,
+            Report::Desk(fold) => fold.write(dir)?.reported.table,
+        })
+    }
+}
+
+/// A record of either suite, read whole (its ids checked where they are decoded).
+enum Record {
+    Sage(Box<crate::protocol::DialogueRecord>),
+    Desk(Box<crate::protocol::desk::DeskRecord>),
+}
+
+impl Record {
+    fn parse(desk: bool, json: &[u8]) -> Result<Record, serde_json::Error> {
+        Ok(if desk {
+            Record::Desk(serde_json::from_slice(json)?)
         } else {
-            let job: crate::protocol::DialogueJob =
-                serde_json::from_value(head.job.value.clone()).map_err(other)?;
-            self.jobs.check(&head.job.dialogue_id, &job)
+            Record::Sage(serde_json::from_slice(json)?)
+        })
+    }
+
+    fn from_value(desk: bool, value: serde_json::Value) -> Result<Record, serde_json::Error> {
+        Ok(if desk {
+            Record::Desk(serde_json::from_value(value)?)
+        } else {
+            Record::Sage(serde_json::from_value(value)?)
+        })
+    }
+
+    fn record(&self) -> &dyn crate::store::HasJob {
+        match self {
+            Record::Sage(r) => r.as_ref(),
+            Record::Desk(r) => r.as_ref(),
+        }
+    }
+
+    /// `(run id, dialogue id)`.
+    fn ids(&self) -> (&str, &str) {
+        self.record().ids()
+    }
+
+    /// Whether it is of one of the run's jobs (the job exactly as planned).
+    fn check(&self, jobs: &JobSet) -> Result<(), crate::plan::Foreign> {
+        self.record().check(jobs)
+    }
+
+    /// Its turns, and whether it hit an infrastructure error.
+    fn counts(&self) -> (usize, bool) {
+        match self {
+            Record::Sage(r) => (
+                r.turns.len(),
+                r.end == DialogueEnd::InfraError || r.turns.iter().any(|t| t.infra_error.is_some()),
+            ),
+            Record::Desk(r) => (r.turns as usize, r.infra_error.is_some()),
         }
     }
 }
 
 /// Counts a stored dialogue: its turns, and whether any of them hit an infrastructure error.
-fn count(status: &mut RunStatus, turns: usize, infra_error: bool) {
+fn count(status: &mut RunStatus, record: &Record) {
+    let (turns, infra_error) = record.counts();
     status.stored += 1;
     status.turns += turns;
     if infra_error {
@@ -210,72 +328,19 @@ fn count(status: &mut RunStatus, turns: usize, infra_error: bool) {
     }
 }
 
-/// What the aggregator reads of a record (a SAGE dialogue or a support-desk conversation):
-/// the rest is stored as it came.
+/// What the aggregator reads of a record before it knows the run: its ids (checked).
 #[derive(serde::Deserialize)]
 struct RecordHead {
     job: JobHead,
-    turns: TurnsHead,
-    /// How a SAGE dialogue ended.
-    #[serde(default)]
-    end: Option<DialogueEnd>,
-    /// Why a support-desk conversation stopped early.
-    #[serde(default)]
-    infra_error: Option<serde::de::IgnoredAny>,
 }
 
-/// A dialogue's turns (their count, and whether any hit an infrastructure error), or a
-/// conversation's turn count. Read without buffering the turns.
-struct TurnsHead {
-    count: usize,
-    infra_error: bool,
-}
-
-impl TurnsHead {
-    fn count(&self) -> usize {
-        self.count
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for TurnsHead {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = TurnsHead;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list of turns or a number of turns")
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<TurnsHead, E> {
-                Ok(TurnsHead {
-                    count: n as usize,
-                    infra_error: false,
-                })
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<TurnsHead, A::Error> {
-                let mut head = TurnsHead {
-                    count: 0,
-                    infra_error: false,
-                };
-                while let Some(turn) = seq.next_element::<TurnHead>()? {
-                    head.count += 1;
-                    head.infra_error |= turn.infra_error.is_some();
-                }
-                Ok(head)
-            }
-        }
-        d.deserialize_any(Visit)
-    }
-}
-
-impl RecordHead {
-    fn infra_error(&self) -> bool {
-        self.end == Some(DialogueEnd::InfraError)
-            || self.infra_error.is_some()
-            || self.turns.infra_error
-    }
+#[derive(serde::Deserialize)]
+struct JobHead {
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
+    run_id: String,
+    #[serde(deserialize_with = "crate::protocol::id::dialogue_id")]
+    #[allow(dead_code)]
+    dialogue_id: String,
 }
 
 /// The records file of a run's folder.
@@ -312,38 +377,6 @@ impl ManifestHead {
             scenarios,
             store_sha256,
         }
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct TurnHead {
-    #[serde(default)]
-    infra_error: Option<serde::de::IgnoredAny>,
-}
-
-/// A record's job: its ids (checked), and the whole job to compare with the run's.
-struct JobHead {
-    run_id: String,
-    dialogue_id: String,
-    value: serde_json::Value,
-}
-
-impl<'de> serde::Deserialize<'de> for JobHead {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        struct Ids {
-            #[serde(deserialize_with = "crate::protocol::id::run_id")]
-            run_id: String,
-            #[serde(deserialize_with = "crate::protocol::id::dialogue_id")]
-            dialogue_id: String,
-        }
-        let value = serde_json::Value::deserialize(d)?;
-        let ids = Ids::deserialize(&value).map_err(serde::de::Error::custom)?;
-        Ok(JobHead {
-            run_id: ids.run_id,
-            dialogue_id: ids.dialogue_id,
-            value,
-        })
     }
 }
 
@@ -384,6 +417,7 @@ pub async fn run_aggregator(
     health.set_ready(true);
     tracing::info!("aggregator ready");
     let mut stored = 0;
+    let mut last_sweep = Instant::now();
     'consume: while !*stop.borrow() {
         let mut messages = match consumer.messages().await {
             Ok(m) => m,
@@ -401,6 +435,7 @@ pub async fn run_aggregator(
             let message = match next {
                 Err(_) => {
                     collector.flush_status().await;
+                    collector.let_go_idle();
                     continue;
                 }
                 Ok(None) => break,
@@ -441,6 +476,10 @@ pub async fn run_aggregator(
                     continue;
                 }
             }
+            if last_sweep.elapsed() >= Duration::from_secs(30) {
+                collector.let_go_idle();
+                last_sweep = Instant::now();
+            }
             if let Err(e) = message.ack().await {
                 tracing::debug!(error = %e, "record ack lost; a redelivery will be dropped as a duplicate");
             }
@@ -475,5 +514,5 @@ async fn handle(
         rejected("foreign");
         return Ok(false);
     }
-    collector.store(head, &message.payload).await
+    collector.store(&head.job.run_id, &message.payload).await
 }
