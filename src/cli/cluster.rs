@@ -51,17 +51,21 @@ pub struct NatsArgs {
     #[arg(long, env = "SAGE_NATS_TLS_REQUIRED")]
     nats_tls_required: bool,
     /// Seconds to keep trying the first connection.
-    #[arg(long, env = "SAGE_NATS_CONNECT_SECS", default_value_t = 60)]
+    #[arg(long, env = "SAGE_NATS_CONNECT_SECS", value_parser = clap::value_parser!(u64).range(0..=86_400), default_value_t = 60)]
     nats_connect_secs: u64,
     /// Seconds a dialogue job may go without progress before it is delivered again.
-    #[arg(long, env = "SAGE_ACK_WAIT_SECS", default_value_t = 30)]
+    #[arg(long, env = "SAGE_ACK_WAIT_SECS", value_parser = clap::value_parser!(u64).range(1..=86_400), default_value_t = 30)]
     ack_wait_secs: u64,
     /// Most dialogue jobs out (delivered, not acked) across all workers.
-    #[arg(long, env = "SAGE_MAX_ACK_PENDING", default_value_t = 10_000)]
+    #[arg(long, env = "SAGE_MAX_ACK_PENDING", value_parser = clap::value_parser!(i64).range(1..=1_000_000), default_value_t = 10_000)]
     max_ack_pending: i64,
     /// Replicas of the JetStream streams and bucket (1 for one server).
-    #[arg(long, env = "SAGE_JS_REPLICAS", default_value_t = 1)]
-    js_replicas: usize,
+    #[arg(long, env = "SAGE_JS_REPLICAS", value_parser = clap::value_parser!(u64).range(1..=5), default_value_t = 1)]
+    js_replicas: u64,
+    /// Hours records stay in the records stream after they are published (0: kept until
+    /// deleted by hand); applied to the stream when a process starts.
+    #[arg(long, env = "SAGE_RECORDS_MAX_AGE_HOURS", value_parser = clap::value_parser!(u64).range(0..=87_600), default_value_t = 168)]
+    records_max_age_hours: u64,
 }
 
 impl NatsArgs {
@@ -86,7 +90,10 @@ impl NatsArgs {
             QueueSettings {
                 ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
                 max_ack_pending: self.max_ack_pending,
-                replicas: self.js_replicas.max(1),
+                replicas: self.js_replicas.max(1) as usize,
+                records_max_age: Duration::from_secs(
+                    self.records_max_age_hours.saturating_mul(3600),
+                ),
             },
         ))
     }
@@ -153,20 +160,20 @@ pub struct WorkerArgs {
     #[arg(long, env = "SAGE_REMOTE_ROLES")]
     remote_roles: bool,
     /// Most dialogues this worker plays at once.
-    #[arg(long, env = "SAGE_CONCURRENCY", default_value_t = 256)]
-    concurrency: usize,
+    #[arg(long, env = "SAGE_CONCURRENCY", value_parser = clap::value_parser!(u64).range(1..=100_000), default_value_t = 256)]
+    concurrency: u64,
     /// Seconds one role request may wait for its reply (the model call included).
-    #[arg(long, env = "SAGE_ROLE_TIMEOUT_SECS", default_value_t = 300)]
+    #[arg(long, env = "SAGE_ROLE_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..=86_400), default_value_t = 300)]
     role_timeout_secs: u64,
     /// Seconds a role request is retried while no process answers it.
-    #[arg(long, env = "SAGE_ROLE_RETRY_SECS", default_value_t = 120)]
+    #[arg(long, env = "SAGE_ROLE_RETRY_SECS", value_parser = clap::value_parser!(u64).range(0..=86_400), default_value_t = 120)]
     role_retry_secs: u64,
     /// Seconds the dialogues in flight get to finish on SIGTERM before they are handed back.
-    #[arg(long, env = "SAGE_GRACE_SECS", default_value_t = 30)]
+    #[arg(long, env = "SAGE_GRACE_SECS", value_parser = clap::value_parser!(u64).range(0..=3_600), default_value_t = 30)]
     grace_secs: u64,
     /// Seconds a run may go unused (no job, no role request, nothing in flight) before this
     /// worker unloads it; a later request loads it again.
-    #[arg(long, env = "SAGE_RUN_IDLE_SECS", default_value_t = 3600)]
+    #[arg(long, env = "SAGE_RUN_IDLE_SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000), default_value_t = 3600)]
     run_idle_secs: u64,
 }
 
@@ -212,7 +219,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
             models: args.models.clone(),
             remote_roles: args.remote_roles,
         },
-        concurrency: args.concurrency.max(1),
+        concurrency: args.concurrency.max(1) as usize,
         policy: RequestPolicy {
             timeout: Duration::from_secs(args.role_timeout_secs.max(1)),
             retry_for: Duration::from_secs(args.role_retry_secs),
@@ -407,6 +414,39 @@ pub fn status(args: StatusArgs) -> anyhow::Result<()> {
                 println!("\n{table}");
             }
         }
+        Ok(())
+    })
+}
+
+/// Options of `sage forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    #[command(flatten)]
+    nats: NatsArgs,
+    /// The run to forget.
+    run: String,
+    /// Forget it even when it is not complete.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `sage forget`.
+pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
+    crate::protocol::id::check_run_id(&args.run)?;
+    super::system(async move {
+        let _guard = trace::init(LogFormat::Text, "warn", None, "sage-forget")?;
+        let broker = args.nats.broker("sage-forget").await?;
+        let status = submit::forget(&broker, &args.run, args.force).await?;
+        eprintln!(
+            "run {}: forgotten ({}/{} dialogues stored{})",
+            args.run,
+            status.stored,
+            status.jobs,
+            status
+                .results
+                .map(|r| format!("; results kept on the aggregator in {r}"))
+                .unwrap_or_default()
+        );
         Ok(())
     })
 }

@@ -39,6 +39,8 @@ enum Command {
     Sweep(cluster::SweepArgs),
     /// Progress of runs submitted to NATS.
     Status(cluster::StatusArgs),
+    /// Remove a complete run from the NATS runs bucket (its results folder is kept).
+    Forget(cluster::ForgetArgs),
     /// Export a run's dialogues as training data.
     Export {
         /// The results folder.
@@ -109,6 +111,7 @@ pub fn main() -> ExitCode {
         Command::Aggregator(args) => cluster::aggregator(args).map(|()| ExitCode::SUCCESS),
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
+        Command::Forget(args) => cluster::forget(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
             .and_then(|r| crate::store::desk::report_any(&r).map_err(anyhow::Error::from))

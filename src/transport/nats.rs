@@ -332,6 +332,10 @@ pub struct QueueSettings {
     pub max_ack_pending: i64,
     /// Replicas of the streams and the bucket (1 for a single server).
     pub replicas: usize,
+    /// How long records stay in the records stream (0: until deleted by hand). The aggregator
+    /// has stored them long before; the stream keeps them so a lost results folder can be
+    /// rebuilt within that time.
+    pub records_max_age: Duration,
 }
 
 impl Default for QueueSettings {
@@ -340,6 +344,7 @@ impl Default for QueueSettings {
             ack_wait: Duration::from_secs(30),
             max_ack_pending: 10_000,
             replicas: 1,
+            records_max_age: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -396,20 +401,40 @@ impl Broker {
     }
 
     /// The records stream (kept: the aggregator can be rebuilt from it).
+    /// Records older than the settings' `records_max_age` age out (0: kept); a stream created
+    /// before with another age is updated to this one.
     pub async fn records_stream(&self) -> Result<stream::Stream, NatsError> {
-        bounded(
+        let config = stream::Config {
+            name: RECORDS_STREAM.into(),
+            subjects: vec!["sage.v1.records.>".into()],
+            storage: stream::StorageType::File,
+            num_replicas: self.settings.replicas,
+            duplicate_window: Duration::from_secs(120),
+            max_message_size: -1,
+            max_age: self.settings.records_max_age,
+            ..Default::default()
+        };
+        let mut stream = bounded(
             "creating the records stream",
-            self.js.get_or_create_stream(stream::Config {
-                name: RECORDS_STREAM.into(),
-                subjects: vec!["sage.v1.records.>".into()],
-                storage: stream::StorageType::File,
-                num_replicas: self.settings.replicas,
-                duplicate_window: Duration::from_secs(120),
-                max_message_size: -1,
-                ..Default::default()
-            }),
+            self.js.get_or_create_stream(config.clone()),
         )
-        .await
+        .await?;
+        let current = bounded("reading the records stream", stream.info())
+            .await?
+            .config
+            .max_age;
+        if current != config.max_age {
+            tracing::info!(from = ?current, to = ?config.max_age, "records stream: retention changed");
+            bounded(
+                "updating the records stream's retention",
+                self.js.update_stream(stream::Config {
+                    max_age: config.max_age,
+                    ..stream.cached_info().config.clone()
+                }),
+            )
+            .await?;
+        }
+        Ok(stream)
     }
 
     /// The bucket of run manifests and status. Its stream is created here with the settings

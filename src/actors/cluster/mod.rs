@@ -140,8 +140,9 @@ impl RunSpec {
     pub fn job_set(&self) -> Result<JobSet, ClusterError> {
         let jobs = match self {
             RunSpec::Sage { manifest, .. } => {
-                let jobs = crate::plan::jobs(&manifest.config, &manifest.run_id, &self.sops()?);
-                JobSet::of(&jobs, |j| &j.dialogue_id)
+                let sops = self.sops()?;
+                let plan = crate::plan::Plan::new(&manifest.config, &manifest.run_id, &sops);
+                JobSet::of(plan.jobs(), |j| &j.dialogue_id)
             }
             RunSpec::SupportDesk { manifest, .. } => {
                 let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));

@@ -31,15 +31,15 @@ pub async fn submit(
         .iter()
         .map(|(s, _, text)| (s.clone(), text.clone()))
         .collect();
-    let jobs = plan::jobs(config, run_id, &sops);
+    let plan = plan::Plan::new(config, run_id, &sops);
     let spec = RunSpec::Sage {
-        manifest: Manifest::new(run_id, config, &with_text, jobs.len()),
+        manifest: Manifest::new(run_id, config, &with_text, plan.len()),
         scenarios: scenarios
             .iter()
             .map(|(_, name, text)| (name.clone(), text.clone()))
             .collect(),
     };
-    queue(broker, &spec, &jobs, |j| &j.dialogue_id).await
+    queue(broker, &spec, plan.jobs(), plan.len(), |j| &j.dialogue_id).await
 }
 
 /// Submits a support-desk run of `config` over the store given as its store.yaml and
@@ -58,15 +58,17 @@ pub async fn submit_desk(
         store: texts.0.to_string(),
         cases: texts.1.to_string(),
     };
-    queue(broker, &spec, &jobs, |j| &j.dialogue_id).await
+    let total = jobs.len();
+    queue(broker, &spec, jobs.into_iter(), total, |j| &j.dialogue_id).await
 }
 
-/// Puts a run's spec in the bucket (once: a run id is used once), its status, and its jobs in
-/// the work queue.
+/// Puts a run's spec in the bucket (once: a run id is used once), its status, and its `total`
+/// jobs in the work queue, made one at a time.
 async fn queue<J: serde::Serialize>(
     broker: &Broker,
     spec: &RunSpec,
-    jobs: &[J],
+    jobs: impl Iterator<Item = J>,
+    total: usize,
     dialogue_id: impl Fn(&J) -> &str,
 ) -> Result<RunStatus, ClusterError> {
     let run_id = spec.run_id();
@@ -81,13 +83,13 @@ async fn queue<J: serde::Serialize>(
         bucket.create(manifest_key(run_id), manifest.into()),
     )
     .await?;
-    let status = RunStatus::submitted(run_id, jobs.len(), spec.created_at());
+    let status = RunStatus::submitted(run_id, total, spec.created_at());
     put_json(&bucket, &status_key(run_id), &status).await?;
     broker.jobs_stream().await?;
     let subject = jobs_subject(run_id);
     let mut pending = FuturesUnordered::new();
     for job in jobs {
-        let payload = serde_json::to_vec(job).map_err(|e| NatsError::Codec {
+        let payload = serde_json::to_vec(&job).map_err(|e| NatsError::Codec {
             what: subject.clone(),
             message: e.to_string(),
         })?;
@@ -95,7 +97,7 @@ async fn queue<J: serde::Serialize>(
         // A second submission of the same job within the window is dropped by the server.
         headers.insert(
             "Nats-Msg-Id",
-            format!("{run_id}/{}", dialogue_id(job)).as_str(),
+            format!("{run_id}/{}", dialogue_id(&job)).as_str(),
         );
         let what = || format!("queueing jobs on {subject}");
         let ack = bounded(
@@ -114,6 +116,26 @@ async fn queue<J: serde::Serialize>(
     }
     while let Some(done) = pending.next().await {
         done?;
+    }
+    Ok(status)
+}
+
+/// Removes a run from the runs bucket (its manifest and status): `sage status` no longer lists
+/// it, and a job or record of it that still comes is dropped as of an unknown run. A run that
+/// is not complete is refused unless `force`. Returns the status it had.
+pub async fn forget(broker: &Broker, run_id: &str, force: bool) -> Result<RunStatus, ClusterError> {
+    let bucket = broker.runs().await?;
+    let status: RunStatus = get_json(&bucket, &status_key(run_id))
+        .await?
+        .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
+    if status.state != RunState::Complete && !force {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is not complete ({}/{} dialogues stored); forgetting it now would drop the rest (--force to do it anyway)",
+            status.stored, status.jobs
+        )));
+    }
+    for key in [manifest_key(run_id), status_key(run_id)] {
+        bounded(format!("forgetting {key}"), bucket.purge(&key)).await?;
     }
     Ok(status)
 }
