@@ -117,3 +117,64 @@ fn measured_skills_match_configured_skills() {
         (valid, format_errors)
     );
 }
+
+/// The intervals' coverage is honest: over many seeds, the 95% interval of a simulated agent's
+/// format-error rate and classification accuracy holds the configured value in about 95% of
+/// the runs (binomial: 95 of 100 give or take 2.2; 88 to 99 is three standard deviations).
+#[test]
+fn the_95_percent_interval_holds_the_configured_value_in_about_95_percent_of_seeds() {
+    let (accuracy, format_rate) = (0.7, 0.2);
+    let mut config = RunConfig::default();
+    for m in &mut config.models {
+        if let Some(SimSpec::Agent { skills, .. }) = &mut m.sim {
+            *skills = SkillOverrides {
+                classification_accuracy: Some(accuracy),
+                format_error_rate: Some(format_rate),
+                adversarial_penalty: Some([0.0; 3]),
+                format_error_escalation: Some(0.0),
+                cold_start: Some(1.0),
+                fatigue: Some(0.0),
+                ..SkillOverrides::default()
+            };
+        }
+        if let Some(SimSpec::Judge { noise, .. }) = &mut m.sim {
+            *noise = 0.0;
+        }
+    }
+    config.service_models = vec!["sim-balanced".into()];
+    config.dialogues_per_scenario = 30;
+    config.min_per_route = 0;
+    config.max_turns = 6;
+    let sops = vec![Arc::new(common::load("telecom_package"))];
+    let (mut format_covered, mut accuracy_covered) = (0, 0);
+    let seeds = 100;
+    for seed in 0..seeds {
+        config.seed = seed;
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::create(dir.path(), "c").unwrap();
+        let jobs = plan::Plan::new(&config, "c", &sops);
+        let summary = actix::System::new()
+            .block_on(run_embedded(&config, &sops, &jobs, &run, None))
+            .unwrap()
+            .report
+            .summary();
+        let all = &summary.models[0].all;
+        let holds = |m: Option<sage::scoring::Metric>, value: f64| {
+            let m = m.expect("observed");
+            m.ci_low <= value && value <= m.ci_high
+        };
+        format_covered += usize::from(holds(all.format_error_rate, 100.0 * format_rate));
+        // A format-error turn scores Acc_cls 0: the expected value is over every answer.
+        let expected = 100.0 * (1.0 - format_rate) * accuracy;
+        accuracy_covered += usize::from(holds(all.acc_cls, expected));
+    }
+    eprintln!(
+        "coverage over {seeds} seeds: format errors {format_covered}, accuracy {accuracy_covered}"
+    );
+    for covered in [format_covered, accuracy_covered] {
+        assert!(
+            (88..=99).contains(&covered),
+            "the 95% interval held the configured value in {covered} of {seeds} runs"
+        );
+    }
+}

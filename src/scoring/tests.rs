@@ -825,3 +825,66 @@ fn format_errors_count_whether_or_not_a_judge_answered() {
     // The final turn is the last scored one.
     assert_eq!(model(&s, "m").by_turn["final"].overall.unwrap().n, 1);
 }
+
+#[test]
+fn the_online_fold_equals_a_direct_computation() {
+    use super::stats::{Cluster, RatioFold, poisson_weights};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let b = Bootstrap {
+        resamples: 500,
+        ..Bootstrap::default()
+    };
+    // 40 clusters of 1 to 6 observations in 0..100.
+    let clusters: Vec<(String, Vec<f64>)> = (0..40)
+        .map(|i| {
+            let n = rng.random_range(1..=6);
+            (
+                format!("d{i}"),
+                (0..n).map(|_| rng.random_range(0.0..100.0)).collect(),
+            )
+        })
+        .collect();
+    let mut fold = RatioFold::<1, 1>::new([0]);
+    for (id, xs) in &clusters {
+        let mut c = Cluster::<1, 1>::new();
+        for x in xs {
+            c.observe(0, Some(*x));
+            c.count(0);
+        }
+        fold.add(&c, &poisson_weights(b.seed, id, b.resamples));
+    }
+    let [m] = fold.metrics(&b);
+    let m = m.unwrap();
+    // Direct: the pooled mean, and the same resamples computed naively.
+    let (sum, n): (f64, usize) = clusters.iter().fold((0.0, 0), |(s, n), (_, xs)| {
+        (s + xs.iter().sum::<f64>(), n + xs.len())
+    });
+    assert!(
+        (m.mean - sum / n as f64).abs() < 1e-8,
+        "{} {}",
+        m.mean,
+        sum / n as f64
+    );
+    assert_eq!(m.n, n);
+    let weights: Vec<Vec<u8>> = clusters
+        .iter()
+        .map(|(id, _)| poisson_weights(b.seed, id, b.resamples))
+        .collect();
+    let mut draws: Vec<f64> = (0..b.resamples)
+        .filter_map(|r| {
+            let (mut s, mut k) = (0.0, 0.0);
+            for ((_, xs), w) in clusters.iter().zip(&weights) {
+                s += f64::from(w[r]) * xs.iter().sum::<f64>();
+                k += f64::from(w[r]) * xs.len() as f64;
+            }
+            (k > 0.0).then(|| s / k)
+        })
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    let low = quantile(&draws, 0.025).unwrap();
+    let high = quantile(&draws, 0.975).unwrap();
+    // The fold holds its sums in units of 10^-4: the bounds agree to that.
+    assert!((m.ci_low - low).abs() < 1e-3, "{} {low}", m.ci_low);
+    assert!((m.ci_high - high).abs() < 1e-3, "{} {high}", m.ci_high);
+}
