@@ -363,61 +363,64 @@ impl CaseBuilder<'_> {
     }
 }
 
-/// The jobs of a run, planned lazily: the cases of every scenario are drawn once (a few hundred
-/// bytes each), and the jobs (every case crossed with the service models and the repeats) are
-/// made one at a time as they are iterated, so planning a run of any size costs the cases, not
-/// the jobs. Dialogue ids are `scenario/case/model/rN`; the seed depends on the case and the
-/// repeat but not on the model, so models meet the same customers (paired comparison).
+/// The jobs of a run, planned lazily: the cases of a scenario are drawn when its jobs are
+/// iterated (and dropped after), and the jobs (every case crossed with the service models and
+/// the repeats) are made one at a time, so planning a run of any size holds one scenario's
+/// cases at most, never the jobs. Dialogue ids are `scenario/case/model/rN`; the seed depends on
+/// the case and the repeat but not on the model, so models meet the same customers (paired
+/// comparison).
 pub struct Plan<'a> {
     config: &'a RunConfig,
     run_id: String,
-    /// Each scenario with its cases of a played adversarial level.
-    scenarios: Vec<(Arc<Sop>, Vec<LevelledCase>)>,
+    /// Each scenario with its number of cases of a played adversarial level.
+    scenarios: Vec<(Arc<Sop>, usize)>,
 }
 
 /// A case with its intent's adversarial level.
 type LevelledCase = (Case, crate::scenario::Adversarial);
 
-impl<'a> Plan<'a> {
-    /// Plans `config` over `sops` (in this order) as run `run_id`.
-    pub fn new(config: &'a RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Plan<'a> {
-        let scenarios = sops
+/// The cases of `sop` in a run of `config` (those of a played adversarial level).
+fn levelled_cases(config: &RunConfig, sop: &Sop) -> Vec<LevelledCase> {
+    let sc = sop.scenario();
+    cases(
+        sop,
+        config.dialogues_per_scenario,
+        config.min_per_route,
+        derive_seed((config.seed, &sc.id)),
+    )
+    .into_iter()
+    .filter_map(|case| {
+        let adversarial = sc
+            .intents
             .iter()
-            .map(|sop| {
-                let sc = sop.scenario();
-                let cases = cases(
-                    sop,
-                    config.dialogues_per_scenario,
-                    config.min_per_route,
-                    derive_seed((config.seed, &sc.id)),
-                )
-                .into_iter()
-                .filter_map(|case| {
-                    let adversarial = sc
-                        .intents
-                        .iter()
-                        .find(|i| i.id == case.intent)
-                        .map(|i| i.adversarial)
-                        .unwrap_or(crate::scenario::Adversarial::Zero);
-                    config
-                        .adversarial_levels
-                        .contains(&adversarial)
-                        .then_some((case, adversarial))
-                })
-                .collect();
-                (sop.clone(), cases)
-            })
-            .collect();
+            .find(|i| i.id == case.intent)
+            .map(|i| i.adversarial)
+            .unwrap_or(crate::scenario::Adversarial::Zero);
+        config
+            .adversarial_levels
+            .contains(&adversarial)
+            .then_some((case, adversarial))
+    })
+    .collect()
+}
+
+impl<'a> Plan<'a> {
+    /// Plans `config` over `sops` (in this order) as run `run_id` (the cases are drawn once here
+    /// to count them, and again when iterated).
+    pub fn new(config: &'a RunConfig, run_id: &str, sops: &[Arc<Sop>]) -> Plan<'a> {
         Plan {
             config,
             run_id: run_id.to_string(),
-            scenarios,
+            scenarios: sops
+                .iter()
+                .map(|sop| (sop.clone(), levelled_cases(config, sop).len()))
+                .collect(),
         }
     }
 
     /// Jobs in the run.
     pub fn len(&self) -> usize {
-        let cases: usize = self.scenarios.iter().map(|(_, c)| c.len()).sum();
+        let cases: usize = self.scenarios.iter().map(|(_, n)| n).sum();
         cases * self.config.service_models.len() * self.config.repeats.max(1) as usize
     }
 
@@ -426,38 +429,42 @@ impl<'a> Plan<'a> {
         self.len() == 0
     }
 
-    /// Every job, made as it is asked for: scenario by scenario, case by case, each case with
-    /// every model and repeat.
+    /// Every job, made as it is asked for: scenario by scenario (its cases drawn then), case by
+    /// case, each case with every model and repeat.
     pub fn jobs(&self) -> impl Iterator<Item = DialogueJob> + '_ {
         let config = self.config;
-        self.scenarios.iter().flat_map(move |(sop, cases)| {
-            cases.iter().flat_map(move |(case, adversarial)| {
-                config.service_models.iter().flat_map(move |model| {
-                    (0..config.repeats.max(1)).map(move |repeat| {
-                        let sc = sop.scenario();
-                        DialogueJob {
-                            run_id: self.run_id.clone(),
-                            dialogue_id: format!(
-                                "{}/{:04}/{}/r{}",
-                                sc.id, case.index, model, repeat
-                            ),
-                            scenario: sc.id.clone(),
-                            target: sop.routes()[case.route].route.clone(),
-                            fields: case.fields.clone(),
-                            variables: case.variables.clone(),
-                            intent: case.intent.clone(),
-                            persona: case.persona.clone(),
-                            adversarial: *adversarial,
-                            service_model: model.clone(),
-                            user_model: config.user_model.clone(),
-                            judge_models: config.judge_models.clone(),
-                            max_turns: config.max_turns,
-                            seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
-                            repeat,
-                        }
+        self.scenarios.iter().flat_map(move |(sop, _)| {
+            levelled_cases(config, sop)
+                .into_iter()
+                .flat_map(move |(case, adversarial)| {
+                    let case = Arc::new(case);
+                    config.service_models.iter().flat_map(move |model| {
+                        let case = case.clone();
+                        (0..config.repeats.max(1)).map(move |repeat| {
+                            let sc = sop.scenario();
+                            DialogueJob {
+                                run_id: self.run_id.clone(),
+                                dialogue_id: format!(
+                                    "{}/{:04}/{}/r{}",
+                                    sc.id, case.index, model, repeat
+                                ),
+                                scenario: sc.id.clone(),
+                                target: sop.routes()[case.route].route.clone(),
+                                fields: case.fields.clone(),
+                                variables: case.variables.clone(),
+                                intent: case.intent.clone(),
+                                persona: case.persona.clone(),
+                                adversarial,
+                                service_model: model.clone(),
+                                user_model: config.user_model.clone(),
+                                judge_models: config.judge_models.clone(),
+                                max_turns: config.max_turns,
+                                seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
+                                repeat,
+                            }
+                        })
                     })
                 })
-            })
         })
     }
 }
