@@ -241,132 +241,216 @@ fn sample(sop: &Sop, region: &[ValueBox], rng: &mut ChaCha8Rng) -> (Assignment, 
 /// route exercised least so far), then extra cases for every route exercised fewer than
 /// `min_per_route` times, each with a compatible intent where one exists (inverse configuration).
 pub fn cases(sop: &Sop, n: usize, min_per_route: usize, seed: u64) -> Vec<Case> {
-    let sc = sop.scenario();
-    let routes = sop.routes();
-    // Per intent: the routes it can reach, with the part of each route's region it covers.
-    let per_intent: Vec<Vec<(usize, Vec<ValueBox>)>> = sc
-        .intents
-        .iter()
-        .map(|i| {
-            sop.routes_within(&sop.intent_box(i))
-                .into_iter()
-                .map(|(rc, parts)| {
-                    (
-                        routes.iter().position(|r| std::ptr::eq(r, rc)).unwrap_or(0),
-                        parts,
-                    )
-                })
-                .collect()
-        })
-        .collect();
-    let mut b = CaseBuilder {
-        sop,
-        seed,
-        counts: vec![0; routes.len()],
-        out: Vec::new(),
-    };
-    if !sc.intents.is_empty() {
-        for k in 0..n {
-            let intent = k % sc.intents.len();
-            let candidates = &per_intent[intent];
-            let Some(least) = candidates.iter().map(|(r, _)| b.counts[*r]).min() else {
-                continue;
-            };
-            let (route, parts) = candidates
-                .iter()
-                .find(|(r, _)| b.counts[*r] == least)
-                .expect("a minimum exists");
-            b.push(*route, Some(intent), parts, false, true);
-        }
-    }
-    for (route, rc) in routes.iter().enumerate() {
-        while b.counts[route] < min_per_route {
-            // A compatible intent, the least used one.
-            let compatible = per_intent
-                .iter()
-                .enumerate()
-                .filter_map(|(i, rs)| {
-                    rs.iter()
-                        .find(|(r, _)| *r == route)
-                        .map(|(_, parts)| (i, parts))
-                })
-                .min_by_key(|(i, _)| b.used(*i));
-            match compatible {
-                Some((intent, parts)) => b.push(route, Some(intent), parts, true, true),
-                None => {
-                    // No intent reaches this route: borrow the one agreeing on most implied values.
-                    let region = &rc.region;
-                    let agree = |i: usize| {
-                        sc.intents[i]
-                            .implies
-                            .iter()
-                            .filter(|(k, d)| !region[0][*k].intersect(d).is_empty())
-                            .count()
-                    };
-                    let closest = (0..sc.intents.len())
-                        .max_by_key(|&i| (agree(i), std::cmp::Reverse(b.used(i))));
-                    b.push(route, closest, region, true, false);
-                }
-            }
-        }
-    }
-    b.out
+    let plan = CasePlan::new(sop, n, min_per_route, seed);
+    (0..plan.len()).map(|i| plan.case(i)).collect()
 }
 
-/// Accumulates the cases of a scenario.
-struct CaseBuilder<'a> {
+/// Where a case's values are drawn from.
+#[derive(Debug, Clone, Copy)]
+enum Region {
+    /// The part of a route that an intent covers: (intent, its k-th reachable route).
+    Intent(usize, usize),
+    /// A route's whole region (no intent reaches it).
+    Route(usize),
+}
+
+/// One case as planned, before its values are drawn (about 40 bytes).
+#[derive(Debug, Clone, Copy)]
+struct Spec {
+    route: usize,
+    intent: Option<usize>,
+    region: Region,
+    supplemented: bool,
+    matches: bool,
+}
+
+/// The cases of a scenario as [`cases`] draws them, each made only when asked for: which route
+/// and intent every case has is decided up front (a few dozen bytes a case), and a case's values
+/// come from its own generator (seeded by its index), so a case can be made at any time, in any
+/// order, and is the same.
+pub struct CasePlan<'a> {
     sop: &'a Sop,
     seed: u64,
-    counts: Vec<usize>,
-    out: Vec<Case>,
+    /// Per intent: the routes it can reach, with the part of each route's region it covers.
+    per_intent: Vec<Vec<(usize, Vec<ValueBox>)>>,
+    specs: Vec<Spec>,
 }
 
-impl CaseBuilder<'_> {
-    /// How many cases use intent `i` so far.
-    fn used(&self, i: usize) -> usize {
-        let id = &self.sop.scenario().intents[i].id;
-        self.out.iter().filter(|c| c.intent == *id).count()
+impl<'a> CasePlan<'a> {
+    /// The cases of `sop`: `n` intent-balanced ones, then the supplements to `min_per_route`.
+    pub fn new(sop: &'a Sop, n: usize, min_per_route: usize, seed: u64) -> CasePlan<'a> {
+        let sc = sop.scenario();
+        let routes = sop.routes();
+        let per_intent: Vec<Vec<(usize, Vec<ValueBox>)>> = sc
+            .intents
+            .iter()
+            .map(|i| {
+                sop.routes_within(&sop.intent_box(i))
+                    .into_iter()
+                    .map(|(rc, parts)| {
+                        (
+                            routes.iter().position(|r| std::ptr::eq(r, rc)).unwrap_or(0),
+                            parts,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut counts = vec![0usize; routes.len()];
+        let mut used = vec![0usize; sc.intents.len()];
+        let mut specs = Vec::new();
+        let mut push = |spec: Spec, counts: &mut Vec<usize>, used: &mut Vec<usize>| {
+            counts[spec.route] += 1;
+            if let Some(i) = spec.intent {
+                used[i] += 1;
+            }
+            specs.push(spec);
+        };
+        if !sc.intents.is_empty() {
+            for k in 0..n {
+                let intent = k % sc.intents.len();
+                let candidates = &per_intent[intent];
+                let Some(least) = candidates.iter().map(|(r, _)| counts[*r]).min() else {
+                    continue;
+                };
+                let at = candidates
+                    .iter()
+                    .position(|(r, _)| counts[*r] == least)
+                    .expect("a minimum exists");
+                let spec = Spec {
+                    route: candidates[at].0,
+                    intent: Some(intent),
+                    region: Region::Intent(intent, at),
+                    supplemented: false,
+                    matches: true,
+                };
+                push(spec, &mut counts, &mut used);
+            }
+        }
+        for (route, rc) in routes.iter().enumerate() {
+            while counts[route] < min_per_route {
+                // A compatible intent, the least used one.
+                let compatible = per_intent
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, rs)| rs.iter().position(|(r, _)| *r == route).map(|k| (i, k)))
+                    .min_by_key(|(i, _)| used[*i]);
+                let spec = match compatible {
+                    Some((intent, k)) => Spec {
+                        route,
+                        intent: Some(intent),
+                        region: Region::Intent(intent, k),
+                        supplemented: true,
+                        matches: true,
+                    },
+                    None => {
+                        // No intent reaches this route: borrow the one agreeing on most implied
+                        // values.
+                        let region = &rc.region;
+                        let agree = |i: usize| {
+                            sc.intents[i]
+                                .implies
+                                .iter()
+                                .filter(|(k, d)| !region[0][*k].intersect(d).is_empty())
+                                .count()
+                        };
+                        let closest = (0..sc.intents.len())
+                            .max_by_key(|&i| (agree(i), std::cmp::Reverse(used[i])));
+                        Spec {
+                            route,
+                            intent: closest,
+                            region: Region::Route(route),
+                            supplemented: true,
+                            matches: false,
+                        }
+                    }
+                };
+                push(spec, &mut counts, &mut used);
+            }
+        }
+        CasePlan {
+            sop,
+            seed,
+            per_intent,
+            specs,
+        }
     }
 
-    /// Adds a case for `route` with values drawn from `region` (its own generator per case).
-    fn push(
-        &mut self,
-        route: usize,
-        intent: Option<usize>,
-        region: &[ValueBox],
-        supplemented: bool,
-        matches: bool,
-    ) {
+    /// Cases in the scenario.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// Whether the scenario has no case.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// The adversarial level of case `index`'s intent (`zero` without an intent).
+    pub fn adversarial(&self, index: usize) -> crate::scenario::Adversarial {
+        self.specs[index]
+            .intent
+            .and_then(|i| self.sop.scenario().intents.get(i))
+            .map(|i| i.adversarial)
+            .unwrap_or(crate::scenario::Adversarial::Zero)
+    }
+
+    /// Case `index`, its values drawn from its own generator.
+    pub fn case(&self, index: usize) -> Case {
+        let spec = self.specs[index];
         let sc = self.sop.scenario();
-        let index = self.out.len();
+        let region: &[ValueBox] = match spec.region {
+            Region::Intent(i, k) => &self.per_intent[i][k].1,
+            Region::Route(r) => &self.sop.routes()[r].region,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed((self.seed, &sc.id, index)));
         let (fields, variables) = sample(self.sop, region, &mut rng);
-        self.counts[route] += 1;
         let persona = sc
             .personas
             .choose(&mut rng)
             .map(|p| p.id.clone())
             .unwrap_or_else(|| "default".into());
-        self.out.push(Case {
+        Case {
             index,
-            route,
-            intent: intent
+            route: spec.route,
+            intent: spec
+                .intent
                 .and_then(|i| sc.intents.get(i))
                 .map(|i| i.id.clone())
                 .unwrap_or_else(|| "unspecified".into()),
             persona,
             fields,
             variables,
-            supplemented,
-            intent_matches: matches,
-        });
+            supplemented: spec.supplemented,
+            intent_matches: spec.matches,
+        }
     }
 }
 
-/// The jobs of a run, planned lazily: the cases of a scenario are drawn when its jobs are
-/// iterated (and dropped after), and the jobs (every case crossed with the service models and
-/// the repeats) are made one at a time, so planning a run of any size holds one scenario's
-/// cases at most, never the jobs. Dialogue ids are `scenario/case/model/rN`; the seed depends on
+/// The case plan of `sop` in a run of `config`.
+fn case_plan<'s>(config: &RunConfig, sop: &'s Sop) -> CasePlan<'s> {
+    CasePlan::new(
+        sop,
+        config.dialogues_per_scenario,
+        config.min_per_route,
+        derive_seed((config.seed, &sop.scenario().id)),
+    )
+}
+
+/// The indexes of the cases of `plan` whose level the run plays.
+fn played(config: &RunConfig, plan: &CasePlan) -> impl Iterator<Item = usize> + use<> {
+    let keep: Vec<bool> = (0..plan.len())
+        .map(|i| config.adversarial_levels.contains(&plan.adversarial(i)))
+        .collect();
+    keep.into_iter()
+        .enumerate()
+        .filter_map(|(i, keep)| keep.then_some(i))
+}
+
+/// The jobs of a run, planned lazily: each case is made when its jobs are played (a scenario's
+/// [`CasePlan`] holds a few dozen bytes a case), and the jobs (every case crossed with the
+/// service models and the repeats) one at a time, so planning a run of any size holds neither
+/// its cases nor its jobs. Dialogue ids are `scenario/case/model/rN`; the seed depends on
 /// the case and the repeat but not on the model, so models meet the same customers (paired
 /// comparison).
 pub struct Plan<'a> {
@@ -374,34 +458,6 @@ pub struct Plan<'a> {
     run_id: String,
     /// Each scenario with its number of cases of a played adversarial level.
     scenarios: Vec<(Arc<Sop>, usize)>,
-}
-
-/// A case with its intent's adversarial level.
-type LevelledCase = (Case, crate::scenario::Adversarial);
-
-/// The cases of `sop` in a run of `config` (those of a played adversarial level).
-fn levelled_cases(config: &RunConfig, sop: &Sop) -> Vec<LevelledCase> {
-    let sc = sop.scenario();
-    cases(
-        sop,
-        config.dialogues_per_scenario,
-        config.min_per_route,
-        derive_seed((config.seed, &sc.id)),
-    )
-    .into_iter()
-    .filter_map(|case| {
-        let adversarial = sc
-            .intents
-            .iter()
-            .find(|i| i.id == case.intent)
-            .map(|i| i.adversarial)
-            .unwrap_or(crate::scenario::Adversarial::Zero);
-        config
-            .adversarial_levels
-            .contains(&adversarial)
-            .then_some((case, adversarial))
-    })
-    .collect()
 }
 
 impl<'a> Plan<'a> {
@@ -413,7 +469,7 @@ impl<'a> Plan<'a> {
             run_id: run_id.to_string(),
             scenarios: sops
                 .iter()
-                .map(|sop| (sop.clone(), levelled_cases(config, sop).len()))
+                .map(|sop| (sop.clone(), played(config, &case_plan(config, sop)).count()))
                 .collect(),
         }
     }
@@ -434,37 +490,36 @@ impl<'a> Plan<'a> {
     pub fn jobs(&self) -> impl Iterator<Item = DialogueJob> + '_ {
         let config = self.config;
         self.scenarios.iter().flat_map(move |(sop, _)| {
-            levelled_cases(config, sop)
-                .into_iter()
-                .flat_map(move |(case, adversarial)| {
-                    let case = Arc::new(case);
-                    config.service_models.iter().flat_map(move |model| {
-                        let case = case.clone();
-                        (0..config.repeats.max(1)).map(move |repeat| {
-                            let sc = sop.scenario();
-                            DialogueJob {
-                                run_id: self.run_id.clone(),
-                                dialogue_id: format!(
-                                    "{}/{:04}/{}/r{}",
-                                    sc.id, case.index, model, repeat
-                                ),
-                                scenario: sc.id.clone(),
-                                target: sop.routes()[case.route].route.clone(),
-                                fields: case.fields.clone(),
-                                variables: case.variables.clone(),
-                                intent: case.intent.clone(),
-                                persona: case.persona.clone(),
-                                adversarial,
-                                service_model: model.clone(),
-                                user_model: config.user_model.clone(),
-                                judge_models: config.judge_models.clone(),
-                                max_turns: config.max_turns,
-                                seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
-                                repeat,
-                            }
-                        })
+            let plan = Arc::new(case_plan(config, sop));
+            played(config, &plan).flat_map(move |index| {
+                let (case, adversarial) = (Arc::new(plan.case(index)), plan.adversarial(index));
+                config.service_models.iter().flat_map(move |model| {
+                    let case = case.clone();
+                    (0..config.repeats.max(1)).map(move |repeat| {
+                        let sc = sop.scenario();
+                        DialogueJob {
+                            run_id: self.run_id.clone(),
+                            dialogue_id: format!(
+                                "{}/{:04}/{}/r{}",
+                                sc.id, case.index, model, repeat
+                            ),
+                            scenario: sc.id.clone(),
+                            target: sop.routes()[case.route].route.clone(),
+                            fields: case.fields.clone(),
+                            variables: case.variables.clone(),
+                            intent: case.intent.clone(),
+                            persona: case.persona.clone(),
+                            adversarial,
+                            service_model: model.clone(),
+                            user_model: config.user_model.clone(),
+                            judge_models: config.judge_models.clone(),
+                            max_turns: config.max_turns,
+                            seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
+                            repeat,
+                        }
                     })
                 })
+            })
         })
     }
 }
