@@ -55,7 +55,7 @@ impl Collector {
             status.infra_errors = 0;
             let mut stored_ids = HashSet::new();
             dir.scan_jsonl(records, |r: RecordHead| {
-                count(&mut status, r.turns.count(), r.infra_error());
+                count(&mut status, &r);
                 stored_ids.insert(r.job.dialogue_id);
             })?;
             status.results = Some(dir.path().display().to_string());
@@ -124,7 +124,7 @@ impl Collector {
             return Ok(false);
         }
         folder.writer.append_json(json)?;
-        count(&mut folder.status, head.turns.count(), head.infra_error());
+        count(&mut folder.status, &head);
         folder.stored_ids.insert(head.job.dialogue_id);
         folder.dirty = true;
         metrics().records_stored.inc();
@@ -155,19 +155,21 @@ impl Collector {
     }
 }
 
-/// Counts a stored dialogue: its turns, and whether any of them hit an infrastructure error.
-fn count(status: &mut RunStatus, turns: usize, infra_error: bool) {
+/// Counts a stored record in a run's status: one more dialogue, its turns, and whether any of
+/// them hit an infrastructure error.
+pub fn count(status: &mut RunStatus, head: &RecordHead) {
     status.stored += 1;
-    status.turns += turns;
-    if infra_error {
+    status.turns += head.turns();
+    if head.infra_error() {
         status.infra_errors += 1;
     }
 }
 
-/// What the aggregator reads of a record (a SAGE dialogue or a support-desk conversation):
-/// the rest is stored as it came.
-#[derive(serde::Deserialize)]
-struct RecordHead {
+/// What the aggregator reads of a record (a line of dialogues.jsonl or desk.jsonl, as it comes
+/// from the records stream or from the folder after a restart): the job's ids, the turns and
+/// whether the dialogue hit an infrastructure error. The rest is stored as it came.
+#[derive(Debug, serde::Deserialize)]
+pub struct RecordHead {
     job: JobHead,
     turns: TurnsHead,
     /// How a SAGE dialogue ended.
@@ -180,15 +182,10 @@ struct RecordHead {
 
 /// A dialogue's turns (their count, and whether any hit an infrastructure error), or a
 /// conversation's turn count. Read without buffering the turns.
+#[derive(Debug)]
 struct TurnsHead {
     count: usize,
     infra_error: bool,
-}
-
-impl TurnsHead {
-    fn count(&self) -> usize {
-        self.count
-    }
 }
 
 impl<'de> serde::Deserialize<'de> for TurnsHead {
@@ -225,7 +222,23 @@ impl<'de> serde::Deserialize<'de> for TurnsHead {
 }
 
 impl RecordHead {
-    fn infra_error(&self) -> bool {
+    /// The run the record belongs to.
+    pub fn run_id(&self) -> &str {
+        &self.job.run_id
+    }
+
+    /// The record's dialogue id (`job.dialogue_id`).
+    pub fn dialogue_id(&self) -> &str {
+        &self.job.dialogue_id
+    }
+
+    /// The turns of the dialogue (a support-desk record gives their number).
+    pub fn turns(&self) -> usize {
+        self.turns.count
+    }
+
+    /// Whether the dialogue ended with, or had a turn with, an infrastructure error.
+    pub fn infra_error(&self) -> bool {
         self.end == Some(DialogueEnd::InfraError)
             || self.infra_error.is_some()
             || self.turns.infra_error
@@ -269,13 +282,13 @@ impl ManifestHead {
     }
 }
 
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 struct TurnHead {
     #[serde(default)]
     infra_error: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 struct JobHead {
     run_id: String,
     dialogue_id: String,
