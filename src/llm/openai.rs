@@ -318,6 +318,8 @@ pub(crate) fn invalid(
             snippet(message.as_bytes(), secret)
         ));
     }
+    // The parser's message may quote the body too.
+    let err = redact(err.to_string(), secret);
     LlmError::InvalidResponse(format!("not {what} ({err}): {}", snippet(body, secret)))
 }
 
@@ -682,6 +684,31 @@ mod tests {
     fn truncation_keeps_char_boundaries() {
         assert_eq!(truncate_chars("héllo", 2), "hé…");
         assert_eq!(truncate_chars("ok", 5), "ok");
+    }
+
+    #[test]
+    fn a_body_that_echoes_the_key_never_puts_it_in_the_error() {
+        // Found by fuzzing (openai_body, http_agent_body): serde's message quotes the string it
+        // did not expect, and it was not redacted.
+        let key = "sk-echoed-secret";
+        let bodies: [&[u8]; 4] = [
+            br#"{"choices": "sk-echoed-secret"}"#,
+            br#"{"sk-echoed-secret": 1"#,
+            br#""sk-echoed-secret""#,
+            br#"{"error": {"message": "bad key sk-echoed-secret"}}"#,
+        ];
+        for body in bodies {
+            let errors = [
+                parse_completion(body, Some(key)).expect_err("not a completion"),
+                crate::llm::anthropic::parse_message(body, Some(key)).expect_err("not a message"),
+                crate::llm::http_agent::parse_reply(body, Some(key)).expect_err("not a reply"),
+            ];
+            for e in errors {
+                let text = e.to_string();
+                assert!(!text.contains(key), "{text}");
+                assert!(text.contains("<redacted>"), "{text}");
+            }
+        }
     }
 
     #[test]
