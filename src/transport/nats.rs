@@ -36,7 +36,8 @@ pub fn header<'a>(headers: Option<&'a HeaderMap>, name: &str) -> Option<&'a str>
 }
 
 /// A header value holding `text`: header values are one line, so line breaks become spaces
-/// (async-nats panics on a value with one).
+/// (async-nats panics on a value with one). Texts from outside (an error, the ids of a job
+/// read from NATS in a message id) go through it.
 pub fn header_value(text: &str) -> HeaderValue {
     HeaderValue::from(text.replace(['\r', '\n'], " "))
 }
@@ -490,7 +491,7 @@ impl Broker {
             });
         }
         let mut headers = headers.unwrap_or_default();
-        headers.insert("Nats-Msg-Id", id);
+        headers.insert("Nats-Msg-Id", header_value(id));
         self.js
             .publish_with_headers(subject.clone(), headers, payload.into())
             .await

@@ -10,7 +10,7 @@ use crate::scenario::desk::Desk;
 use crate::sop::Sop;
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
-use crate::transport::nats::{Broker, NatsError, jobs_subject, js_error};
+use crate::transport::nats::{Broker, NatsError, header_value, jobs_subject, js_error};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::sync::Arc;
@@ -98,7 +98,7 @@ async fn queue<J: serde::Serialize>(
         // A second submission of the same job within the window is dropped by the server.
         headers.insert(
             "Nats-Msg-Id",
-            format!("{run_id}/{}", dialogue_id(job)).as_str(),
+            header_value(&format!("{run_id}/{}", dialogue_id(job))),
         );
         let ack = broker
             .js
