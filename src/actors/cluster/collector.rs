@@ -159,7 +159,8 @@ impl Collector {
 /// them hit an infrastructure error.
 pub fn count(status: &mut RunStatus, head: &RecordHead) {
     status.stored += 1;
-    status.turns += head.turns();
+    // A record's turn count comes from outside: a wrong one must not wrap the run's count.
+    status.turns = status.turns.saturating_add(head.turns());
     if head.infra_error() {
         status.infra_errors += 1;
     }
@@ -397,4 +398,25 @@ async fn handle(
         }
     };
     collector.store(head, &message.payload).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_with_a_huge_turn_count_is_counted_without_overflow() {
+        // Found by reviewing the nats_message fuzz target: a record from the stream said
+        // 2^64 - 1 turns, and counting a second record overflowed (a panic in a debug build, a
+        // wrapped count in a release one).
+        let head: RecordHead = serde_json::from_str(
+            r#"{"job": {"run_id": "r", "dialogue_id": "d"}, "turns": 18446744073709551615}"#,
+        )
+        .expect("a record head");
+        let mut status = RunStatus::submitted("r", 2, "now");
+        count(&mut status, &head);
+        count(&mut status, &head);
+        assert_eq!(status.stored, 2);
+        assert_eq!(status.turns, usize::MAX);
+    }
 }
