@@ -10,6 +10,8 @@
 //! - The support-desk suite on the same workers (roles split across two workers, every request
 //!   through the broker; then a worker killed mid-run): the desk summary equals the embedded
 //!   run's, every conversation is stored once, and the desk metrics are exported.
+//! - A message id with a line break (the ids of a job read from NATS) is published, and
+//!   still deduplicates.
 
 mod common;
 
@@ -693,4 +695,36 @@ fn an_idle_run_is_unloaded_and_the_next_run_is_served() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+#[test]
+fn a_message_id_with_a_line_break_is_published() {
+    // Found with the nats_headers fuzz target: the id of a stored record is the run and dialogue ids of
+    // a job read from NATS, and a line break in it made async-nats panic while building the
+    // header (a worker's task dies, the job comes back forever).
+    use sage::transport::nats::{Broker, NatsConfig, QueueSettings, records_subject};
+    let dir = common::cluster::test_dir();
+    let nats = Nats::start(dir.path());
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let config = NatsConfig {
+            url: nats.url(),
+            ..Default::default()
+        };
+        let broker = Broker::new(
+            config.connect().await.expect("connect"),
+            QueueSettings::default(),
+        );
+        let stream = broker.records_stream().await.expect("records stream");
+        let id = "run-1/telecom_package/0007\r\nsim-strong/r0";
+        for _ in 0..2 {
+            broker
+                .publish_json(records_subject("run-1"), id, None, &serde_json::json!({}))
+                .await
+                .expect("stored");
+        }
+        let mut stream = stream;
+        let info = stream.info().await.expect("stream info");
+        assert_eq!(info.state.messages, 1, "the second copy is a duplicate");
+    });
 }

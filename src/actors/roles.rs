@@ -469,6 +469,39 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_user_request_for_turn_zero_is_answered() {
+        // Found by fuzzing (nats_message): a request from NATS is 1-based by contract only;
+        // the simulated customer read its fact for turn 0 as `turn - 1` and overflowed.
+        let text = crate::scenario::bundled::BUNDLED[5].1;
+        let sop = Arc::new(crate::sop::from_yaml(text, "telecom_package.yaml").expect("sop"));
+        let config = crate::plan::RunConfig::default();
+        let job = crate::plan::jobs(&config, "run", std::slice::from_ref(&sop))
+            .into_iter()
+            .next()
+            .expect("a job");
+        let registry = Registry {
+            sops: [(sop.scenario().id.clone(), sop.clone())].into(),
+            endpoints: crate::actors::runner::endpoints(&config).expect("simulated models"),
+            content_attempts: 1,
+            record_prompts: false,
+            prompts: Default::default(),
+            desk: None,
+        };
+        let reply = UserRole(Arc::new(registry))
+            .handle(UserRequest {
+                job: Arc::new(job),
+                turn: 0,
+                history: Arc::new(Vec::new()),
+                last_action: None,
+            })
+            .await;
+        assert!(
+            reply.message.is_some() || reply.infra_error.is_some(),
+            "{reply:?}"
+        );
+    }
+
     #[test]
     fn majority_vote_per_field_with_first_judge_breaking_ties() {
         let a = judgment(&[("X", "a"), ("Y", "p")]);

@@ -238,41 +238,50 @@ impl ChatModel for AnthropicMessages {
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
         let bytes = self.core.post(body).await?;
-        let answer: MessagesResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(&self.core, "an Anthropic message", &e, &bytes))?;
-        let text: String = answer
-            .content
-            .iter()
-            .filter(|b| b.kind == "text")
-            .filter_map(|b| b.text.as_deref())
-            .collect();
-        let usage = answer
-            .usage
-            .map(|u| Usage {
-                input_tokens: u.input_tokens.unwrap_or(0),
-                output_tokens: u.output_tokens.unwrap_or(0),
-            })
-            .unwrap_or_default();
-        let tool_calls = answer
-            .content
-            .into_iter()
-            .filter(|b| b.kind == "tool_use")
-            .map(|b| ToolCall {
-                id: b.id.unwrap_or_default(),
-                name: b.name.unwrap_or_default(),
-                arguments: b
-                    .input
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "{}".into()),
-            })
-            .collect();
-        Ok(ChatResponse {
-            text,
-            finish_reason: answer.stop_reason.as_deref().map(finish_reason),
-            usage,
-            tool_calls,
-        })
+        parse_message(&bytes, self.core.secret())
     }
+}
+
+/// Reads a messages-API response body (a 2xx answer): the text blocks joined, the `tool_use`
+/// blocks as tool calls (their input as JSON text), the stop reason in the OpenAI vocabulary
+/// ([`finish_reason`]) and the usage. A body that is not a message is
+/// [`LlmError::InvalidResponse`] quoting its start, with `secret` (the API key, when there is
+/// one) blanked.
+pub fn parse_message(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse, LlmError> {
+    let answer: MessagesResponse = serde_json::from_slice(bytes)
+        .map_err(|e| invalid(secret, "an Anthropic message", &e, bytes))?;
+    let text: String = answer
+        .content
+        .iter()
+        .filter(|b| b.kind == "text")
+        .filter_map(|b| b.text.as_deref())
+        .collect();
+    let usage = answer
+        .usage
+        .map(|u| Usage {
+            input_tokens: u.input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+        })
+        .unwrap_or_default();
+    let tool_calls = answer
+        .content
+        .into_iter()
+        .filter(|b| b.kind == "tool_use")
+        .map(|b| ToolCall {
+            id: b.id.unwrap_or_default(),
+            name: b.name.unwrap_or_default(),
+            arguments: b
+                .input
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "{}".into()),
+        })
+        .collect();
+    Ok(ChatResponse {
+        text,
+        finish_reason: answer.stop_reason.as_deref().map(finish_reason),
+        usage,
+        tool_calls,
+    })
 }
 
 #[cfg(test)]

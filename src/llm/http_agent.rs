@@ -89,17 +89,25 @@ impl ChatModel for HttpAgent {
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
         let bytes = self.core.post(body).await?;
-        let reply: AgentReply = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(&self.core, "an agent reply", &e, &bytes))?;
-        let usage = reply.usage.unwrap_or_default();
-        Ok(ChatResponse {
-            tool_calls: Vec::new(),
-            text: reply.reply,
-            finish_reason: reply.finish_reason,
-            usage: Usage {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-            },
-        })
+        parse_reply(&bytes, self.core.secret())
     }
+}
+
+/// Reads the contract's answer (a 2xx body, [`AgentReply`]): the reply text, the finish reason
+/// and the usage (zeros when absent). A body that is not an agent reply is
+/// [`LlmError::InvalidResponse`] quoting its start, with `secret` (the API key, when there is
+/// one) blanked.
+pub fn parse_reply(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse, LlmError> {
+    let reply: AgentReply =
+        serde_json::from_slice(bytes).map_err(|e| invalid(secret, "an agent reply", &e, bytes))?;
+    let usage = reply.usage.unwrap_or_default();
+    Ok(ChatResponse {
+        tool_calls: Vec::new(),
+        text: reply.reply,
+        finish_reason: reply.finish_reason,
+        usage: Usage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        },
+    })
 }

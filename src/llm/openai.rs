@@ -250,15 +250,12 @@ impl HttpCore {
 
     /// The start of a server's text, with the key blanked should the server echo it.
     pub(crate) fn snippet(&self, body: &[u8]) -> String {
-        let mut text = String::from_utf8_lossy(body).trim().to_string();
-        // Redact first: a key cut in two by the truncation would leave its start behind.
-        if let Some(key) = &self.key
-            && !key.expose().is_empty()
-            && text.contains(key.expose())
-        {
-            text = text.replace(key.expose(), "<redacted>");
-        }
-        truncate_chars(&text, BODY_SNIPPET_CHARS)
+        snippet(body, self.secret())
+    }
+
+    /// The API key, to blank from any server text quoted in an error.
+    pub(crate) fn secret(&self) -> Option<&str> {
+        self.key.as_ref().map(ApiKey::expose)
     }
 
     /// A reqwest failure as an [`LlmError`].
@@ -278,9 +275,26 @@ impl HttpCore {
     }
 }
 
-/// The snippet helper for parse failures: `InvalidResponse` with the start of the body.
+/// The start of a server's text (at most [`BODY_SNIPPET_CHARS`] characters), with `secret`
+/// blanked should the server echo it.
+fn snippet(body: &[u8], secret: Option<&str>) -> String {
+    // Redact first: a key cut in two by the truncation would leave its start behind.
+    let text = redact(String::from_utf8_lossy(body).trim().to_string(), secret);
+    truncate_chars(&text, BODY_SNIPPET_CHARS)
+}
+
+/// `text` with every occurrence of `secret` blanked.
+fn redact(text: String, secret: Option<&str>) -> String {
+    match secret {
+        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "<redacted>"),
+        _ => text,
+    }
+}
+
+/// The snippet helper for parse failures: `InvalidResponse` with the start of the body
+/// (`secret` blanked).
 pub(crate) fn invalid(
-    core: &HttpCore,
+    secret: Option<&str>,
     what: &str,
     err: &serde_json::Error,
     body: &[u8],
@@ -301,10 +315,12 @@ pub(crate) fn invalid(
         };
         return LlmError::InvalidResponse(format!(
             "the server answered an error instead of {what}: {}",
-            core.snippet(message.as_bytes())
+            snippet(message.as_bytes(), secret)
         ));
     }
-    LlmError::InvalidResponse(format!("not {what} ({err}): {}", core.snippet(body)))
+    // The parser's message may quote the body too.
+    let err = redact(err.to_string(), secret);
+    LlmError::InvalidResponse(format!("not {what} ({err}): {}", snippet(body, secret)))
 }
 
 /// An error and its sources, joined with `: `.
@@ -573,54 +589,63 @@ impl ChatModel for OpenAiChat {
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
         let bytes = self.core.post(body).await?;
-        let completion: Completion = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(&self.core, "a chat completion", &e, &bytes))?;
-        let Some(choice) = completion.choices.into_iter().next() else {
-            return Err(LlmError::InvalidResponse(
-                "the chat completion has no choices".into(),
-            ));
-        };
-        let (text, tool_calls) = match choice.message {
-            Some(m) => (
-                m.content.unwrap_or_default(),
-                m.tool_calls
-                    .unwrap_or_default()
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, c)| ToolCall {
-                        // A server that gives no id still needs one for the tool's answer:
-                        // made from the completion's id, or its content when it has none, so
-                        // it differs across rounds and stays the same for the same answer.
-                        id: if c.id.is_empty() {
-                            made_up_id(&completion.id, i, &c.function)
-                        } else {
-                            c.id
-                        },
-                        name: c.function.name,
-                        arguments: match c.function.arguments {
-                            serde_json::Value::String(text) => text,
-                            serde_json::Value::Null => String::new(),
-                            other => other.to_string(),
-                        },
-                    })
-                    .collect(),
-            ),
-            None => (String::new(), Vec::new()),
-        };
-        let usage = completion
-            .usage
-            .map(|u| Usage {
-                input_tokens: u.prompt_tokens.unwrap_or(0),
-                output_tokens: u.completion_tokens.unwrap_or(0),
-            })
-            .unwrap_or_default();
-        Ok(ChatResponse {
-            text,
-            finish_reason: choice.finish_reason,
-            usage,
-            tool_calls,
-        })
+        parse_completion(&bytes, self.core.secret())
     }
+}
+
+/// Reads a chat-completions response body (a 2xx answer): the first choice's text, its tool
+/// calls (arguments sent as a JSON object read as their JSON text; a call without an id gets
+/// one made from the completion), its finish reason and the usage. A body that is not a
+/// completion, or has no choice, is [`LlmError::InvalidResponse`] quoting its start, with
+/// `secret` (the API key, when there is one) blanked.
+pub fn parse_completion(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse, LlmError> {
+    let completion: Completion = serde_json::from_slice(bytes)
+        .map_err(|e| invalid(secret, "a chat completion", &e, bytes))?;
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err(LlmError::InvalidResponse(
+            "the chat completion has no choices".into(),
+        ));
+    };
+    let (text, tool_calls) = match choice.message {
+        Some(m) => (
+            m.content.unwrap_or_default(),
+            m.tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    // A server that gives no id still needs one for the tool's answer:
+                    // made from the completion's id, or its content when it has none, so
+                    // it differs across rounds and stays the same for the same answer.
+                    id: if c.id.is_empty() {
+                        made_up_id(&completion.id, i, &c.function)
+                    } else {
+                        c.id
+                    },
+                    name: c.function.name,
+                    arguments: match c.function.arguments {
+                        serde_json::Value::String(text) => text,
+                        serde_json::Value::Null => String::new(),
+                        other => other.to_string(),
+                    },
+                })
+                .collect(),
+        ),
+        None => (String::new(), Vec::new()),
+    };
+    let usage = completion
+        .usage
+        .map(|u| Usage {
+            input_tokens: u.prompt_tokens.unwrap_or(0),
+            output_tokens: u.completion_tokens.unwrap_or(0),
+        })
+        .unwrap_or_default();
+    Ok(ChatResponse {
+        text,
+        finish_reason: choice.finish_reason,
+        usage,
+        tool_calls,
+    })
 }
 
 #[cfg(test)]
@@ -659,6 +684,31 @@ mod tests {
     fn truncation_keeps_char_boundaries() {
         assert_eq!(truncate_chars("héllo", 2), "hé…");
         assert_eq!(truncate_chars("ok", 5), "ok");
+    }
+
+    #[test]
+    fn a_body_that_echoes_the_key_never_puts_it_in_the_error() {
+        // Found by fuzzing (openai_body, http_agent_body): serde's message quotes the string it
+        // did not expect, and it was not redacted.
+        let key = "sk-echoed-secret";
+        let bodies: [&[u8]; 4] = [
+            br#"{"choices": "sk-echoed-secret"}"#,
+            br#"{"sk-echoed-secret": 1"#,
+            br#""sk-echoed-secret""#,
+            br#"{"error": {"message": "bad key sk-echoed-secret"}}"#,
+        ];
+        for body in bodies {
+            let errors = [
+                parse_completion(body, Some(key)).expect_err("not a completion"),
+                crate::llm::anthropic::parse_message(body, Some(key)).expect_err("not a message"),
+                crate::llm::http_agent::parse_reply(body, Some(key)).expect_err("not a reply"),
+            ];
+            for e in errors {
+                let text = e.to_string();
+                assert!(!text.contains(key), "{text}");
+                assert!(text.contains("<redacted>"), "{text}");
+            }
+        }
     }
 
     #[test]

@@ -156,13 +156,20 @@ pub fn parse_agent_output(sop: &Sop, raw: &str, truncated: bool) -> Result<Agent
 /// the five dimensions, each exactly 3, 6 or 9 (a number or a numeric string). The reasoning
 /// texts are not required; unknown extra keys are ignored.
 pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
-    // Fast path for the common case, an answer that is exactly the object: read only the two
-    // keys that matter (the reasoning texts are skipped, not copied). Anything else takes the
-    // general path below, which gives the precise error.
+    // Fast path for the common case, an answer that is exactly the object of the contract:
+    // read only the two keys that matter (the reasoning texts are checked, not copied).
+    // Anything else (other keys included) takes the general path below, which gives the
+    // precise error; both accept the same answers.
     #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // the reasoning texts are read only to be checked
     struct Answer {
         classification: Map<String, Json>,
         chat_quality_dimensions: Map<String, Json>,
+        #[serde(default)]
+        classification_reasoning: Option<Checked>,
+        #[serde(default)]
+        chat_quality_reasoning: Option<Checked>,
     }
     let trimmed = raw.trim();
     let fast = (trimmed.starts_with('{') && trimmed.ends_with('}'))
@@ -183,6 +190,50 @@ pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError>
         }
     };
     judgment(classification, dims)
+}
+
+/// Any JSON value, read to its end and checked as a [`Json`] value is (strings decoded, numbers
+/// in range), without being kept.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Checked, D::Error> {
+        deserializer.deserialize_any(Checked)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Checked {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
 }
 
 /// A verdict from its classification and its chat-quality object.
@@ -402,5 +453,35 @@ fn not_an_option(field: &str, json: &Json) -> FormatError {
             Json::String(s) => s.clone(),
             other => other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judges_fast_path_agrees_with_the_general_one() {
+        // Found by fuzzing (judge_answer): an answer that is exactly the object took the fast
+        // path, which skipped the reasoning texts unchecked, so a lone surrogate escape or an
+        // out-of-range number there was accepted, while the same object after other text was
+        // invalid JSON.
+        let text = crate::scenario::bundled::BUNDLED[5].1;
+        let sop = crate::sop::from_yaml(text, "telecom_package.yaml").expect("sop");
+        let classification = r#""classification": {"ApplicationTendency": "Agree", "ConsumptionProfile": "Voice", "ConsumptionType": "Enquiry", "EmotionTag": "Calm"}"#;
+        let dims = r#""chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 9, "content_utility": 6, "user_satisfaction": 9, "instruction_compliance": 3}"#;
+        for reasoning in [
+            r#""classification_reasoning": "From\ud800 the words""#,
+            r#""chat_quality_reasoning": 1e400"#,
+            r#""classification_reasoning": "fine", "extra": [1, {"a": "\udc00"}]"#,
+            r#""classification_reasoning": "fine", "chat_quality_reasoning": null"#,
+        ] {
+            let answer = format!("{{{classification}, {dims}, {reasoning}}}");
+            let fast = parse_judge_output(&sop, &answer);
+            let general = parse_judge_output(&sop, &format!("Verdict: {answer}"));
+            assert_eq!(fast, general, "{answer}");
+        }
+        let valid = format!(r#"{{{classification}, {dims}, "classification_reasoning": "ok"}}"#);
+        assert!(parse_judge_output(&sop, &valid).is_ok());
     }
 }

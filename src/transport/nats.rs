@@ -15,7 +15,7 @@ use crate::protocol::{
 };
 use crate::telemetry::{metrics, trace};
 use async_nats::jetstream::{self, consumer, kv, stream};
-use async_nats::{Client, ConnectOptions, HeaderMap, RequestErrorKind};
+use async_nats::{Client, ConnectOptions, HeaderMap, HeaderValue, RequestErrorKind};
 use bytes::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,6 +29,18 @@ const HEADER_ROOM: usize = 1024;
 pub const RUN_HEADER: &str = "Sage-Run";
 /// Header of a reply that carries an error instead of a reply.
 pub const ERROR_HEADER: &str = "Sage-Error";
+
+/// The text of header `name`, if the message has it (the first value when there are several).
+pub fn header<'a>(headers: Option<&'a HeaderMap>, name: &str) -> Option<&'a str> {
+    headers.and_then(|h| h.get(name)).map(|v| v.as_str())
+}
+
+/// A header value holding `text`: header values are one line, so line breaks become spaces
+/// (async-nats panics on a value with one). Texts from outside (an error, the ids of a job
+/// read from NATS in a message id) go through it.
+pub fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from(text.replace(['\r', '\n'], " "))
+}
 /// The work-queue stream of dialogue jobs.
 pub const JOBS_STREAM: &str = "SAGE_JOBS";
 /// The stream of dialogue records.
@@ -534,7 +546,7 @@ impl Broker {
             });
         }
         let mut headers = headers.unwrap_or_default();
-        headers.insert("Nats-Msg-Id", id);
+        headers.insert("Nats-Msg-Id", header_value(id));
         let ack = bounded(
             format!("publishing to {subject}"),
             self.js
@@ -689,7 +701,7 @@ impl NatsTransport {
             };
             let error = match sent {
                 Ok(reply) => {
-                    if let Some(error) = reply.headers.as_ref().and_then(|h| h.get(ERROR_HEADER)) {
+                    if let Some(error) = header(reply.headers.as_ref(), ERROR_HEADER) {
                         // A process that cannot serve the run (say, a missing API key) refused;
                         // another member of the queue group may not.
                         refusals += 1;

@@ -267,13 +267,16 @@ impl Report {
 }
 
 /// A record of either suite, read whole (its ids checked where they are decoded).
-enum Record {
+pub enum Record {
+    /// A SAGE dialogue.
     Sage(Box<crate::protocol::DialogueRecord>),
+    /// A support-desk conversation.
     Desk(Box<crate::protocol::desk::DeskRecord>),
 }
 
 impl Record {
-    fn parse(desk: bool, json: &[u8]) -> Result<Record, serde_json::Error> {
+    /// Reads a record of a desk run (`desk`) or a SAGE run.
+    pub fn parse(desk: bool, json: &[u8]) -> Result<Record, serde_json::Error> {
         Ok(if desk {
             Record::Desk(serde_json::from_slice(json)?)
         } else {
@@ -297,7 +300,7 @@ impl Record {
     }
 
     /// `(run id, dialogue id)`.
-    fn ids(&self) -> (&str, &str) {
+    pub fn ids(&self) -> (&str, &str) {
         self.record().ids()
     }
 
@@ -307,7 +310,7 @@ impl Record {
     }
 
     /// Its turns, and whether it hit an infrastructure error.
-    fn counts(&self) -> (usize, bool) {
+    pub fn counts(&self) -> (usize, bool) {
         match self {
             Record::Sage(r) => (
                 r.turns.len(),
@@ -319,10 +322,11 @@ impl Record {
 }
 
 /// Counts a stored dialogue: its turns, and whether any of them hit an infrastructure error.
-fn count(status: &mut RunStatus, record: &Record) {
+pub fn count(status: &mut RunStatus, record: &Record) {
     let (turns, infra_error) = record.counts();
     status.stored += 1;
-    status.turns += turns;
+    // A record's turn count comes from outside: a wrong one must not wrap the run's count.
+    status.turns = status.turns.saturating_add(turns);
     if infra_error {
         status.infra_errors += 1;
     }
@@ -330,8 +334,15 @@ fn count(status: &mut RunStatus, record: &Record) {
 
 /// What the aggregator reads of a record before it knows the run: its ids (checked).
 #[derive(serde::Deserialize)]
-struct RecordHead {
+pub struct RecordHead {
     job: JobHead,
+}
+
+impl RecordHead {
+    /// The run it names.
+    pub fn run_id(&self) -> &str {
+        &self.job.run_id
+    }
 }
 
 #[derive(serde::Deserialize)]

@@ -10,7 +10,9 @@ use crate::scenario::desk::Desk;
 use crate::sop::Sop;
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
-use crate::transport::nats::{BROKER_WAIT, Broker, NatsError, bounded, jobs_subject, js_error};
+use crate::transport::nats::{
+    BROKER_WAIT, Broker, NatsError, bounded, header_value, jobs_subject, js_error,
+};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::sync::Arc;
@@ -97,7 +99,7 @@ async fn queue<J: serde::Serialize>(
         // A second submission of the same job within the window is dropped by the server.
         headers.insert(
             "Nats-Msg-Id",
-            format!("{run_id}/{}", dialogue_id(&job)).as_str(),
+            header_value(&format!("{run_id}/{}", dialogue_id(&job))),
         );
         let what = || format!("queueing jobs on {subject}");
         let ack = bounded(

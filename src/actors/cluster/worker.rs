@@ -28,8 +28,8 @@ use crate::protocol::{
 };
 use crate::telemetry::{Health, metrics};
 use crate::transport::nats::{
-    Broker, ERROR_HEADER, NatsError, RUN_HEADER, RequestPolicy, extract_trace, records_subject,
-    role_queue, role_subject,
+    Broker, ERROR_HEADER, NatsError, RUN_HEADER, RequestPolicy, extract_trace, header,
+    header_value, records_subject, role_queue, role_subject,
 };
 use crate::transport::{Transport, TransportError};
 use async_nats::jetstream::{self, AckKind};
@@ -250,11 +250,7 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
     };
     extract_trace(message.headers.as_ref(), &span);
     let result = async {
-        let run = message
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(RUN_HEADER))
-            .map(|v| v.as_str())
+        let run = header(message.headers.as_ref(), RUN_HEADER)
             .ok_or_else(|| format!("a request without a {RUN_HEADER} header"))
             .and_then(|run| {
                 crate::protocol::id::check_run_id(run)
@@ -316,8 +312,7 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
         Err(error) => {
             tracing::warn!(role = role.as_str(), %error, "role request failed");
             let mut headers = HeaderMap::new();
-            // Header values are one line.
-            headers.insert(ERROR_HEADER, error.replace(['\r', '\n'], " ").as_str());
+            headers.insert(ERROR_HEADER, header_value(&error));
             client
                 .publish_with_headers(reply_to, headers, Bytes::new())
                 .await

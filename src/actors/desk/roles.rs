@@ -58,8 +58,10 @@ fn context(
     }
 }
 
-/// Reads a judge's answer: both scores, each within 0-1.
-fn judged(text: &str) -> Option<Judged> {
+/// Reads a desk judge's answer: the first JSON object of the text (as the agent's answer is
+/// found) with `resolution_quality` and `policy_adherence`, each a number within 0-1; `None`
+/// when either is missing or out of range (the judge's scores are then left out).
+pub fn judged(text: &str) -> Option<Judged> {
     let object = crate::protocol::parse::extract_object(text, false).ok()?;
     let score = |key: &str| {
         object

@@ -72,7 +72,10 @@ impl Play for SimUser {
         let sc = ctx.sop.scenario();
         let intent = sc.intents.iter().find(|i| i.id == job.intent);
         let facts: &[String] = intent.map(|i| i.facts.as_slice()).unwrap_or(&[]);
-        let fact = facts.get((ctx.turn - 1) as usize).map(String::as_str);
+        // A request's turn is 1-based by contract only (it may come over NATS).
+        let fact = facts
+            .get(ctx.turn.saturating_sub(1) as usize)
+            .map(String::as_str);
         // Strong users sometimes withhold what they know (concealment).
         let conceal = level == Adversarial::Strong && ctx.turn > 1 && chance(&mut rng, 0.3);
         let text = match (ctx.turn, fact, conceal) {

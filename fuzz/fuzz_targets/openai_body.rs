@@ -1,0 +1,45 @@
+//! An OpenAI-compatible server's chat-completions body (`llm::openai::parse_completion`).
+//! An error never quotes the API key, even when the server echoes it; a completion written
+//! back from what was read reads to the same answer.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sage::llm::openai::parse_completion;
+use serde_json::json;
+
+/// The API key of the fuzzed backend (in the dictionary, so bodies that echo it are tried).
+const SECRET: &str = "sk-fuzz-secret-0123";
+
+fuzz_target!(|data: &[u8]| {
+    let response = match parse_completion(data, Some(SECRET)) {
+        Ok(response) => response,
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                !text.contains(SECRET),
+                "the key leaks into the error: {text}"
+            );
+            assert!(!e.is_retryable());
+            return;
+        }
+    };
+    let calls: Vec<_> = response
+        .tool_calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    let written = json!({
+        "choices": [{
+            "message": {"content": response.text, "tool_calls": calls},
+            "finish_reason": response.finish_reason,
+        }],
+        "usage": {
+            "prompt_tokens": response.usage.input_tokens,
+            "completion_tokens": response.usage.output_tokens,
+        },
+    })
+    .to_string();
+    let again = parse_completion(written.as_bytes(), Some(SECRET))
+        .unwrap_or_else(|e| panic!("{written} does not read again: {e}"));
+    assert_eq!(again, response);
+});

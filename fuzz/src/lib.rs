@@ -1,0 +1,149 @@
+//! What the fuzz targets share: the bundled scenarios and store compiled once, the role
+//! registries a worker would serve them with, and the round-trip checks.
+//!
+//! Every target feeds outside input to one parser of SAGE-RS and checks that it never panics,
+//! hangs or allocates without bound (libFuzzer's `-timeout`, `-rss_limit_mb` and
+//! `-malloc_limit_mb`), and, where it is cheap, an invariant of what parsed (see
+//! docs/fuzzing.md).
+
+use sage::actors::desk::roles::DeskFixture;
+use sage::actors::roles::Registry;
+use sage::plan::RunConfig;
+use sage::plan::desk::DeskConfig;
+use sage::scenario::bundled::{BUNDLED, NORTHLINE};
+use sage::scenario::desk::Desk;
+use sage::sop::{self, Sop};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, OnceLock};
+
+/// The six bundled scenarios, compiled once, in file-name order.
+pub fn sops() -> &'static [Arc<Sop>] {
+    static SOPS: OnceLock<Vec<Arc<Sop>>> = OnceLock::new();
+    SOPS.get_or_init(|| {
+        BUNDLED
+            .iter()
+            .map(|(name, text)| Arc::new(sop::from_yaml(text, name).expect("a bundled scenario")))
+            .collect()
+    })
+}
+
+/// The bundled scenario picked by `selector`.
+pub fn pick_sop(selector: u8) -> &'static Arc<Sop> {
+    let sops = sops();
+    &sops[usize::from(selector) % sops.len()]
+}
+
+/// The bundled Northline store, loaded once.
+pub fn northline() -> &'static Desk {
+    static DESK: OnceLock<Desk> = OnceLock::new();
+    DESK.get_or_init(|| {
+        Desk::from_yaml(NORTHLINE.0, NORTHLINE.1, ("store.yaml", "cases.yaml"))
+            .expect("the bundled store")
+    })
+}
+
+/// What a worker serves a SAGE run of the default configuration with: the bundled scenarios and
+/// the simulated models.
+pub fn sage_registry() -> Arc<Registry> {
+    static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| {
+            let config = RunConfig::default();
+            let sops: HashMap<String, Arc<Sop>> = sops()
+                .iter()
+                .map(|s| (s.scenario().id.clone(), s.clone()))
+                .collect();
+            Arc::new(Registry {
+                sops,
+                endpoints: sage::actors::runner::endpoints(&config).expect("simulated models"),
+                content_attempts: config.content_attempts,
+                record_prompts: config.record_prompts,
+                prompts: Default::default(),
+                desk: None,
+            })
+        })
+        .clone()
+}
+
+/// What a worker serves a support-desk run of the default configuration with: Northline and
+/// the simulated models.
+pub fn desk_registry() -> Arc<Registry> {
+    static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| {
+            let fixture = Arc::new(DeskFixture::new(northline().clone()));
+            Arc::new(
+                sage::actors::desk::registry(&DeskConfig::default(), fixture, |_| true)
+                    .expect("simulated models"),
+            )
+        })
+        .clone()
+}
+
+/// A single-threaded runtime for the roles' async handlers (timers enabled).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime")
+    })
+}
+
+/// What serializes parses back to the same value: `value` as JSON, read again, is the same
+/// JSON (numbers compared as floats to the last bit but one: serde_json's default float parser
+/// may round the last bit differently).
+pub fn json_roundtrip<T: Serialize + DeserializeOwned + Debug>(value: &T) {
+    let text = serde_json::to_string(value).expect("a parsed value serializes");
+    let back: T = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{value:?} serialized as {text} does not parse again: {e}"));
+    let (a, b) = (
+        serde_json::to_value(value).expect("to a JSON value"),
+        serde_json::to_value(&back).expect("to a JSON value"),
+    );
+    assert!(same_json(&a, &b), "round trip changed the value:\n{a}\n{b}");
+}
+
+/// JSON equality with floats equal within a relative 1e-15 (see [`json_roundtrip`]).
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if x == y {
+                return true;
+            }
+            match (x.as_f64(), y.as_f64()) {
+                (Some(x), Some(y)) => (x - y).abs() <= 1e-15 * x.abs().max(y.abs()),
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `SAGE_FUZZ_DEBUG` is set: targets then say on standard error why an input was not
+/// decoded (to check that the seeds decode as they should).
+pub fn debug() -> bool {
+    static DEBUG: OnceLock<bool> = OnceLock::new();
+    *DEBUG.get_or_init(|| std::env::var_os("SAGE_FUZZ_DEBUG").is_some())
+}
+
+/// The input's first byte (0 when empty) and the rest.
+pub fn split_first(data: &[u8]) -> (u8, &[u8]) {
+    match data.split_first() {
+        Some((&first, rest)) => (first, rest),
+        None => (0, data),
+    }
+}
