@@ -19,7 +19,9 @@ fn sage(args: &[&str]) -> Output {
 }
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/export").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/export")
+        .join(name)
 }
 
 fn fixture_run() -> String {
