@@ -745,6 +745,7 @@ fn pairs(
         if let Some(seen) = &mut seen {
             let hash = derive_seed((
                 part as u64,
+                c_ready.route.as_str(),
                 example::context_hash(&prompt),
                 chosen_text,
                 rejected_text,

@@ -24,15 +24,28 @@ impl Hasher for PassThrough {
     }
 }
 
-/// The 64-bit hashes of the examples already kept (`--dedup`): 8 bytes each in a hash table
-/// (9 with its control byte, the table at most 7/8 full and doubling when it is).
-#[derive(Debug, Default)]
-pub struct Seen(HashSet<u64, BuildHasherDefault<PassThrough>>);
+/// The 64-bit hashes of the examples already kept (`--dedup`): 8 bytes each in hash tables
+/// (9 with the control byte), each table at most 7/8 full and doubling when it is, so 10 to 21
+/// bytes per example. The hashes are spread over [`Seen::SHARDS`] tables, which double one at
+/// a time, so the memory never holds an old and a new copy of the whole set at once.
+#[derive(Debug)]
+pub struct Seen(Vec<HashSet<u64, BuildHasherDefault<PassThrough>>>);
+
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen((0..Seen::SHARDS).map(|_| HashSet::default()).collect())
+    }
+}
 
 impl Seen {
+    /// Tables the hashes are spread over.
+    pub const SHARDS: usize = 256;
+
     /// Whether `hash` is new (and remember it).
     pub fn first(&mut self, hash: u64) -> bool {
-        self.0.insert(hash)
+        // The table by middle bits: a table places a hash by its low bits and tells hashes
+        // apart by its top 7, so both must vary within a table.
+        self.0[(hash >> 32) as usize % Seen::SHARDS].insert(hash)
     }
 }
 
@@ -226,5 +239,12 @@ mod tests {
     fn seen_remembers_hashes() {
         let mut seen = Seen::default();
         assert!(seen.first(7) && seen.first(0) && !seen.first(7));
+        let hashes: Vec<u64> = (0..10_000u64).map(crate::plan::derive_seed).collect();
+        assert!(hashes.iter().all(|h| seen.first(*h)));
+        assert!(hashes.iter().all(|h| !seen.first(*h)));
+        assert!(
+            seen.0.iter().all(|t| t.len() > 10),
+            "spread over every table"
+        );
     }
 }
