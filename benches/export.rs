@@ -12,6 +12,10 @@
 //! writes files, and reads its peak RSS from `wait4`. Goal: peak RSS under 256 MiB whatever
 //! the run's size (one million dialogues), time linear in the dialogues.
 //!
+//! Then `stream-openai` and `stream-dedup` export a run of `SAGE_EXPORT_BENCH_STREAMED` records
+//! (default 1,000,000: 14 GiB, more than this machine's free disk) fed through a FIFO by a
+//! thread of the benchmark, so that the goal's size is measured without storing it.
+//!
 //! `cargo bench --bench export -- openai dedup` runs those cases; with no argument, all.
 
 #[path = "../tests/common/mod.rs"]
@@ -23,14 +27,28 @@ use std::time::Instant;
 
 /// Writes the synthetic run's folder: the fixture's manifest and `n` records.
 fn synthesize(dir: &Path, n: usize) -> u64 {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/export/fixture-run");
-    std::fs::create_dir_all(dir).expect("run folder");
-    std::fs::copy(fixture.join("manifest.json"), dir.join("manifest.json")).expect("manifest");
-    let text = std::fs::read_to_string(fixture.join("dialogues.jsonl")).expect("fixture");
-    let lines: Vec<&str> = text.lines().collect();
+    manifest(dir);
     let file = std::fs::File::create(dir.join("dialogues.jsonl")).expect("dialogues.jsonl");
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    records(file, n)
+}
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/export/fixture-run")
+}
+
+/// The run folder with the fixture's manifest.
+fn manifest(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("run folder");
+    std::fs::copy(fixture().join("manifest.json"), dir.join("manifest.json")).expect("manifest");
+}
+
+/// Writes `n` synthetic records to `to` (see the module's documentation); the bytes written.
+fn records(to: impl Write, n: usize) -> u64 {
+    let text = std::fs::read_to_string(fixture().join("dialogues.jsonl")).expect("fixture");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = BufWriter::with_capacity(1 << 20, to);
     let key = "\"dialogue_id\":\"";
+    let mut bytes = 0;
     for i in 0..n {
         let (copy, line) = (i / lines.len(), lines[i % lines.len()]);
         // `scenario/0001/model/r0` -> `scenario/c00042-0001/model/r0`.
@@ -45,13 +63,32 @@ fn synthesize(dir: &Path, n: usize) -> u64 {
                 &format!("\"user_message\":\"[{copy}] \""),
                 "\"user_message\":\"\"",
             );
-        out.write_all(line.as_bytes()).expect("write");
-        out.write_all(b"\n").expect("write");
+        if out.write_all(line.as_bytes()).is_err() || out.write_all(b"\n").is_err() {
+            break; // the reader stopped
+        }
+        bytes += line.len() as u64 + 1;
     }
-    out.flush().expect("flush");
-    std::fs::metadata(dir.join("dialogues.jsonl"))
-        .map(|m| m.len())
-        .unwrap_or(0)
+    let _ = out.flush();
+    bytes
+}
+
+/// A run folder whose dialogues.jsonl is a FIFO fed `n` synthetic records by a thread, so a
+/// run of any size streams through `sage export` without being stored (only the cases that
+/// read the file once, in order, can read it).
+fn streamed(dir: &Path, n: usize) -> std::thread::JoinHandle<u64> {
+    manifest(dir);
+    let fifo = dir.join("dialogues.jsonl");
+    let c = std::ffi::CString::new(fifo.display().to_string()).expect("a path");
+    // SAFETY: mkfifo reads the NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    std::thread::spawn(move || {
+        // Opening blocks until sage opens the other end.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .expect("the FIFO");
+        records(file, n)
+    })
 }
 
 /// What one `sage export` cost.
@@ -141,7 +178,7 @@ fn main() {
         ("dpo", vec!["--format", "dpo"]),
     ];
     println!(
-        "{:<10} {:>9} {:>9} {:>13} {:>13}  stats",
+        "{:<13} {:>9} {:>9} {:>13} {:>13}  stats",
         "case", "wall s", "CPU s", "dialogues/s", "peak RSS MiB"
     );
     for (name, args) in cases {
@@ -150,7 +187,7 @@ fn main() {
         }
         let m = measure(&run, &args);
         println!(
-            "{name:<10} {:>9.1} {:>9.1} {:>13.0} {:>13.1}  {}",
+            "{name:<13} {:>9.1} {:>9.1} {:>13.0} {:>13.1}  {}",
             m.secs,
             m.cpu_secs,
             n as f64 / m.secs,
@@ -163,5 +200,32 @@ fn main() {
         ] {
             let _ = std::fs::remove_file(f);
         }
+    }
+    // A run too large to store here, streamed through a FIFO.
+    let big: usize = std::env::var("SAGE_EXPORT_BENCH_STREAMED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    for (name, args) in [
+        ("stream-openai", vec!["--format", "openai"]),
+        ("stream-dedup", vec!["--format", "openai", "--dedup"]),
+    ] {
+        if !common::bench_selected(name) {
+            continue;
+        }
+        let dir = tmp.path().join(name);
+        let feeder = streamed(&dir, big);
+        let m = measure(&dir, &args);
+        let bytes = feeder.join().expect("the feeder");
+        println!(
+            "{name:<13} {:>9.1} {:>9.1} {:>13.0} {:>13.1}  {} dialogues ({:.1} GiB) through a FIFO | {}",
+            m.secs,
+            m.cpu_secs,
+            big as f64 / m.secs,
+            m.peak_rss_mib,
+            big,
+            bytes as f64 / (1u64 << 30) as f64,
+            m.stderr.trim().replace('\n', " | ")
+        );
     }
 }

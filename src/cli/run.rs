@@ -435,23 +435,25 @@ fn export_report(stats: &export::ExportStats, options: &export::Options) -> Vec<
         "examples"
     };
     let mut first = format!("{} {what}", stats.written());
-    if stats.parts.len() > 1 || stats.parts.iter().any(|p| p.path.is_some()) {
-        let parts: Vec<String> = stats
-            .parts
-            .iter()
-            .map(|p| {
-                let to = p
-                    .path
-                    .as_ref()
-                    .map_or("standard output".into(), |p| p.display().to_string());
-                if stats.parts.len() > 1 {
+    match stats.parts.as_slice() {
+        [one] => {
+            if let Some(path) = &one.path {
+                first.push_str(&format!(" in {}", path.display()));
+            }
+        }
+        parts => {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|p| {
+                    let to = p
+                        .path
+                        .as_ref()
+                        .map_or("standard output".into(), |p| p.display().to_string());
                     format!("{} {} in {to}", p.written, p.name)
-                } else {
-                    format!("in {to}")
-                }
-            })
-            .collect();
-        first.push_str(&format!(": {}", parts.join(", ")));
+                })
+                .collect();
+            first.push_str(&format!(": {}", parts.join(", ")));
+        }
     }
     let mut out = vec![first];
     let mut left = vec![if options.format.pairs() {
