@@ -93,6 +93,11 @@ impl Candidates {
         Ok(())
     }
 
+    /// Whether no candidate was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// Temporary files written so far.
     pub fn spilled(&self) -> usize {
         self.runs.len()

@@ -601,6 +601,9 @@ fn examples(
     let kept = caps.finish();
     stats.over_route_cap = kept.over_route;
     stats.over_scenario_cap = kept.over_scenario;
+    if kept.at.is_empty() {
+        return Ok(());
+    }
     // The examples kept, in file order: each record read again once.
     let mut reread = Reread::open(run)?;
     let mut ignored = ExportStats::default();
@@ -701,6 +704,10 @@ fn pairs(
         })
     })?;
     dpo_stats.spilled = candidates.spilled();
+    if candidates.is_empty() {
+        stats.dpo = Some(dpo_stats);
+        return Ok(());
+    }
     let mut reread = Reread::open(run)?;
     let mut seen = options.dedup.then(Seen::default);
     let mut per_scenario: HashMap<String, usize> = HashMap::new();
