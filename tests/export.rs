@@ -1031,4 +1031,18 @@ fn bad_flag_values_are_refused_naming_the_flag() {
         "the records are intact"
     );
     assert!(!tmp.path().join("x.jsonl").exists(), "nothing written");
+    // A folder without records: nothing to read again, and an error saying so.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::copy(fixture().join("manifest.json"), empty.join("manifest.json")).unwrap();
+    for format in ["dpo", "openai"] {
+        let empty = empty.display().to_string();
+        let o = sage(&["export", &empty, "--format", format, "--max-per-route", "3"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("no dialogues to export"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
