@@ -41,20 +41,8 @@ enum Command {
     Status(cluster::StatusArgs),
     /// Remove a complete run from the NATS runs bucket (its results folder is kept).
     Forget(cluster::ForgetArgs),
-    /// Export a run's dialogues as training data.
-    Export {
-        /// The results folder.
-        dir: std::path::PathBuf,
-        /// Output format.
-        #[arg(long, value_enum)]
-        format: run::ExportFormat,
-        /// Keep only agent turns whose logic score (0-100) is at least this.
-        #[arg(long, default_value_t = 0.0, value_parser = score)]
-        min_logic: f64,
-        /// Write here instead of standard output.
-        #[arg(long)]
-        out: Option<std::path::PathBuf>,
-    },
+    /// Export a run's dialogues as training data (examples or preference pairs), streamed.
+    Export(run::ExportArgs),
 }
 
 /// A score flag: a number from 0 to 100.
@@ -122,12 +110,7 @@ pub fn main() -> ExitCode {
                 println!("{}", reported.table);
                 ExitCode::SUCCESS
             }),
-        Command::Export {
-            dir,
-            format,
-            min_logic,
-            out,
-        } => run::export(&dir, format, min_logic, out.as_deref()).map(|()| ExitCode::SUCCESS),
+        Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

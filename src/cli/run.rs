@@ -2,6 +2,7 @@
 
 use crate::actors::runner::run_embedded;
 use crate::plan::{self, RunConfig};
+use crate::scenario::Adversarial;
 use crate::scenario::bundled::BUNDLED;
 use crate::sop::{self, Sop};
 use crate::store::export::{self, Format};
@@ -9,6 +10,7 @@ use crate::store::{Manifest, RunDir};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -264,44 +266,275 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Options of `sage export` (docs/cli.md).
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The results folder.
+    dir: PathBuf,
+    /// Output format: examples (openai, sharegpt, sharegpt-jsonl) or preference pairs (dpo:
+    /// OpenAI's preference shape, dpo-trl: TRL's).
+    #[arg(long, value_enum)]
+    format: ExportFormat,
+    /// Example formats: keep only agent turns whose logic score (0-100) is at least this
+    /// [default: 0].
+    #[arg(long, value_parser = super::score)]
+    min_logic: Option<f64>,
+    /// Preference formats: a rejected answer's logic score is below this (0-100) [default: 50].
+    #[arg(long, value_parser = super::score)]
+    max_rejected_logic: Option<f64>,
+    /// Write here instead of standard output (with --split: the training part; the others next
+    /// to it, FILE's stem and the part's name: train.jsonl, train.validation.jsonl).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Drop an example (pair) identical to one already written to the same file: same context,
+    /// same answer(s), same target route.
+    #[arg(long)]
+    dedup: bool,
+    /// Hold out a fraction of the cases (a case: every model and repeat of one customer) as a
+    /// part of its own, NAME=FRACTION (e.g. validation=0.1); repeatable.
+    #[arg(long, value_name = "NAME=FRACTION", value_parser = split)]
+    split: Vec<export::example::Split>,
+    /// At most N examples (pairs) per scenario, the lowest in a stable hash order.
+    #[arg(long, value_name = "N", value_parser = cap)]
+    max_per_scenario: Option<NonZeroUsize>,
+    /// At most N examples (pairs) per target route, the lowest in a stable hash order.
+    #[arg(long, value_name = "N", value_parser = cap)]
+    max_per_route: Option<NonZeroUsize>,
+    /// Only these scenarios (ids); repeatable.
+    #[arg(long = "scenario", value_name = "ID")]
+    scenarios: Vec<String>,
+    /// Only dialogues whose target route is this (as summary.json's `coverage` writes it,
+    /// `step1>step2 -> Action`); repeatable.
+    #[arg(long = "route", value_name = "KEY")]
+    routes: Vec<String>,
+    /// Only these adversarial levels; repeatable.
+    #[arg(long = "adversarial", value_enum, value_name = "LEVEL")]
+    adversarial: Vec<Level>,
+    /// Only these models under test; repeatable.
+    #[arg(long = "model", value_name = "NAME")]
+    models: Vec<String>,
+}
+
 /// Export formats.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
     /// OpenAI chat fine-tuning JSONL.
     Openai,
-    /// ShareGPT JSON.
+    /// ShareGPT JSON (one array).
     Sharegpt,
+    /// ShareGPT, one conversation per line.
+    SharegptJsonl,
+    /// Preference pairs, OpenAI's preference fine-tuning JSONL.
+    Dpo,
+    /// Preference pairs, TRL's conversational JSONL (prompt, chosen, rejected).
+    DpoTrl,
+}
+
+/// Adversarial levels.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Level {
+    /// Cooperative.
+    Zero,
+    /// Ambiguity, constraints, rational criticism.
+    Weak,
+    /// Aggression, changing demands, concealment.
+    Strong,
+}
+
+/// A `--split` value: NAME=FRACTION, the fraction strictly between 0 and 1.
+fn split(text: &str) -> Result<export::example::Split, String> {
+    let Some((name, fraction)) = text.split_once('=') else {
+        return Err(format!(
+            "`{text}`: expected NAME=FRACTION, e.g. validation=0.1"
+        ));
+    };
+    match fraction.trim().parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(export::example::Split {
+            name: name.trim().to_string(),
+            fraction: f,
+        }),
+        _ => Err(format!(
+            "`{text}`: expected a fraction strictly between 0 and 1 after `=`, e.g. validation=0.1"
+        )),
+    }
+}
+
+/// A cap: a whole number of examples, at least 1.
+fn cap(text: &str) -> Result<NonZeroUsize, String> {
+    text.parse::<NonZeroUsize>()
+        .map_err(|_| format!("`{text}`: expected a number of examples, at least 1"))
 }
 
 /// `sage export`.
-pub fn export(
-    dir: &Path,
-    format: ExportFormat,
-    min_logic: f64,
-    out: Option<&Path>,
-) -> anyhow::Result<()> {
-    let run = RunDir::open(dir)?;
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let format = match args.format {
+        ExportFormat::Openai => Format::Openai,
+        ExportFormat::Sharegpt => Format::Sharegpt,
+        ExportFormat::SharegptJsonl => Format::SharegptJsonl,
+        ExportFormat::Dpo => Format::Dpo,
+        ExportFormat::DpoTrl => Format::DpoTrl,
+    };
+    if format.pairs() && args.min_logic.is_some() {
+        bail!(
+            "--min-logic: applies to the example formats; a preference pair's chosen answer has logic 100 and its rejected one is below --max-rejected-logic"
+        );
+    }
+    if !format.pairs() && args.max_rejected_logic.is_some() {
+        bail!("--max-rejected-logic: applies to --format dpo and dpo-trl only");
+    }
+    let defaults = export::Options::default();
+    let options = export::Options {
+        format,
+        min_logic: args.min_logic.unwrap_or(defaults.min_logic),
+        max_rejected_logic: args
+            .max_rejected_logic
+            .unwrap_or(defaults.max_rejected_logic),
+        filter: export::example::Filter {
+            scenarios: args.scenarios,
+            routes: args.routes,
+            adversarial: args
+                .adversarial
+                .iter()
+                .map(|l| match l {
+                    Level::Zero => Adversarial::Zero,
+                    Level::Weak => Adversarial::Weak,
+                    Level::Strong => Adversarial::Strong,
+                })
+                .collect(),
+            models: args.models,
+        },
+        dedup: args.dedup,
+        splits: args.split,
+        max_per_scenario: args.max_per_scenario,
+        max_per_route: args.max_per_route,
+        ..defaults
+    };
+    let run = RunDir::open(&args.dir)?;
     let manifest = run.read_manifest()?;
     let sops: HashMap<String, Arc<Sop>> = load_scenarios(&manifest.config)?
         .into_iter()
         .map(|(s, _)| (s.scenario().id.clone(), s))
         .collect();
-    let records = run.read_dialogues()?;
-    let format = match format {
-        ExportFormat::Openai => Format::Openai,
-        ExportFormat::Sharegpt => Format::Sharegpt,
+    let output = match args.out {
+        Some(path) => export::Output::File(path),
+        None => export::Output::Stdout,
     };
-    let (text, stats) = export::export(&records, &sops, format, min_logic);
-    match out {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("{}", path.display()))?,
-        None => print!("{text}"),
+    let stats = export::export(&run, &sops, &options, &output)?;
+    for line in export_report(&stats, &options) {
+        eprintln!("{line}");
     }
-    eprintln!(
-        "{} examples; {} agent turns left out (below --min-logic {min_logic}, format or infrastructure errors)",
-        stats.examples, stats.skipped
-    );
-    if stats.examples == 0 && records.is_empty() {
-        bail!("{}: no dialogues to export", dir.display());
+    if stats.dialogues == 0 {
+        bail!("{}: no dialogues to export", args.dir.display());
     }
     Ok(())
+}
+
+/// The stats of an export as lines for standard error.
+fn export_report(stats: &export::ExportStats, options: &export::Options) -> Vec<String> {
+    let what = if options.format.pairs() {
+        "preference pairs"
+    } else {
+        "examples"
+    };
+    let mut first = format!("{} {what}", stats.written());
+    match stats.parts.as_slice() {
+        [one] => {
+            if let Some(path) = &one.path {
+                first.push_str(&format!(" in {}", path.display()));
+            }
+        }
+        parts => {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|p| {
+                    let to = p
+                        .path
+                        .as_ref()
+                        .map_or("standard output".into(), |p| p.display().to_string());
+                    format!("{} {} in {to}", p.written, p.name)
+                })
+                .collect();
+            first.push_str(&format!(": {}", parts.join(", ")));
+        }
+    }
+    let mut out = vec![first];
+    let mut left = vec![if options.format.pairs() {
+        format!(
+            "{} without a scored answer (infrastructure errors)",
+            stats.no_answer
+        )
+    } else {
+        format!(
+            "{} without a valid scored answer (format or infrastructure errors)",
+            stats.no_answer
+        )
+    }];
+    if !options.format.pairs() {
+        left.push(format!(
+            "{} below --min-logic {}",
+            stats.below_min_logic, options.min_logic
+        ));
+    }
+    let f = &options.filter;
+    for (given, n, name) in [
+        (
+            !f.scenarios.is_empty(),
+            stats.filtered.scenario,
+            "--scenario",
+        ),
+        (!f.models.is_empty(), stats.filtered.model, "--model"),
+        (
+            !f.adversarial.is_empty(),
+            stats.filtered.adversarial,
+            "--adversarial",
+        ),
+        (!f.routes.is_empty(), stats.filtered.route, "--route"),
+    ] {
+        if given {
+            left.push(format!("{n} by {name}"));
+        }
+    }
+    let unit = if options.format.pairs() {
+        "pairs"
+    } else {
+        "turns"
+    };
+    if let Some(d) = &stats.dpo {
+        out.push(format!(
+            "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic {}), {} neither; {} contexts with a candidate, {} without a pair of two models{}",
+            d.chosen,
+            d.rejected,
+            options.max_rejected_logic,
+            d.neither,
+            d.contexts,
+            d.unpaired,
+            if d.mismatched > 0 {
+                format!(", {} pairs whose records no longer match (left out)", d.mismatched)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if options.dedup {
+        left.push(format!("{} duplicate {unit} (--dedup)", stats.duplicates));
+    }
+    if let Some(n) = options.max_per_scenario {
+        left.push(format!(
+            "{} {unit} over --max-per-scenario {n}",
+            stats.over_scenario_cap
+        ));
+    }
+    if let Some(n) = options.max_per_route {
+        left.push(format!(
+            "{} {unit} over --max-per-route {n}",
+            stats.over_route_cap
+        ));
+    }
+    out.push(format!(
+        "{} dialogues, {} agent turns; left out: {}",
+        stats.dialogues,
+        stats.turns,
+        left.join(", ")
+    ));
+    out
 }

@@ -353,29 +353,51 @@ impl RunDir {
         name: &str,
         mut f: impl FnMut(T),
     ) -> Result<(), StoreError> {
+        self.scan_jsonl_at(name, |_, r| {
+            f(r);
+            Ok::<(), StoreError>(())
+        })
+    }
+
+    /// As [`RunDir::scan_jsonl`], with the byte offset where each record's line starts (to read
+    /// it again later by seeking there); stops at the first error `f` returns.
+    pub fn scan_jsonl_at<T: serde::de::DeserializeOwned, E: From<StoreError>>(
+        &self,
+        name: &str,
+        mut f: impl FnMut(u64, T) -> Result<(), E>,
+    ) -> Result<(), E> {
         let path = self.file(name);
         if !path.exists() {
             return Ok(());
         }
         let file = File::open(&path).map_err(io(&path))?;
-        let mut lines = BufReader::new(file).lines().enumerate().peekable();
-        while let Some((i, line)) = lines.next() {
-            let line = line.map_err(io(&path))?;
-            if line.trim().is_empty() {
+        let mut reader = BufReader::with_capacity(256 * 1024, file);
+        let (mut line, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
+        loop {
+            line.clear();
+            let read = reader.read_until(b'\n', &mut line).map_err(io(&path))?;
+            if read == 0 {
+                return Ok(());
+            }
+            let start = offset;
+            offset += read as u64;
+            number += 1;
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_str::<T>(&line) {
-                Ok(r) => f(r),
-                Err(_) if lines.peek().is_none() => {} // cut off by a killed run
+            match serde_json::from_slice::<T>(&line) {
+                Ok(r) => f(start, r)?,
+                // Cut off by a killed run: the last line.
+                Err(_) if reader.fill_buf().map_err(io(&path))?.is_empty() => {}
                 Err(e) => {
                     return Err(StoreError::Corrupt {
                         path,
-                        message: format!("line {}: {e}", i + 1),
-                    });
+                        message: format!("line {number}: {e}"),
+                    }
+                    .into());
                 }
             }
         }
-        Ok(())
     }
 
     /// Reads the records of the JSON-lines file `name` once, to resume a run: each record's
