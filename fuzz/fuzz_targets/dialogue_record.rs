@@ -1,7 +1,8 @@
 //! A line of dialogues.jsonl (a `DialogueRecord`), read as `sage report`, `sage export`,
 //! `--resume` and the aggregator read it. A record survives a JSON round trip; the aggregator's
 //! reading of the same line agrees with it (ids, turns, infrastructure error); the summary, both
-//! leaderboards and the training-data export of the record (twice, as two runs) are computed
+//! leaderboards (of the record twice, as two runs) and the training-data export's view of its
+//! turns are computed
 //! against the bundled scenarios.
 #![no_main]
 
@@ -9,8 +10,6 @@ use libfuzzer_sys::fuzz_target;
 use sage::actors::cluster::collector::Record;
 use sage::protocol::{DialogueEnd, DialogueRecord};
 use sage::scoring::{Bootstrap, leaderboard_markdown, leaderboard_text, summarize};
-use sage::store::export::{Format, export};
-use std::collections::HashMap;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -45,11 +44,14 @@ fuzz_target!(|data: &[u8]| {
     let summary = summarize(&records, &bootstrap);
     serde_json::to_string(&summary).expect("a summary encodes");
     let _ = (leaderboard_markdown(&summary), leaderboard_text(&summary));
-    let sops: HashMap<_, _> = sage_fuzz::sops()
-        .iter()
-        .map(|s| (s.scenario().id.clone(), s.clone()))
-        .collect();
-    for format in [Format::Openai, Format::Sharegpt] {
-        let _ = export(&records, &sops, format, 0.0);
+    // The training-data export's view of every agent turn (its context as the agent saw it).
+    for record in &records {
+        let mut turns = 0;
+        let walked = sage::store::export::example::walk(record, "system prompt", true, |view| {
+            turns += 1;
+            assert!(!view.context.is_empty());
+            Ok::<(), ()>(())
+        });
+        assert!(walked.is_ok() && turns <= record.turns.len());
     }
 });
