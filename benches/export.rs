@@ -21,6 +21,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use common::Measured;
+
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -92,44 +94,11 @@ fn streamed(dir: &Path, n: usize) -> std::thread::JoinHandle<u64> {
 }
 
 /// What one `sage export` cost.
-struct Measured {
-    secs: f64,
-    cpu_secs: f64,
-    peak_rss_mib: f64,
-    stderr: String,
-}
-
 /// Runs `sage export DIR ARGS` to its end (standard output discarded).
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its peak RSS
 fn measure(dir: &Path, args: &[&str]) -> Measured {
-    let err = tempfile::NamedTempFile::new().expect("stderr file");
-    let started = Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
-        .arg("export")
-        .arg(dir)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(err.reopen().expect("stderr"))
-        .spawn()
-        .expect("sage starts");
-    let mut status = 0;
-    // SAFETY: wait4 writes into the zeroed struct we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let secs = started.elapsed().as_secs_f64();
-    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "sage export {args:?} failed: {stderr}"
-    );
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Measured {
-        secs,
-        cpu_secs: tv(usage.ru_utime) + tv(usage.ru_stime),
-        // ru_maxrss is in KiB on Linux.
-        peak_rss_mib: usage.ru_maxrss as f64 / 1024.0,
-        stderr,
-    }
+    let mut all: Vec<&str> = vec!["export", dir.to_str().expect("a UTF-8 path")];
+    all.extend(args);
+    common::measured_sage(&all)
 }
 
 fn main() {

@@ -6,7 +6,7 @@
 //! `-malloc_limit_mb`), and, where it is cheap, an invariant of what parsed (see
 //! docs/fuzzing.md).
 
-use sage::actors::desk::roles::DeskFixture;
+use sage::actors::desk::fixture::DeskFixture;
 use sage::actors::roles::Registry;
 use sage::plan::RunConfig;
 use sage::plan::desk::DeskConfig;

@@ -164,3 +164,60 @@ pub fn peak_rss_mib() -> f64 {
     ru.ru_maxrss as f64 / 1024.0
 }
 pub mod cluster;
+
+/// What one run of the `sage` binary cost.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Wall-clock seconds.
+    pub secs: f64,
+    /// CPU seconds (user + system).
+    pub cpu_secs: f64,
+    /// Peak resident memory, MiB.
+    pub peak_rss_mib: f64,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// Runs `sage ARGS` in the repository root to its end (standard output discarded), and reads
+/// its CPU time and peak RSS from `wait4`; panics when it fails.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its peak RSS
+pub fn measured_sage(args: &[&str]) -> Measured {
+    let err = tempfile::NamedTempFile::new().expect("stderr file");
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(err.reopen().expect("stderr"))
+        .spawn()
+        .expect("sage starts");
+    let mut status = 0;
+    // SAFETY: wait4 writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let secs = started.elapsed().as_secs_f64();
+    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "sage {args:?} failed: {stderr}"
+    );
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Measured {
+        secs,
+        cpu_secs: tv(usage.ru_utime) + tv(usage.ru_stime),
+        // ru_maxrss is in KiB on Linux.
+        peak_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        stderr,
+    }
+}
+
+/// The peak resident memory of a live process so far (`VmHWM` in /proc), MiB.
+pub fn process_peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
