@@ -65,12 +65,21 @@ fn embedded(out: &Path, dialogues: usize, readers: bool) {
     let folder = out.join(&id);
     if readers {
         let folder_s = folder.display().to_string();
-        row("sage report", dialogues, &measured_sage(&["report", &folder_s]));
+        row(
+            "sage report",
+            dialogues,
+            &measured_sage(&["report", &folder_s]),
+        );
         row(
             "sage export --format openai",
             dialogues,
             &measured_sage(&[
-                "export", &folder_s, "--format", "openai", "--out", "/dev/null",
+                "export",
+                &folder_s,
+                "--format",
+                "openai",
+                "--out",
+                "/dev/null",
             ]),
         );
         row(
@@ -110,7 +119,11 @@ fn cluster(dir: &Path, dialogues: usize) {
         "worker",
         &["worker", "--nats", &url, "--metrics-addr", "127.0.0.1:0"],
     );
-    let aggregator = Sage::aggregator(dir, &out, &["--nats", &url, "--metrics-addr", "127.0.0.1:0"]);
+    let aggregator = Sage::aggregator(
+        dir,
+        &out,
+        &["--nats", &url, "--metrics-addr", "127.0.0.1:0"],
+    );
     let started = Instant::now();
     sage_ok(&[
         "sweep",

@@ -482,7 +482,12 @@ mod tests {
             .expect("a job");
         let registry = Registry {
             sops: [(sop.scenario().id.clone(), sop.clone())].into(),
-            endpoints: crate::actors::runner::endpoints(&config).expect("simulated models"),
+            endpoints: (config.models.iter())
+                .map(|m| {
+                    let endpoint = Endpoint::new(m.clone(), None).expect("a simulated model");
+                    (m.name.clone(), Arc::new(endpoint))
+                })
+                .collect(),
             content_attempts: 1,
             record_prompts: false,
             prompts: Default::default(),
