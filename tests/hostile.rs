@@ -303,3 +303,51 @@ fn an_unreadable_status_is_skipped_and_reported() {
         "{stderr}"
     );
 }
+
+/// A header async-nats cannot handle (a lone carriage return in a value) ends the worker's NATS
+/// client for good (nats-io/nats.rs#1612): the worker notices, says so in /healthz, and exits
+/// with an error to be restarted, rather than staying up, ready and deaf.
+#[test]
+fn a_worker_whose_nats_client_died_says_so_and_exits() {
+    use std::io::{Read, Write};
+    let dir = common::cluster::test_dir();
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let mut worker = Sage::spawn(
+        dir.path(),
+        "worker",
+        &["worker", "--nats", &url, "--metrics-addr", "127.0.0.1:0"],
+    );
+    let addr = worker.metrics_addr();
+    let started = Instant::now();
+    while http_get(&addr, "/readyz").0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(30), "never ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The raw protocol: no client library would write such a header.
+    let port = url.rsplit(':').next().expect("a port");
+    let mut raw = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).expect("connected");
+    let mut info = [0u8; 4096];
+    let _ = raw.read(&mut info);
+    let header = b"NATS/1.0\r\nSage-Run: a\rb\r\n\r\n";
+    let mut message = b"CONNECT {\"verbose\":false,\"headers\":true}\r\n".to_vec();
+    message.extend(
+        format!(
+            "HPUB sage.v1.role.user _INBOX.x {} {}\r\n",
+            header.len(),
+            header.len() + 2
+        )
+        .as_bytes(),
+    );
+    message.extend(header);
+    message.extend(b"{}\r\nPING\r\n");
+    raw.write_all(&message).expect("sent");
+    let _ = raw.read(&mut info);
+    let code = worker.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{}", worker.log_text());
+    let log = worker.log_text();
+    assert!(
+        log.contains("the NATS client is gone for good") && log.contains("restart the process"),
+        "{log}"
+    );
+}

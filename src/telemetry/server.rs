@@ -19,6 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Health {
     ready: AtomicBool,
     connected: AtomicBool,
+    /// False once the process can never work again (its broker client is gone): /healthz
+    /// answers 503, so that an orchestrator restarts it.
+    live: AtomicBool,
 }
 
 impl Health {
@@ -27,6 +30,7 @@ impl Health {
         Arc::new(Health {
             ready: AtomicBool::new(false),
             connected: AtomicBool::new(true),
+            live: AtomicBool::new(true),
         })
     }
 
@@ -58,7 +62,19 @@ impl Health {
 
     /// Whether it is ready.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed) && self.connected.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed)
+            && self.connected.load(Ordering::Relaxed)
+            && self.is_live()
+    }
+
+    /// Marks the process as never able to work again (/healthz and /readyz answer 503).
+    pub fn set_dead(&self) {
+        self.live.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the process can still work.
+    pub fn is_live(&self) -> bool {
+        self.live.load(Ordering::Relaxed)
     }
 }
 
@@ -84,7 +100,12 @@ fn route(request: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> 
             "text/plain; version=0.0.4; charset=utf-8",
             metrics().render(),
         ),
-        "/healthz" => respond(StatusCode::OK, TEXT, "ok\n".into()),
+        "/healthz" if health.is_live() => respond(StatusCode::OK, TEXT, "ok\n".into()),
+        "/healthz" => respond(
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            "dead: the NATS client is gone; restart the process\n".into(),
+        ),
         "/readyz" if health.is_ready() => respond(StatusCode::OK, TEXT, "ready\n".into()),
         "/readyz" => respond(StatusCode::SERVICE_UNAVAILABLE, TEXT, "not ready\n".into()),
         _ => respond(

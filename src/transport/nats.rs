@@ -177,6 +177,11 @@ pub enum NatsError {
         /// The server's limit.
         max: usize,
     },
+    /// The client's connection task ended for good (see [`stop_when_gone`]).
+    #[error(
+        "the NATS client stopped for good (a message it could not handle; nats-io/nats.rs#1612); restart the process, and let only SAGE-RS publish on sage.v1.>"
+    )]
+    ClientGone,
     /// The broker did not answer in time.
     #[error("{what}: no answer from NATS within {after:?}")]
     Timeout {
@@ -214,6 +219,37 @@ pub async fn bounded<T, E: std::fmt::Display>(
             after: BROKER_WAIT,
         }),
     }
+}
+
+/// A stop signal that also turns true when `client`'s connection task has ended for good
+/// (async-nats ends it on a message it cannot handle, such as a header value with a lone
+/// carriage return; nats-io/nats.rs#1612): the client will never send again, reconnecting or
+/// not. `health` is then marked dead (/healthz answers 503) and the process stops, to be
+/// restarted. Checked every 2 s with a flush, which fails at once on such a client.
+pub fn stop_when_gone(
+    client: Client,
+    health: std::sync::Arc<crate::telemetry::Health>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(*stop.borrow());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            }
+            let flushed = tokio::time::timeout(BROKER_WAIT, client.flush()).await;
+            if let Ok(Err(e)) = flushed
+                && e.kind() == async_nats::client::FlushErrorKind::SendError
+            {
+                tracing::error!(error = %e, "the NATS client is gone for good; stopping (restart the process)");
+                health.set_dead();
+                break;
+            }
+        }
+        let _ = tx.send(true);
+    });
+    rx
 }
 
 /// A JetStream error with what was being done.

@@ -407,8 +407,10 @@ pub async fn run_aggregator(
     broker: Broker,
     out: PathBuf,
     health: Arc<Health>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<u64, ClusterError> {
+    let mut stop =
+        crate::transport::nats::stop_when_gone(broker.client.clone(), health.clone(), stop);
     std::fs::create_dir_all(&out).map_err(|error| crate::store::StoreError::Io {
         path: out.clone(),
         error,
@@ -498,6 +500,9 @@ pub async fn run_aggregator(
     }
     health.set_ready(false);
     collector.flush_status().await;
+    if !health.is_live() {
+        return Err(crate::transport::nats::NatsError::ClientGone.into());
+    }
     Ok(stored)
 }
 

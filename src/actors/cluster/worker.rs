@@ -95,8 +95,10 @@ pub async fn run_worker(
     broker: Broker,
     options: WorkerOptions,
     health: Arc<Health>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<WorkerReport, ClusterError> {
+    let mut stop =
+        crate::transport::nats::stop_when_gone(broker.client.clone(), health.clone(), stop);
     let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
     let runs = Arc::new(Runs::new(
         options.served.clone(),
@@ -190,6 +192,9 @@ pub async fn run_worker(
     let _ = tokio::time::timeout(Duration::from_secs(5), broker.client.flush()).await;
     for arbiter in arbiters {
         arbiter.stop();
+    }
+    if !health.is_live() {
+        return Err(NatsError::ClientGone.into());
     }
     Ok(report)
 }
