@@ -28,6 +28,7 @@ pub mod llm;
 pub mod plan;
 pub mod prompts;
 pub mod protocol;
+pub mod report;
 pub mod scenario;
 pub mod scoring;
 pub mod sop;

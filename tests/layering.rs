@@ -55,7 +55,9 @@ fn violations(layers: &[&str], forbidden: &[&str]) -> Vec<String> {
 
 #[test]
 fn the_core_imports_no_port_no_actor_and_no_runtime() {
-    let core = ["scenario", "sop", "protocol", "scoring", "prompts", "plan"];
+    let core = [
+        "scenario", "sop", "protocol", "scoring", "prompts", "plan", "report",
+    ];
     let forbidden = [
         "crate::llm",
         "crate::store",
