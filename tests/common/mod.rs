@@ -163,6 +163,7 @@ pub fn peak_rss_mib() -> f64 {
     }
     ru.ru_maxrss as f64 / 1024.0
 }
+pub mod browser;
 pub mod cluster;
 
 /// What one run of the `sage` binary cost.
