@@ -1259,9 +1259,10 @@ table.escalation caption{text-align:left;font-weight:600;padding:4px 0}
 "#;
 
 /// The conversation explorer: decompresses the embedded conversations with the browser's
-/// `DecompressionStream`, renders the matching rows a hundred at a time as they scroll into
+/// `DecompressionStream`, sorts them by model, case and run, renders the matching rows a hundred at a time as they scroll into
 /// view, opens a conversation on a row click or at `#conversation=ID`. Data are written with
-/// `textContent` only.
+/// `textContent` only. Once the data are in, `#desk-explorer` gets `data-ready` (the number of
+/// conversations); if they cannot be read, `data-error`.
 pub const DESK_JS: &str = r#"
 (function(){
   var root=document.getElementById('desk-explorer'),data=document.getElementById('desk-data');
@@ -1340,11 +1341,13 @@ pub const DESK_JS: &str = r#"
   count.textContent='loading…';
   load().then(function(list){
     all=list;all.forEach(function(c){byId.set(c.id,c);});
+    var cmp=function(x,y){return x<y?-1:x>y?1:0;};
+    all.sort(function(a,b){return cmp(a.model,b.model)||cmp(a.case,b.case)||a.repeat-b.repeat;});
     filters.forEach(function(f){f.addEventListener('change',apply);});
     addEventListener('scroll',function(){if(shown<matched.length&&more.getBoundingClientRect().top<innerHeight+200)fill();},{passive:true});
     addEventListener('hashchange',fromHash);
-    apply();fromHash();
-  }).catch(function(e){count.textContent='the conversations could not be read: '+e;});
+    apply();fromHash();root.dataset.ready=String(all.length);
+  }).catch(function(e){count.textContent='the conversations could not be read: '+e;root.dataset.error=String(e);});
 })();
 "#;
 
