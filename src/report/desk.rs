@@ -1261,11 +1261,11 @@ table.escalation caption{text-align:left;font-weight:600;padding:4px 0}
 /// The conversation explorer: decompresses the embedded conversations with the browser's
 /// `DecompressionStream`, sorts them by model, case and run, renders the matching rows a hundred at a time as they scroll into
 /// view, opens a conversation on a row click or at `#conversation=ID`. Data are written with
-/// `textContent` only. Once the data are in, `#desk-explorer` gets `data-ready` (the number of
+/// `textContent` only. Once the data are in, `div#desk-explorer` gets `data-ready` (the number of
 /// conversations); if they cannot be read, `data-error`.
 pub const DESK_JS: &str = r#"
 (function(){
-  var root=document.getElementById('desk-explorer'),data=document.getElementById('desk-data');
+  var root=document.querySelector('div#desk-explorer'),data=document.getElementById('desk-data');
   if(!root||!data)return;
   var tbody=root.querySelector('#desk-explorer-table tbody'),count=document.getElementById('desk-explorer-count');
   var more=document.getElementById('desk-explorer-more'),view=document.getElementById('conversation-view');
