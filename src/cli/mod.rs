@@ -29,6 +29,12 @@ enum Command {
     Report {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
+        /// Also write the HTML report (one offline file; docs/report.md).
+        #[arg(long)]
+        html: bool,
+        /// Where the HTML report goes (default: report.html in the results folder).
+        #[arg(long, requires = "html")]
+        out: Option<std::path::PathBuf>,
     },
     /// Serve roles over NATS: pull dialogue jobs and play them, answer role requests
     /// (distributed mode; docs/deployment.md).
@@ -100,15 +106,21 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => cluster::forget(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { dir } => crate::store::RunDir::open(&dir)
+        Command::Report { dir, html, out } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
-            .and_then(|r| crate::store::desk::report_any(&r).map_err(anyhow::Error::from))
-            .map(|reported| {
+            .and_then(|r| {
+                let reported = crate::store::desk::report_any(&r)?;
                 for warning in reported.warnings() {
                     eprintln!("warning: {warning}");
                 }
                 println!("{}", reported.table);
-                ExitCode::SUCCESS
+                if html {
+                    if !r.is_desk() {
+                        anyhow::bail!("--html: the SAGE suite's HTML report is not in this build");
+                    }
+                    desk::write_desk_html(&dir, out.as_deref())?;
+                }
+                Ok(ExitCode::SUCCESS)
             }),
         Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),
     };

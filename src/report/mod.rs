@@ -7,6 +7,7 @@
 //! Policy forbids every network request). docs/report.md describes the report and the DOM
 //! contract that the browser test (tests/browser.rs) checks.
 
+pub mod desk;
 pub mod page;
 
 pub use page::{Page, Section, escape};

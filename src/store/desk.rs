@@ -5,6 +5,7 @@
 use super::{RunDir, StoreError, now_utc};
 use crate::plan::desk::DeskConfig;
 use crate::protocol::desk::DeskRecord;
+use crate::report::desk::{DeskReportFold, DeskRunInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -109,30 +110,14 @@ impl DeskFold {
         if !self.duplicates.first(&record.job.dialogue_id) {
             return false;
         }
-        self.records.push(DeskRecord {
-            calls: Vec::new(),
-            transcript: Vec::new(),
-            ..record.clone()
-        });
+        self.records.push(crate::report::desk::compact(record));
         true
     }
 
     /// Writes desk-summary.json and desk-leaderboard.txt of the records folded so far.
     pub fn write(&self, run: &RunDir) -> Result<DeskReport, StoreError> {
-        let mut records: Vec<&DeskRecord> = self.records.iter().collect();
-        records.sort_by(|a, b| {
-            (&a.job.model, &a.job.case, a.job.repeat).cmp(&(
-                &b.job.model,
-                &b.job.case,
-                b.job.repeat,
-            ))
-        });
-        let rows = crate::scoring::desk::summarize(
-            records
-                .iter()
-                .filter(|r| r.infra_error.is_none())
-                .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
-        );
+        let records = &self.records;
+        let rows = crate::report::desk::model_rows(records);
         let text = crate::scoring::desk::table(&rows);
         run.write_json("desk-summary.json", &rows)?;
         run.write_text("desk-leaderboard.txt", &text)?;
@@ -158,4 +143,65 @@ pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
         fold.add(&r);
     })?;
     fold.write(run)
+}
+
+/// Why a desk run's HTML report could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum DeskHtmlError {
+    /// Reading the folder failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Building the page failed.
+    #[error(transparent)]
+    Report(#[from] crate::report::desk::DeskReportError),
+}
+
+/// What the report's run header shows of a desk manifest.
+pub fn run_info(manifest: &DeskManifest) -> DeskRunInfo {
+    let config = &manifest.config;
+    DeskRunInfo {
+        run_id: manifest.run_id.clone(),
+        created_at: manifest.created_at.clone(),
+        sage_version: manifest.sage_version.clone(),
+        seed: Some(config.seed),
+        repeats: Some(config.repeats),
+        max_turns: Some(config.max_turns),
+        agents: config.agents.clone(),
+        customer_model: config.customer_model.clone(),
+        judge_models: config.judge_models.clone(),
+        simulated_models: manifest.simulated_models.clone(),
+        store: config.store.clone(),
+        store_sha256: manifest.store_sha256.clone(),
+        jobs: Some(manifest.jobs),
+    }
+}
+
+/// The HTML report of a support-desk run folder (report.html's text), from its manifest and
+/// desk.jsonl, read once and folded one record at a time. A folder without a readable
+/// manifest gets a header with its folder name only.
+pub fn desk_html(run: &RunDir) -> Result<String, DeskHtmlError> {
+    let info = match run.read_json::<DeskManifest>("manifest.json") {
+        Ok(manifest) => run_info(&manifest),
+        Err(_) => DeskRunInfo {
+            run_id: run
+                .path()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ..DeskRunInfo::default()
+        },
+    };
+    let mut fold = DeskReportFold::new(info);
+    let mut failed = None;
+    run.scan_desk(|r: DeskRecord| {
+        if failed.is_none()
+            && let Err(e) = fold.add(&r)
+        {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    Ok(fold.page()?.render())
 }
