@@ -1,0 +1,228 @@
+//! The HTML reports checked through a real headless Chromium (tests/common/browser.rs), not by
+//! reading the file: no console error, no request beyond the file itself, the tables equal the
+//! run's summary files, every chart has its marks, the explorers filter and open a transcript,
+//! everything above the explorer reads with scripts off. Screenshots of each section are written
+//! to `common::browser::screenshot_dir()` (docs/report.md shows them).
+
+mod common;
+
+use common::browser::{Browser, Tab, screenshot_dir};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a page's script may take to decode its embedded data.
+const READY: Duration = Duration::from_secs(20);
+
+/// Runs the `sage` binary, panicking with its output when it fails.
+fn sage(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .output()
+        .expect("sage runs");
+    assert!(
+        out.status.success(),
+        "sage {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A JavaScript string literal of `text`.
+fn js(text: &str) -> String {
+    serde_json::to_string(text).expect("a string")
+}
+
+/// The page did nothing it should not: no console error, no request beyond the file itself
+/// (data: URLs are decoded in place, not fetched).
+fn assert_offline(tab: &Tab<'_>, file: &Path) {
+    let errors = tab.console_errors().expect("console");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let own = format!("file://{}", file.canonicalize().expect("file").display());
+    let requests = tab.requests().expect("requests");
+    let foreign: Vec<&String> = requests
+        .iter()
+        .filter(|u| !u.starts_with(&own) && !u.starts_with("data:"))
+        .collect();
+    assert!(foreign.is_empty(), "requests beyond the file: {foreign:?}");
+    assert!(
+        requests.iter().any(|u| u.starts_with(&own)),
+        "the file itself was not loaded: {requests:?}"
+    );
+}
+
+/// Screenshots of every section of the open page, named `PREFIX-SECTION.png`.
+fn screenshot_sections(tab: &Tab<'_>, prefix: &str) -> Vec<PathBuf> {
+    let ids = tab
+        .eval("[...document.querySelectorAll('section[data-section]')].map(s => s.id)")
+        .expect("sections");
+    let mut shots = Vec::new();
+    for id in ids.as_array().expect("a list") {
+        let id = id.as_str().expect("an id");
+        let path = screenshot_dir().join(format!("{prefix}-{id}.png"));
+        tab.screenshot(&path, Some(&format!("section#{id}")))
+            .expect("screenshot");
+        shots.push(path);
+    }
+    shots
+}
+
+/// The number in `value` (a JSON number).
+fn number(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("a number: {value}"))
+}
+
+#[test]
+fn the_desk_report_reads_in_a_browser_equal_to_its_summary() {
+    let dir = tempfile::tempdir().expect("dir");
+    let printed = sage(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--run-id",
+        "desk",
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    let folder = dir.path().join("desk");
+    let report = folder.join("report.html");
+    assert!(
+        printed.trim_end().ends_with(&report.display().to_string()),
+        "the run ends with the report's path: {printed}"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary"),
+    )
+    .expect("json");
+
+    let browser = Browser::launch();
+    let tab = browser.open(&report, true).expect("open");
+    tab.wait_for(
+        "document.querySelector('div#desk-explorer').dataset.ready !== undefined",
+        READY,
+    )
+    .expect("the explorer loads its data");
+
+    // The metric table equals desk-summary.json, cell by cell.
+    let models = summary.as_array().expect("a list of models");
+    for model in models {
+        let name = model["model"].as_str().expect("name");
+        for key in [
+            "runs",
+            "unsafe_actions",
+            "escalation_accuracy",
+            "over_escalation",
+            "resolution_rate",
+            "false_closures",
+            "resolution_quality",
+            "policy_adherence",
+        ] {
+            let shown = tab
+                .eval(&format!(
+                    "document.querySelector('#desk-metrics-table tr[data-model=' + {} + '] td[data-metric={key}]').dataset.value",
+                    js(&js(name))
+                ))
+                .expect("a cell");
+            let shown: f64 = shown.as_str().expect("a value").parse().expect("a number");
+            assert!(
+                (shown - number(&model[key])).abs() < 1e-9,
+                "{name} {key}: page {shown}, summary {}",
+                model[key]
+            );
+        }
+    }
+
+    // Filter the explorer to one model, open a conversation: its tool calls are shown.
+    let reckless = "sim-desk-reckless";
+    tab.eval(&format!(
+        "(() => {{ const s = document.querySelector('select[data-filter=model]'); s.value = {}; \
+         s.dispatchEvent(new Event('change', {{bubbles: true}})); }})()",
+        js(reckless)
+    ))
+    .expect("filter");
+    let rows = tab
+        .eval("[...document.querySelectorAll('#desk-explorer-table tbody tr[data-conversation]')].map(r => r.dataset.conversation)")
+        .expect("rows");
+    let rows = rows.as_array().expect("a list");
+    assert!(!rows.is_empty(), "the filter left no row");
+    for row in rows {
+        assert!(
+            row.as_str().expect("id").contains(reckless),
+            "a row of another model: {row}"
+        );
+    }
+    let first = rows[0].as_str().expect("id").to_string();
+    tab.click(&format!(
+        "#desk-explorer-table tr[data-conversation={}]",
+        js(&first)
+    ))
+    .expect("click");
+    tab.wait_for(
+        &format!(
+            "(v => v && !v.hidden && v.dataset.conversation === {} && v.querySelectorAll('.tool-call').length > 0)(document.querySelector('#conversation-view'))",
+            js(&first)
+        ),
+        READY,
+    )
+    .expect("the conversation opens with its tool calls");
+    assert_offline(&tab, &report);
+    screenshot_sections(&tab, "desk");
+
+    // A link to a conversation opens it.
+    let link = format!(
+        "file://{}#conversation={}",
+        report.canonicalize().expect("path").display(),
+        urlencode(&first)
+    );
+    let linked = browser.open(&link, true).expect("open the link");
+    linked
+        .wait_for(
+            &format!(
+                "(v => v && !v.hidden && v.dataset.conversation === {})(document.querySelector('#conversation-view'))",
+                js(&first)
+            ),
+            READY,
+        )
+        .expect("the link opens the conversation");
+
+    // Without scripts, everything above the explorer is there.
+    let plain = browser.open(&report, false).expect("open without scripts");
+    let shown = plain
+        .eval("document.querySelectorAll('#desk-metrics-table tr[data-model]').length")
+        .expect("rows");
+    assert_eq!(number(&shown) as usize, models.len());
+    let sections = plain
+        .eval("[...document.querySelectorAll('section[data-section] > h2')].length")
+        .expect("sections");
+    assert_eq!(number(&sections), 7.0);
+}
+
+/// `encodeURIComponent` of `text`.
+fn urlencode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'!'
+            | b'~'
+            | b'*'
+            | b'\''
+            | b'('
+            | b')' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
