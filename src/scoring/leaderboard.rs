@@ -59,6 +59,10 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         ("Released-code variants", released_table(&models)),
         ("Dialogues", dialogues_table(&models)),
         ("Per-case medians across repeats", repeats_table(&models)),
+        (
+            "pass^k (cases passing all k of k repeats, %)",
+            pass_k_table(&models),
+        ),
         ("Tokens and cost", cost_table(&models)),
         (
             "Route coverage (dialogues per target route)",
@@ -83,6 +87,15 @@ pub fn leaderboard_text(summary: &Summary) -> String {
          bootstrap interval.",
         summary.bootstrap.confidence * 100.0
     );
+    let pass = pass_k_table(&models);
+    if !pass.rows.is_empty() {
+        let _ = write!(
+            out,
+            "\npass^k: % of cases whose k repeats drawn from n all reach the target action \
+             (mean over cases of C(c,k)/C(n,k)).\n{}",
+            pass.text()
+        );
+    }
     out
 }
 
@@ -380,6 +393,28 @@ fn repeats_table(models: &[&ModelSummary]) -> Table {
         for s in [r.overall, r.logic, r.chat] {
             row.extend([format!("{:.2}", s.mean), format!("{:.2}", s.median)]);
         }
+        table.rows.push(row);
+    }
+    table
+}
+
+/// pass^k per model (the k columns of the model that ran the most repeats; `-` where a model
+/// has no such k); no rows without repeats.
+fn pass_k_table(models: &[&ModelSummary]) -> Table {
+    let most = models
+        .iter()
+        .flat_map(|m| m.pass_k.iter().map(|p| p.k))
+        .max()
+        .unwrap_or(0);
+    let mut headers = vec!["Model".to_string(), "Cases".into()];
+    headers.extend((1..=most).map(|k| format!("pass^{k}")));
+    let mut table = Table::new(headers);
+    for m in models.iter().filter(|m| !m.pass_k.is_empty()) {
+        let mut row = vec![model_name(m), m.pass_k[0].cases.to_string()];
+        row.extend((1..=most).map(|k| {
+            let p = m.pass_k.iter().find(|p| p.k == k);
+            opt(p.map(|p| p.pass))
+        }));
         table.rows.push(row);
     }
     table
