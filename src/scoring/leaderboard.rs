@@ -463,15 +463,19 @@ fn coverage_table(summary: &Summary) -> Table {
 }
 
 /// A table of text cells: the first `labels` columns are labels (left-aligned), the others
-/// numbers (right-aligned).
-struct Table {
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
+/// numbers (right-aligned), rendered as Markdown or aligned plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// The column headers.
+    pub headers: Vec<String>,
+    /// The rows of cells.
+    pub rows: Vec<Vec<String>>,
     labels: usize,
 }
 
 impl Table {
-    fn new(headers: Vec<String>) -> Table {
+    /// A table with these headers, no rows, the first column a label.
+    pub fn new(headers: Vec<String>) -> Table {
         Table {
             headers,
             rows: Vec::new(),
@@ -480,16 +484,18 @@ impl Table {
     }
 
     /// The first `n` columns are labels.
-    fn labels(mut self, n: usize) -> Table {
+    pub fn labels(mut self, n: usize) -> Table {
         self.labels = n;
         self
     }
 
-    fn with(headers: &[&str]) -> Table {
+    /// A table with these headers.
+    pub fn with(headers: &[&str]) -> Table {
         Table::new(headers.iter().map(|h| h.to_string()).collect())
     }
 
-    fn markdown(&self) -> String {
+    /// As a Markdown table.
+    pub fn markdown(&self) -> String {
         let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
         let mut out = line(&self.headers);
         let rule: Vec<String> = (0..self.headers.len())
@@ -502,8 +508,9 @@ impl Table {
         out
     }
 
-    /// Columns padded to their widest cell.
-    fn text(&self) -> String {
+    /// As plain text, columns padded to their widest cell (labels left-aligned, numbers
+    /// right-aligned).
+    pub fn text(&self) -> String {
         let width = |i: usize| {
             std::iter::once(&self.headers)
                 .chain(&self.rows)
@@ -520,7 +527,7 @@ impl Table {
                 .enumerate()
                 .map(|(i, (c, &w))| {
                     let pad = " ".repeat(w.saturating_sub(c.chars().count()));
-                    if i == 0 {
+                    if i < self.labels.max(1) {
                         format!("{c}{pad}")
                     } else {
                         format!("{pad}{c}")
