@@ -2,6 +2,7 @@
 
 mod cluster;
 mod desk;
+mod report;
 mod run;
 mod scenario;
 
@@ -29,12 +30,27 @@ enum Command {
     Report {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
-        /// Also write the HTML report (one offline file; docs/report.md).
+        /// Compare the run with this baseline run's results folder (same scenarios, any
+        /// models): per model, scenario, adversarial level and route, the difference with a
+        /// paired bootstrap interval, regressions first, and the dialogues that flipped.
+        #[arg(long, value_name = "BASELINE_DIR")]
+        compare: Option<std::path::PathBuf>,
+        /// Write the report as one offline HTML file (with --compare: the comparison, by
+        /// default DIR/compare-<baseline run id>.html).
         #[arg(long)]
         html: bool,
-        /// Where the HTML report goes (default: report.html in the results folder).
-        #[arg(long, requires = "html")]
+        /// Where to write the HTML file.
+        #[arg(long, value_name = "FILE", requires = "html")]
         out: Option<std::path::PathBuf>,
+    },
+    /// Print one dialogue's transcript: per turn the customer, the agent's reply, its
+    /// classification, path and action beside the reference (`!=` where they differ), the
+    /// judges' votes and the turn's scores.
+    Show {
+        /// The results folder (results/<run-id>).
+        dir: std::path::PathBuf,
+        /// The dialogue id (e.g. telecom_package/0007/sim-strong/r0).
+        dialogue_id: String,
     },
     /// Serve roles over NATS: pull dialogue jobs and play them, answer role requests
     /// (distributed mode; docs/deployment.md).
@@ -106,7 +122,16 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => cluster::forget(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { dir, html, out } => crate::store::RunDir::open(&dir)
+        Command::Report {
+            dir,
+            compare: Some(baseline),
+            html,
+            out,
+        } => report::compare(&dir, &baseline, html, out).map(|()| ExitCode::SUCCESS),
+        Command::Show { dir, dialogue_id } => {
+            report::show(&dir, &dialogue_id).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Report { dir, html, out, .. } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
             .and_then(|r| {
                 let reported = crate::store::desk::report_any(&r)?;

@@ -6,8 +6,13 @@
 //! JavaScript except the dialogue explorers; the page fetches nothing (its Content Security
 //! Policy forbids every network request). docs/report.md describes the report and the DOM
 //! contract that the browser test (tests/browser.rs) checks.
+//!
+//! * [`compare`]: two runs compared (`sage report A --compare B`).
+//! * [`transcript`]: one dialogue's transcript for the terminal (`sage show`).
 
+pub mod compare;
 pub mod desk;
 pub mod page;
+pub mod transcript;
 
 pub use page::{Page, Section, escape};

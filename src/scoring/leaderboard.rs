@@ -59,6 +59,10 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         ("Released-code variants", released_table(&models)),
         ("Dialogues", dialogues_table(&models)),
         ("Per-case medians across repeats", repeats_table(&models)),
+        (
+            "pass^k (cases passing all k of k repeats, %)",
+            pass_k_table(&models),
+        ),
         ("Tokens and cost", cost_table(&models)),
         (
             "Route coverage (dialogues per target route)",
@@ -83,6 +87,15 @@ pub fn leaderboard_text(summary: &Summary) -> String {
          bootstrap interval.",
         summary.bootstrap.confidence * 100.0
     );
+    let pass = pass_k_table(&models);
+    if !pass.rows.is_empty() {
+        let _ = write!(
+            out,
+            "\npass^k: % of cases whose k repeats drawn from n all reach the target action \
+             (mean over cases of C(c,k)/C(n,k)).\n{}",
+            pass.text()
+        );
+    }
     out
 }
 
@@ -385,6 +398,28 @@ fn repeats_table(models: &[&ModelSummary]) -> Table {
     table
 }
 
+/// pass^k per model (the k columns of the model that ran the most repeats; `-` where a model
+/// has no such k); no rows without repeats.
+fn pass_k_table(models: &[&ModelSummary]) -> Table {
+    let most = models
+        .iter()
+        .flat_map(|m| m.pass_k.iter().map(|p| p.k))
+        .max()
+        .unwrap_or(0);
+    let mut headers = vec!["Model".to_string(), "Cases".into()];
+    headers.extend((1..=most).map(|k| format!("pass^{k}")));
+    let mut table = Table::new(headers);
+    for m in models.iter().filter(|m| !m.pass_k.is_empty()) {
+        let mut row = vec![model_name(m), m.pass_k[0].cases.to_string()];
+        row.extend((1..=most).map(|k| {
+            let p = m.pass_k.iter().find(|p| p.k == k);
+            opt(p.map(|p| p.pass))
+        }));
+        table.rows.push(row);
+    }
+    table
+}
+
 fn cost_table(models: &[&ModelSummary]) -> Table {
     let mut table = Table::with(&[
         "Model",
@@ -428,15 +463,19 @@ fn coverage_table(summary: &Summary) -> Table {
 }
 
 /// A table of text cells: the first `labels` columns are labels (left-aligned), the others
-/// numbers (right-aligned).
-struct Table {
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
+/// numbers (right-aligned), rendered as Markdown or aligned plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// The column headers.
+    pub headers: Vec<String>,
+    /// The rows of cells.
+    pub rows: Vec<Vec<String>>,
     labels: usize,
 }
 
 impl Table {
-    fn new(headers: Vec<String>) -> Table {
+    /// A table with these headers, no rows, the first column a label.
+    pub fn new(headers: Vec<String>) -> Table {
         Table {
             headers,
             rows: Vec::new(),
@@ -445,16 +484,18 @@ impl Table {
     }
 
     /// The first `n` columns are labels.
-    fn labels(mut self, n: usize) -> Table {
+    pub fn labels(mut self, n: usize) -> Table {
         self.labels = n;
         self
     }
 
-    fn with(headers: &[&str]) -> Table {
+    /// A table with these headers.
+    pub fn with(headers: &[&str]) -> Table {
         Table::new(headers.iter().map(|h| h.to_string()).collect())
     }
 
-    fn markdown(&self) -> String {
+    /// As a Markdown table.
+    pub fn markdown(&self) -> String {
         let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
         let mut out = line(&self.headers);
         let rule: Vec<String> = (0..self.headers.len())
@@ -467,8 +508,9 @@ impl Table {
         out
     }
 
-    /// Columns padded to their widest cell.
-    fn text(&self) -> String {
+    /// As plain text, columns padded to their widest cell (labels left-aligned, numbers
+    /// right-aligned).
+    pub fn text(&self) -> String {
         let width = |i: usize| {
             std::iter::once(&self.headers)
                 .chain(&self.rows)
@@ -485,7 +527,7 @@ impl Table {
                 .enumerate()
                 .map(|(i, (c, &w))| {
                     let pad = " ".repeat(w.saturating_sub(c.chars().count()));
-                    if i == 0 {
+                    if i < self.labels.max(1) {
                         format!("{c}{pad}")
                     } else {
                         format!("{pad}{c}")

@@ -187,30 +187,78 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
     /// Each metric's mean with its percentile interval (`None` without an observation); a
     /// resample in which a metric has no observation is skipped for it.
     pub fn metrics(&self, bootstrap: &Bootstrap) -> [Option<Metric>; N] {
-        let width = N + D;
-        let tail = (1.0 - bootstrap.confidence) / 2.0;
         std::array::from_fn(|m| {
             let n = self.count[self.den[m]];
-            if n == 0 {
-                return None;
-            }
-            let mean = self.num[m] as f64 / POINT_SCALE / n as f64;
-            let mut draws: Vec<f64> = self
-                .boot
-                .chunks_exact(width)
-                .take(bootstrap.resamples)
-                .filter(|row| row[N + self.den[m]] > 0.0)
-                .map(|row| row[m] / BOOT_SCALE / row[N + self.den[m]])
-                .collect();
-            draws.sort_by(f64::total_cmp);
+            let mean = self.mean(m)?;
+            let draws = self.draws(bootstrap, |row| self.draw(row, m));
+            let (ci_low, ci_high) = interval(&draws, bootstrap).unwrap_or((mean, mean));
             Some(Metric {
                 mean,
-                ci_low: quantile(&draws, tail).unwrap_or(mean),
-                ci_high: quantile(&draws, 1.0 - tail).unwrap_or(mean),
+                ci_low,
+                ci_high,
                 n: n as usize,
             })
         })
     }
+
+    /// The paired difference of two metrics' means, `a - b` (say, one run's score minus a
+    /// baseline's over the same dialogues), with the percentile interval of the difference
+    /// within each resample (a cluster weighs the same on both sides, so the interval is a
+    /// paired bootstrap's); `None` when either metric has no observation. A resample in which
+    /// either has none is skipped.
+    pub fn difference(&self, a: usize, b: usize, bootstrap: &Bootstrap) -> Option<Difference> {
+        let delta = self.mean(a)? - self.mean(b)?;
+        let draws = self.draws(bootstrap, |row| {
+            Some(self.draw(row, a)? - self.draw(row, b)?)
+        });
+        let (ci_low, ci_high) = interval(&draws, bootstrap).unwrap_or((delta, delta));
+        Some(Difference {
+            delta,
+            ci_low,
+            ci_high,
+        })
+    }
+
+    /// Metric `m`'s pooled mean; `None` without an observation.
+    fn mean(&self, m: usize) -> Option<f64> {
+        let n = self.count[self.den[m]];
+        (n > 0).then(|| self.num[m] as f64 / POINT_SCALE / n as f64)
+    }
+
+    /// Metric `m`'s mean in one resample's row; `None` when the resample holds no observation.
+    fn draw(&self, row: &[f64], m: usize) -> Option<f64> {
+        let den = row[N + self.den[m]];
+        (den > 0.0).then(|| row[m] / BOOT_SCALE / den)
+    }
+
+    /// `f` of every resample's row (those it gives a value for), sorted.
+    fn draws(&self, bootstrap: &Bootstrap, f: impl Fn(&[f64]) -> Option<f64>) -> Vec<f64> {
+        let mut draws: Vec<f64> = self
+            .boot
+            .chunks_exact(N + D)
+            .take(bootstrap.resamples)
+            .filter_map(f)
+            .collect();
+        draws.sort_by(f64::total_cmp);
+        draws
+    }
+}
+
+/// The percentile interval of sorted draws at the bootstrap's confidence; `None` without draws.
+fn interval(sorted: &[f64], bootstrap: &Bootstrap) -> Option<(f64, f64)> {
+    let tail = (1.0 - bootstrap.confidence) / 2.0;
+    Some((quantile(sorted, tail)?, quantile(sorted, 1.0 - tail)?))
+}
+
+/// A difference of two means with its bootstrap percentile interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The difference of the means.
+    pub delta: f64,
+    /// Lower bound of the percentile interval.
+    pub ci_low: f64,
+    /// Upper bound of the percentile interval.
+    pub ci_high: f64,
 }
 
 /// A sum of money held exactly (picodollars), whatever the order of its terms.

@@ -78,6 +78,24 @@ pub struct ModelSummary {
     pub calls: ModelCalls,
     /// Per-case medians across repeats; present only when some case ran more than once.
     pub repeats: Option<RepeatSummary>,
+    /// pass^k for k = 1, 2, ... (tau2-bench's estimator, see [`PassK`]); present only when the
+    /// run repeats its cases (left out of summary.json otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_k: Vec<PassK>,
+}
+
+/// pass^k of one model for one k: the chance that all of k repeats of a case, drawn without
+/// replacement from its n repeats, pass (reach the target action, [`reached_target`]),
+/// averaged over the cases: the mean over cases of C(c, k) / C(n, k), with c passes of n
+/// (tau2-bench's unbiased estimator). pass^1 is the plain pass rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PassK {
+    /// k.
+    pub k: u32,
+    /// pass^k, %.
+    pub pass: f64,
+    /// Cases counted: those that ran at least k times.
+    pub cases: usize,
 }
 
 /// The statistics of one group of turns.
@@ -225,6 +243,45 @@ pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
         fold.add(r);
     }
     fold.summary()
+}
+
+/// Whether a dialogue reached its target action: it did not end on an infrastructure error and
+/// the agent's last valid answer took the job's target action (the rule that ends a dialogue
+/// `resolved` when the customer leaves).
+pub fn reached_target(record: &DialogueRecord) -> bool {
+    record.end != DialogueEnd::InfraError
+        && record
+            .turns
+            .iter()
+            .rev()
+            .find_map(|t| match &t.outcome {
+                ServiceOutcome::Valid { turn } => Some(turn.action.as_str()),
+                _ => None,
+            })
+            .is_some_and(|action| action == record.job.target.action)
+}
+
+/// C(c, k) / C(n, k): the chance that k draws without replacement from n repeats, c of which
+/// pass, all pass (0 when k > c; `None` when k is 0 or above n).
+pub fn pass_hat(c: u32, n: u32, k: u32) -> Option<f64> {
+    if k == 0 || k > n || c > n {
+        return None;
+    }
+    Some(
+        (0..k)
+            .map(|i| f64::from(c.saturating_sub(i)) / f64::from(n - i))
+            .product(),
+    )
+}
+
+/// The scores every summary mean counts of a dialogue: the turns scored (a valid answer the
+/// judges scored, or a format error), in order.
+pub fn counted_scores(record: &DialogueRecord) -> impl Iterator<Item = &TurnScores> {
+    record
+        .turns
+        .iter()
+        .filter(|t| kind(t) != Kind::Infra)
+        .filter_map(|t| t.scores.as_ref())
 }
 
 /// A route as one line: `step1>step2>step3 -> Action [OUTPUT=value, ...]` (the brackets only
@@ -559,8 +616,19 @@ struct ModelFold {
     calls_total: CallSums,
     calls_by_role: [CallSums; 4],
     calls_by_model: BTreeMap<String, CallSums>,
-    /// Per case, each repeat's mean (overall, logic, chat), when repeats are tracked.
-    cases: BTreeMap<String, Vec<[f64; 3]>>,
+    /// Per case, when repeats are tracked.
+    cases: BTreeMap<String, CaseFold>,
+}
+
+/// What is kept of one case (its repeats) of one model.
+#[derive(Debug, Clone, Default)]
+struct CaseFold {
+    /// Each scored repeat's mean (overall, logic, chat).
+    scores: Vec<[f64; 3]>,
+    /// Repeats folded.
+    runs: u32,
+    /// Repeats that reached the target action.
+    passes: u32,
 }
 
 impl ModelFold {
@@ -611,11 +679,16 @@ impl ModelFold {
                 .or_default()
                 .add(c);
         }
-        if track_repeats && let Some(scores) = d.mean_scores() {
-            self.cases
+        if track_repeats {
+            let case = self
+                .cases
                 .entry(case_key(&job.dialogue_id).to_string())
-                .or_default()
-                .push(scores);
+                .or_default();
+            case.runs += 1;
+            case.passes += u32::from(reached_target(d.record));
+            if let Some(scores) = d.mean_scores() {
+                case.scores.push(scores);
+            }
         }
     }
 
@@ -678,13 +751,14 @@ impl ModelFold {
                     .collect(),
             },
             repeats: repeat_summary(&self.cases),
+            pass_k: pass_k(&self.cases),
         }
     }
 }
 
 /// Per-case medians across repeats; `None` when no case ran twice.
-fn repeat_summary(cases: &BTreeMap<String, Vec<[f64; 3]>>) -> Option<RepeatSummary> {
-    let max_repeats = cases.values().map(Vec::len).max()?;
+fn repeat_summary(cases: &BTreeMap<String, CaseFold>) -> Option<RepeatSummary> {
+    let max_repeats = cases.values().map(|c| c.scores.len()).max()?;
     if max_repeats < 2 {
         return None;
     }
@@ -692,7 +766,7 @@ fn repeat_summary(cases: &BTreeMap<String, Vec<[f64; 3]>>) -> Option<RepeatSumma
         // Cases in key order, so the mean is the same whatever order the runs came in.
         let medians: Vec<f64> = cases
             .values()
-            .filter_map(|runs| median(&runs.iter().map(|r| r[k]).collect::<Vec<_>>()))
+            .filter_map(|c| median(&c.scores.iter().map(|r| r[k]).collect::<Vec<_>>()))
             .collect();
         CaseStat {
             mean: mean(&medians).unwrap_or_default(),
@@ -700,12 +774,35 @@ fn repeat_summary(cases: &BTreeMap<String, Vec<[f64; 3]>>) -> Option<RepeatSumma
         }
     };
     Some(RepeatSummary {
-        cases: cases.len(),
+        cases: cases.values().filter(|c| !c.scores.is_empty()).count(),
         max_repeats,
         overall: stat(0),
         logic: stat(1),
         chat: stat(2),
     })
+}
+
+/// pass^k for k = 1 to the most repeats of a case, each over the cases that ran at least k
+/// times (cases in key order, so the sum is the same whatever order the records came in);
+/// empty when no case ran twice.
+fn pass_k(cases: &BTreeMap<String, CaseFold>) -> Vec<PassK> {
+    let most = cases.values().map(|c| c.runs).max().unwrap_or(0);
+    if most < 2 {
+        return Vec::new();
+    }
+    (1..=most)
+        .map(|k| {
+            let shares: Vec<f64> = cases
+                .values()
+                .filter_map(|c| pass_hat(c.passes, c.runs, k))
+                .collect();
+            PassK {
+                k,
+                pass: 100.0 * mean(&shares).unwrap_or_default(),
+                cases: shares.len(),
+            }
+        })
+        .collect()
 }
 
 /// Counts behind [`FieldAgreement`], and where the field first appears in a turn's list of

@@ -2,7 +2,8 @@
 
 use super::stats::{Bootstrap, median, quantile};
 use super::summary::{
-    RELEASED_BOTH, RELEASED_DROP_FORMAT_ERRORS, RELEASED_PREFIX_PATH, case_key, route_key,
+    RELEASED_BOTH, RELEASED_DROP_FORMAT_ERRORS, RELEASED_PREFIX_PATH, case_key, pass_hat,
+    reached_target, route_key,
 };
 use super::turn::*;
 use super::*;
@@ -740,6 +741,83 @@ fn repeats_take_the_median_per_case() {
     // No case ran twice: no section.
     let s = summarize(&records(), &Bootstrap::default());
     assert!(model(&s, "m").repeats.is_none());
+}
+
+#[test]
+fn pass_hat_is_the_ratio_of_binomials() {
+    // C(2,2)/C(3,2) = 1/3; C(3,2)/C(5,2) = 3/10; C(1,1)/C(4,1) = 1/4; C(2,3) = 0.
+    assert_close!(pass_hat(2, 3, 2).unwrap(), 1.0 / 3.0);
+    assert_close!(pass_hat(3, 5, 2).unwrap(), 0.3);
+    assert_close!(pass_hat(3, 5, 3).unwrap(), 0.1);
+    assert_close!(pass_hat(1, 4, 1).unwrap(), 0.25);
+    assert_close!(pass_hat(2, 3, 3).unwrap(), 0.0);
+    assert_close!(pass_hat(4, 4, 4).unwrap(), 1.0);
+    assert_eq!(pass_hat(1, 2, 3), None);
+    assert_eq!(pass_hat(1, 2, 0), None);
+}
+
+#[test]
+fn pass_k_averages_the_estimator_over_cases() {
+    // Case 1: pass, pass, fail (wrong action); case 2: three passes; case 3: two repeats that
+    // fail (an infrastructure end, then a wrong action).
+    let plan: [(&str, &[(&str, DialogueEnd)]); 3] = [
+        (
+            "telecom_package/0001/p",
+            &[
+                ("Refund", DialogueEnd::Resolved),
+                ("Refund", DialogueEnd::MaxTurns),
+                ("Deny", DialogueEnd::UserEndedEarly),
+            ],
+        ),
+        (
+            "telecom_package/0002/p",
+            &[("Refund", DialogueEnd::Resolved); 3],
+        ),
+        (
+            "telecom_package/0003/p",
+            &[
+                ("Refund", DialogueEnd::InfraError),
+                ("Deny", DialogueEnd::MaxTurns),
+            ],
+        ),
+    ];
+    let mut repeated = Vec::new();
+    for (case, runs) in plan {
+        for (i, (action, end)) in runs.iter().enumerate() {
+            let mut j = job(
+                &format!("{case}/r{i}"),
+                "p",
+                "telecom_package",
+                Adversarial::Zero,
+            );
+            j.repeat = i as u32;
+            let mut turn = valid(1, (1.0, 1.0, 1.0), "c", panel(&[(fields(&[]), all(9))]));
+            if let ServiceOutcome::Valid { turn } = &mut turn.outcome {
+                turn.action = action.to_string();
+            }
+            repeated.push(dialogue(j, vec![turn], *end));
+        }
+    }
+    let reached: Vec<bool> = repeated.iter().map(reached_target).collect();
+    assert_eq!(reached, [true, true, false, true, true, true, false, false]);
+    let s = summarize(&repeated, &Bootstrap::default());
+    let p = &model(&s, "p").pass_k;
+    assert_eq!(
+        p.iter().map(|p| (p.k, p.cases)).collect::<Vec<_>>(),
+        [(1, 3), (2, 3), (3, 2)]
+    );
+    // k=1: (2/3 + 1 + 0) / 3; k=2: (1/3 + 1 + 0) / 3; k=3 (cases 1 and 2): (0 + 1) / 2.
+    assert_close!(p[0].pass, 100.0 * 5.0 / 9.0);
+    assert_close!(p[1].pass, 100.0 * 4.0 / 9.0);
+    assert_close!(p[2].pass, 50.0);
+    let text = leaderboard_text(&s);
+    assert!(text.contains("pass^3"), "{text}");
+    assert!(leaderboard_markdown(&s).contains("## pass^k"));
+    // Without repeats: no pass^k, and summary.json has no such field.
+    let s = summarize(&records(), &Bootstrap::default());
+    assert!(model(&s, "m").pass_k.is_empty());
+    assert!(!serde_json::to_string(&s).unwrap().contains("pass_k"));
+    assert!(!leaderboard_text(&s).contains("pass^"));
 }
 
 // ---------------------------------------------------------------- rendering

@@ -345,6 +345,40 @@ impl RunDir {
         self.scan_jsonl("dialogues.jsonl", f)
     }
 
+    /// The first record of dialogues.jsonl with dialogue id `id`, if any: the file is read up
+    /// to it, each line read for its id alone, and the record parsed whole once found.
+    pub fn find_dialogue(&self, id: &str) -> Result<Option<DialogueRecord>, StoreError> {
+        #[derive(Deserialize)]
+        struct Job {
+            dialogue_id: String,
+        }
+        #[derive(Deserialize)]
+        struct IdOnly {
+            job: Job,
+        }
+        enum Stop {
+            Found(u64),
+            Failed(StoreError),
+        }
+        impl From<StoreError> for Stop {
+            fn from(e: StoreError) -> Stop {
+                Stop::Failed(e)
+            }
+        }
+        let scanned = self.scan_jsonl_at("dialogues.jsonl", |offset, r: IdOnly| {
+            if r.job.dialogue_id == id {
+                Err(Stop::Found(offset))
+            } else {
+                Ok(())
+            }
+        });
+        match scanned {
+            Ok(()) => Ok(None),
+            Err(Stop::Failed(e)) => Err(e),
+            Err(Stop::Found(offset)) => export::Reread::open(self)?.at(offset).map(Some),
+        }
+    }
+
     /// Calls `f` with every complete record of the JSON-lines file `name` (none when it does
     /// not exist). A cut-off last line (a killed run) is skipped; any other bad line is an
     /// error naming its number.

@@ -426,14 +426,15 @@ impl Parts {
 }
 
 /// Reads single records of dialogues.jsonl again, by the byte offset of their line.
-struct Reread {
+pub(crate) struct Reread {
     file: BufReader<File>,
     path: PathBuf,
     line: Vec<u8>,
 }
 
 impl Reread {
-    fn open(run: &RunDir) -> Result<Reread, StoreError> {
+    /// Opens the folder's dialogues.jsonl.
+    pub(crate) fn open(run: &RunDir) -> Result<Reread, StoreError> {
         let path = run.file("dialogues.jsonl");
         let file = File::open(&path).map_err(io(&path))?;
         Ok(Reread {
@@ -443,7 +444,8 @@ impl Reread {
         })
     }
 
-    fn at(&mut self, offset: u64) -> Result<DialogueRecord, StoreError> {
+    /// The record whose line starts at `offset`.
+    pub(crate) fn at(&mut self, offset: u64) -> Result<DialogueRecord, StoreError> {
         self.file
             .seek(SeekFrom::Start(offset))
             .map_err(io(&self.path))?;
