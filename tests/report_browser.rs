@@ -226,3 +226,104 @@ fn urlencode(text: &str) -> String {
     }
     out
 }
+
+/// Two SAGE runs of the simulated agents over the bundled scenarios, each case twice (so pass^k
+/// is reported): `base`, and `worse` where sim-strong derives its action right a fifth of the
+/// time (a planted regression). Made once for the tests of this file.
+fn sage_runs() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("dir");
+        let base = common::write_config(dir.path(), "null", 12, 5);
+        let text = std::fs::read_to_string(&base).expect("config");
+        let worse = dir.path().join("worse.yaml");
+        std::fs::write(
+            &worse,
+            text.replace(
+                "profile: strong,",
+                "profile: strong, skills: {action_derivation: 0.2},",
+            ),
+        )
+        .expect("config");
+        let out = dir.path().to_str().expect("utf-8");
+        for (id, config) in [
+            ("base", base.as_str()),
+            ("worse", worse.to_str().expect("utf-8")),
+        ] {
+            sage(&[
+                "run",
+                "--config",
+                config,
+                "--repeats",
+                "2",
+                "--run-id",
+                id,
+                "--out",
+                out,
+                "--quiet",
+            ]);
+        }
+        dir
+    })
+    .path()
+}
+
+#[test]
+fn the_compare_report_lists_the_planted_regression_first() {
+    let runs = sage_runs();
+    let out = runs.join("compare.html");
+    sage(&[
+        "report",
+        runs.join("worse").to_str().expect("utf-8"),
+        "--compare",
+        runs.join("base").to_str().expect("utf-8"),
+        "--html",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    let browser = Browser::launch();
+    let tab = browser.open(&out, true).expect("open");
+    let first = tab
+        .eval(
+            "(r => r && {model: r.dataset.model, group: r.dataset.group, delta: Number(r.dataset.delta), \
+             regression: r.classList.contains('regression')})\
+             (document.querySelector('#compare-table tbody tr[data-model]'))",
+        )
+        .expect("the first row");
+    assert_eq!(first["model"], "sim-strong", "{first}");
+    assert_eq!(first["regression"], true, "{first}");
+    assert!(number(&first["delta"]) < 0.0, "{first}");
+    // The untouched model regressed nowhere.
+    let weak = tab
+        .eval("document.querySelectorAll('#compare-table tr.regression[data-model=\"sim-weak\"]').length")
+        .expect("rows");
+    assert_eq!(number(&weak), 0.0);
+    // Dialogues that went from pass to fail link to both runs' transcripts.
+    let flips = tab
+        .eval(
+            "[...document.querySelectorAll('#compare-flips tr[data-flip=\"pass-to-fail\"]')]\
+             .map(r => [...r.querySelectorAll('a')].map(a => a.getAttribute('href')))",
+        )
+        .expect("flips");
+    let flips = flips.as_array().expect("a list");
+    assert!(!flips.is_empty(), "no dialogue went from pass to fail");
+    for links in flips {
+        let links: Vec<&str> = links
+            .as_array()
+            .expect("links")
+            .iter()
+            .map(|l| l.as_str().expect("href"))
+            .collect();
+        assert!(
+            links
+                .iter()
+                .any(|l| l.starts_with("worse/report.html#dialogue="))
+                && links
+                    .iter()
+                    .any(|l| l.starts_with("base/report.html#dialogue=")),
+            "{links:?}"
+        );
+    }
+    assert_offline(&tab, &out);
+    screenshot_sections(&tab, "compare");
+}
