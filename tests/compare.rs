@@ -3,6 +3,8 @@
 //! the untouched agent does not move, the flipped dialogues link to both transcripts, and runs
 //! that share nothing are refused.
 
+mod common;
+
 use sage::protocol::{
     AgentTurn, ChatScores, DialogueEnd, DialogueJob, DialogueRecord, JudgeReply, Judgment,
     ServiceOutcome, TurnRecord, TurnScores, Usage,
@@ -80,16 +82,15 @@ fn run(dir: &Path, name: &str, strong_skills: &str, scenarios: &[&str]) {
 /// The two runs, made once: `base` and `worse` (sim-strong derives its action right a fifth of
 /// the time), both over telecom_package and ecommerce_refund; `other` over airline_refund only.
 fn runs() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::fresh_dir("compare_runs");
         let two = ["telecom_package", "ecommerce_refund"];
-        run(dir.path(), "base", "", &two);
-        run(dir.path(), "worse", "action_derivation: 0.2", &two);
-        run(dir.path(), "other", "", &["airline_refund"]);
+        run(&dir, "base", "", &two);
+        run(&dir, "worse", "action_derivation: 0.2", &two);
+        run(&dir, "other", "", &["airline_refund"]);
         dir
     })
-    .path()
 }
 
 /// The comparison of two folders through the library, as the CLI folds it.

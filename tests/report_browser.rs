@@ -231,12 +231,14 @@ fn urlencode(text: &str) -> String {
 /// is reported): `base`, and `worse` where sim-strong derives its action right a fifth of the
 /// time (a planted regression). Made once for the tests of this file.
 fn sage_runs() -> &'static Path {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("dir");
-        let base = common::write_config(dir.path(), "null", 12, 5);
+        // Under cargo's temporary folder for integration tests, not /tmp: a static is never
+        // dropped, so a TempDir here would be left behind.
+        let dir = common::fresh_dir("report_browser_runs");
+        let base = common::write_config(&dir, "null", 12, 5);
         let text = std::fs::read_to_string(&base).expect("config");
-        let worse = dir.path().join("worse.yaml");
+        let worse = dir.join("worse.yaml");
         std::fs::write(
             &worse,
             text.replace(
@@ -245,7 +247,7 @@ fn sage_runs() -> &'static Path {
             ),
         )
         .expect("config");
-        let out = dir.path().to_str().expect("utf-8");
+        let out = dir.to_str().expect("utf-8");
         for (id, config) in [
             ("base", base.as_str()),
             ("worse", worse.to_str().expect("utf-8")),
@@ -265,7 +267,6 @@ fn sage_runs() -> &'static Path {
         }
         dir
     })
-    .path()
 }
 
 #[test]

@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The ids of the six bundled SAGE scenarios.
 pub const SCENARIOS: [&str; 6] = [
@@ -221,4 +221,14 @@ pub fn process_peak_rss_mib(pid: u32) -> f64 {
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .unwrap_or(0.0)
         / 1024.0
+}
+
+/// An empty folder `name` under cargo's temporary folder for integration tests (for runs
+/// made once per test binary and kept in a static: a static is never dropped, so a TempDir there
+/// would be left behind in /tmp).
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
 }
