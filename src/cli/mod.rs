@@ -29,6 +29,12 @@ enum Command {
     Report {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
+        /// Also write the HTML report (one self-contained file; docs/report.md).
+        #[arg(long)]
+        html: bool,
+        /// Where the HTML report goes (default: report.html in the results folder).
+        #[arg(long, requires = "html")]
+        out: Option<std::path::PathBuf>,
     },
     /// Serve roles over NATS: pull dialogue jobs and play them, answer role requests
     /// (distributed mode; docs/deployment.md).
@@ -100,7 +106,21 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
         Command::Status(args) => cluster::status(args).map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => cluster::forget(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { dir } => crate::store::RunDir::open(&dir)
+        Command::Report {
+            dir,
+            html: true,
+            out,
+        } => run::report_html(&dir, out.as_deref()).map(|reported| {
+            for warning in reported.warnings() {
+                eprintln!("warning: {warning}");
+            }
+            println!("{}", reported.table);
+            if let Some(html) = &reported.html {
+                println!("report: {}", html.display());
+            }
+            ExitCode::SUCCESS
+        }),
+        Command::Report { dir, .. } => crate::store::RunDir::open(&dir)
             .map_err(anyhow::Error::from)
             .and_then(|r| crate::store::desk::report_any(&r).map_err(anyhow::Error::from))
             .map(|reported| {
