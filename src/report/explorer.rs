@@ -493,6 +493,7 @@ impl ExplorerFold {
 pub const CSS: &str = r#"
 #explorer .filters{display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;margin:6px 0}
 #explorer .filters select{max-width:260px}
+#explorer .filters input[type=number]{width:70px}
 .explorer-scroll{max-height:520px;overflow:auto;border:1px solid var(--line)}
 .explorer-scroll table.data{margin:0;width:100%}
 .explorer-scroll table.data th{top:0}
