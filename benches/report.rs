@@ -52,8 +52,12 @@ fn row(what: &str, dialogues: usize, m: &Measured, html: &Path) {
 fn records(dir: &Path) -> (usize, f64) {
     let file = dir.join("dialogues.jsonl");
     let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
-    let text = std::fs::read(&file).unwrap_or_default();
-    let lines = text.iter().filter(|b| **b == b'\n').count();
+    // Streamed: a process that held the file would hand its peak RSS down to the commands it
+    // starts (Linux keeps the high-water mark across fork and exec).
+    let lines = std::fs::File::open(&file).map_or(0, |f| {
+        use std::io::BufRead;
+        std::io::BufReader::new(f).split(b'\n').count()
+    });
     (lines, bytes as f64 / 1e6)
 }
 
@@ -68,7 +72,12 @@ fn case(out: &Path, id: &str, run_args: &[&str]) {
     println!("\n{id}: {dialogues} dialogues, dialogues.jsonl {mb:.0} MB\n");
     println!("| command | dialogues | wall s | CPU s | peak RSS MiB | report.html MB |");
     println!("|---|---|---|---|---|---|");
-    row("sage run (report in the same pass)", dialogues, &run, &dir.join("report.html"));
+    row(
+        "sage run (report in the same pass)",
+        dialogues,
+        &run,
+        &dir.join("report.html"),
+    );
     let html = out.join(format!("{id}.html"));
     let dir_s = dir.display().to_string();
     let html_s = html.display().to_string();

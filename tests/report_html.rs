@@ -63,7 +63,9 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.len() < 2_000_000, "{} bytes", html.len());
     // Nothing to fetch: no URL, no external resource, a CSP that forbids every request.
-    for needle in ["http://", "https://", "src=", "<link", "@import", "url(http"] {
+    for needle in [
+        "http://", "https://", "src=", "<link", "@import", "url(http",
+    ] {
         assert!(!html.contains(needle), "the report contains {needle}");
     }
     assert!(html.contains("default-src 'none'"));
@@ -71,7 +73,14 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
     let sections = attrs(&html, "data-section");
     assert_eq!(
         sections,
-        ["run", "leaderboard", "charts", "sop-graphs", "judges", "explorer"]
+        [
+            "run",
+            "leaderboard",
+            "charts",
+            "sop-graphs",
+            "judges",
+            "explorer"
+        ]
     );
     for chart in [
         "execution-gap",
@@ -93,8 +102,18 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
         attrs(&html, "data-dialogues").len()
     );
     // The explorer's filters and its embedded transcripts.
-    for f in ["model", "scenario", "route", "adversarial", "persona", "end"] {
-        assert!(html.contains(&format!("<select data-filter=\"{f}\">")), "{f}");
+    for f in [
+        "model",
+        "scenario",
+        "route",
+        "adversarial",
+        "persona",
+        "end",
+    ] {
+        assert!(
+            html.contains(&format!("<select data-filter=\"{f}\">")),
+            "{f}"
+        );
     }
     for f in ["min-score", "max-score", "format-error", "infra-error"] {
         assert!(html.contains(&format!("data-filter=\"{f}\"")), "{f}");

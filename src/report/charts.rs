@@ -144,7 +144,7 @@ pub fn line_panels(
     panels: &[(&str, Vec<Line>)],
     max: f64,
 ) -> String {
-    let panel_w = 300.0;
+    let panel_w = if panels.len() == 1 { 560.0 } else { 300.0 };
     let panel_h = 200.0;
     let pad = 36.0;
     let models: Vec<&str> = panels
