@@ -104,7 +104,7 @@ pub async fn run_embedded(
     run_dir: &RunDir,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<Embedded, RunError> {
-    let mut report = SageFold::new(config);
+    let mut report = SageFold::for_run(config, run_dir, sops);
     // Records already stored are kept, once checked to be of these jobs (read once).
     let mut stored = None;
     if run_dir.path().join("dialogues.jsonl").exists() {

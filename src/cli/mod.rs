@@ -131,22 +131,9 @@ pub fn main() -> ExitCode {
         Command::Show { dir, dialogue_id } => {
             report::show(&dir, &dialogue_id).map(|()| ExitCode::SUCCESS)
         }
-        Command::Report { dir, html, out, .. } => crate::store::RunDir::open(&dir)
-            .map_err(anyhow::Error::from)
-            .and_then(|r| {
-                let reported = crate::store::desk::report_any(&r)?;
-                for warning in reported.warnings() {
-                    eprintln!("warning: {warning}");
-                }
-                println!("{}", reported.table);
-                if html {
-                    if !r.is_desk() {
-                        anyhow::bail!("--html: the SAGE suite's HTML report is not in this build");
-                    }
-                    desk::write_desk_html(&dir, out.as_deref())?;
-                }
-                Ok(ExitCode::SUCCESS)
-            }),
+        Command::Report { dir, html, out, .. } => {
+            report::report(&dir, html, out.as_deref()).map(|()| ExitCode::SUCCESS)
+        }
         Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),
     };
     match result {

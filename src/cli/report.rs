@@ -7,6 +7,34 @@ use crate::store::RunDir;
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 
+/// `sage report DIR [--html [--out FILE]]`: the summary and leaderboard rebuilt from the
+/// records (SAGE or support-desk folder), and with `--html` the HTML report.
+pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> {
+    let run = RunDir::open(dir)?;
+    if html && !run.is_desk() {
+        let reported = super::run::report_html(dir, out)?;
+        print_reported(&reported.warnings(), &reported.table);
+        if let Some(html) = &reported.html {
+            println!("report: {}", html.display());
+        }
+        return Ok(());
+    }
+    let reported = crate::store::desk::report_any(&run)?;
+    print_reported(&reported.warnings(), &reported.table);
+    if html {
+        super::desk::write_desk_html(dir, out)?;
+    }
+    Ok(())
+}
+
+/// A report's warnings (on stderr) and its table.
+fn print_reported(warnings: &[String], table: &str) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    println!("{table}");
+}
+
 /// A SAGE results folder with its manifest, for comparing.
 fn sage_run(dir: &Path) -> anyhow::Result<(RunDir, crate::store::Manifest)> {
     let run = RunDir::open(dir)?;

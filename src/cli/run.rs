@@ -115,6 +115,45 @@ pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>,
     Ok(out)
 }
 
+/// The compiled scenarios of a stored run, for its HTML report: those its configuration names
+/// that still load and whose text is the one the run used (manifest.json's SHA-256); a
+/// warning for each one left out (its graph is not drawn).
+pub fn report_sops(manifest: &crate::store::Manifest) -> Vec<Arc<Sop>> {
+    let loaded = match load_scenarios(&manifest.config) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!(
+                "warning: the run's scenarios do not load ({e:#}); the report has no SOP graphs"
+            );
+            return Vec::new();
+        }
+    };
+    let hashes = Manifest::scenario_hashes(&loaded);
+    loaded
+        .into_iter()
+        .zip(hashes)
+        .filter_map(|((sop, _), (id, hash))| {
+            if manifest.scenarios.iter().any(|(i, h)| *i == id && *h == hash) {
+                Some(sop)
+            } else {
+                eprintln!("warning: scenario `{id}` changed since the run; its graph is left out of the report");
+                None
+            }
+        })
+        .collect()
+}
+
+/// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass.
+pub fn report_html(dir: &Path, out: Option<&Path>) -> anyhow::Result<crate::store::Reported> {
+    let run = RunDir::open(dir)?;
+    let manifest = run.read_manifest()?;
+    Ok(crate::store::report_html(
+        &run,
+        report_sops(&manifest),
+        out,
+    )?)
+}
+
 /// Reads a run configuration file (docs/run-config.md).
 pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
@@ -249,12 +288,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         );
     }
     // The report was folded as the records were written: the file is not read again.
-    let reported = embedded.report.write(&run_dir)?;
+    let mut report = embedded.report;
+    let reported = report.write(&run_dir)?;
     if let Some(warning) = reported.duplicates.warning(&reported.file) {
         eprintln!("warning: {warning}");
     }
     println!("{}", reported.table);
     println!("results: {}", run_dir.path().display());
+    if let Some(html) = &reported.html {
+        println!("report: {}", html.display());
+    }
     // A model that never answered was not measured: the run did not do its job for it.
     if !reported.unreached.is_empty() {
         let models: Vec<String> = reported.unreached.iter().map(|u| u.to_string()).collect();

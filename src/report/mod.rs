@@ -5,14 +5,27 @@
 //! The page is made of [`Section`]s assembled by [`Page::render`]. Every section works without
 //! JavaScript except the dialogue explorers; the page fetches nothing (its Content Security
 //! Policy forbids every network request). docs/report.md describes the report and the DOM
-//! contract that the browser test (tests/browser.rs) checks.
+//! contract that the browser test (tests/report_browser.rs) checks.
 //!
+//! * [`sage`]: the SAGE suite's fold ([`SageReport`]) and its sections.
+//! * [`explorer`]: the dialogue explorer (rows, compressed transcripts, [`dialogue_anchor`]).
+//! * [`graph`]: the SOP graph's layered layout as SVG.
+//! * [`charts`]: SVG bar and line charts.
+//! * [`stats`]: exact means and Cohen's kappa.
+//! * [`desk`]: the support-desk suite's fold and its sections.
 //! * [`compare`]: two runs compared (`sage report A --compare B`).
 //! * [`transcript`]: one dialogue's transcript for the terminal (`sage show`).
 
+pub mod charts;
 pub mod compare;
 pub mod desk;
+pub mod explorer;
+pub mod graph;
 pub mod page;
+pub mod sage;
+pub mod stats;
 pub mod transcript;
 
+pub use explorer::{dialogue_anchor, encode_uri_component};
 pub use page::{Page, Section, escape};
+pub use sage::{RunInfo, SageReport};

@@ -6,7 +6,9 @@ pub mod desk;
 pub mod export;
 mod report;
 
-pub use report::{Duplicates, Reported, SageFold, Unreached, report};
+pub use report::{
+    Duplicates, REPORT_HTML, Reported, SageFold, Unreached, report, report_html, run_info,
+};
 
 use crate::plan::RunConfig;
 use crate::protocol::DialogueRecord;
@@ -56,6 +58,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
         path: path.to_path_buf(),
         error,
     }
+}
+
+/// Writes `text` to the file `path` atomically (a temporary file beside it, then renamed).
+pub fn write_file(path: &Path, text: &str) -> Result<(), StoreError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    fs::write(&tmp, text).map_err(io(&tmp))?;
+    fs::rename(&tmp, path).map_err(io(path))
 }
 
 /// What a run was: its configuration, versions and seed (manifest.json).

@@ -3,12 +3,18 @@
 //! never answered. `sage report` feeds the fold from dialogues.jsonl, the embedded run and the
 //! aggregator as they write each record: one code path, so the three agree byte for byte.
 
-use super::{RunDir, StoreError};
+use super::{Manifest, RunDir, StoreError};
 use crate::plan::RunConfig;
 use crate::protocol::{DialogueRecord, ServiceOutcome};
+use crate::report::{RunInfo, SageReport};
 use crate::scoring::{Bootstrap, SummaryFold};
+use crate::sop::Sop;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The HTML report's file name in a results folder.
+pub const REPORT_HTML: &str = "report.html";
 
 /// Dialogue ids a records file holds more than once (two processes wrote one folder): the
 /// first record of each id counts, the others are left out of the summary. Remembers each id
@@ -64,6 +70,8 @@ pub struct Reported {
     /// Models under test that never answered: their dialogues all ended before the agent gave
     /// an answer (it could not be reached, or the customer's side failed first).
     pub unreached: Vec<Unreached>,
+    /// The HTML report written, if one was.
+    pub html: Option<PathBuf>,
 }
 
 /// A model under test that never answered in a run.
@@ -109,12 +117,27 @@ struct Reach {
 }
 
 /// A SAGE run's report, folded one record at a time (the summary, the repeated ids, the models
-/// that never answered); [`SageFold::write`] writes summary.json and leaderboard.md.
-#[derive(Debug, Clone)]
+/// that never answered, and the HTML report when asked for); [`SageFold::write`] writes
+/// summary.json, leaderboard.md and report.html.
+#[derive(Debug)]
 pub struct SageFold {
     summary: SummaryFold,
     duplicates: Duplicates,
     reached: BTreeMap<String, Reach>,
+    html: Option<Box<SageReport>>,
+}
+
+/// What the HTML report says about a run from its manifest.
+pub fn run_info(manifest: &Manifest) -> RunInfo {
+    RunInfo {
+        run_id: manifest.run_id.clone(),
+        created_at: manifest.created_at.clone(),
+        sage_version: manifest.sage_version.clone(),
+        config: manifest.config.clone(),
+        scenarios: manifest.scenarios.clone(),
+        simulated_models: manifest.simulated_models.clone(),
+        jobs: manifest.jobs,
+    }
 }
 
 impl SageFold {
@@ -129,6 +152,23 @@ impl SageFold {
             summary: SummaryFold::new(bootstrap, config.repeats),
             duplicates: Duplicates::default(),
             reached: BTreeMap::new(),
+            html: None,
+        }
+    }
+
+    /// The same fold that also builds the HTML report of the run of `manifest` (`sops`: its
+    /// compiled scenarios, for the graphs), written by [`SageFold::write`] as report.html.
+    pub fn with_html(mut self, manifest: &Manifest, sops: Vec<Arc<Sop>>) -> SageFold {
+        self.html = Some(Box::new(SageReport::new(run_info(manifest), sops)));
+        self
+    }
+
+    /// A fold of the run in `run`: with the HTML report when the folder has its manifest.
+    pub fn for_run(config: &RunConfig, run: &RunDir, sops: &[Arc<Sop>]) -> SageFold {
+        let fold = SageFold::new(config);
+        match run.read_manifest() {
+            Ok(manifest) => fold.with_html(&manifest, sops.to_vec()),
+            Err(_) => fold,
         }
     }
 
@@ -151,6 +191,9 @@ impl SageFold {
             }
         }
         self.summary.add(record);
+        if let Some(html) = &mut self.html {
+            html.add(record);
+        }
         true
     }
 
@@ -164,14 +207,37 @@ impl SageFold {
         self.summary.summary()
     }
 
-    /// Writes summary.json and leaderboard.md of the records folded so far.
-    pub fn write(&self, run: &RunDir) -> Result<Reported, StoreError> {
+    /// Writes summary.json and leaderboard.md of the records folded so far, and report.html
+    /// into the folder when the fold builds it.
+    pub fn write(&mut self, run: &RunDir) -> Result<Reported, StoreError> {
+        self.write_to(run, None)
+    }
+
+    /// As [`SageFold::write`], the HTML report going to `html` when given (else into the
+    /// folder).
+    pub fn write_to(&mut self, run: &RunDir, html: Option<&Path>) -> Result<Reported, StoreError> {
         let summary = self.summary.summary();
         run.write_json("summary.json", &summary)?;
         run.write_text(
             "leaderboard.md",
             &crate::scoring::leaderboard_markdown(&summary),
         )?;
+        let html = match &mut self.html {
+            Some(report) => {
+                let text = report.page(&summary).render();
+                Some(match html {
+                    Some(path) => {
+                        super::write_file(path, &text)?;
+                        path.to_path_buf()
+                    }
+                    None => {
+                        run.write_text(REPORT_HTML, &text)?;
+                        run.path().join(REPORT_HTML)
+                    }
+                })
+            }
+            None => None,
+        };
         Ok(Reported {
             table: crate::scoring::leaderboard_text(&summary),
             duplicates: self.duplicates.clone(),
@@ -186,6 +252,7 @@ impl SageFold {
                     first_error: r.first_error.clone(),
                 })
                 .collect(),
+            html,
         })
     }
 }
@@ -200,4 +267,20 @@ pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
         fold.add(&r);
     })?;
     fold.write(run)
+}
+
+/// As [`report`], and also writes the HTML report (to `out`, else report.html in the folder),
+/// in the same single pass over dialogues.jsonl; `sops` are the run's compiled scenarios (those
+/// missing are reported without their graph).
+pub fn report_html(
+    run: &RunDir,
+    sops: Vec<Arc<Sop>>,
+    out: Option<&Path>,
+) -> Result<Reported, StoreError> {
+    let manifest = run.read_manifest()?;
+    let mut fold = SageFold::new(&manifest.config).with_html(&manifest, sops);
+    run.scan_dialogues(|r| {
+        fold.add(&r);
+    })?;
+    fold.write_to(run, out)
 }

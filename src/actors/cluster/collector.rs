@@ -235,7 +235,12 @@ impl Report {
     fn new(spec: &RunSpec) -> Report {
         match spec {
             RunSpec::Sage { manifest, .. } => {
-                Report::Sage(Box::new(crate::store::SageFold::new(&manifest.config)))
+                // The HTML report's graphs need the compiled scenarios; should they not
+                // compile here, it is written without its graphs.
+                let sops = spec.sops().unwrap_or_default();
+                Report::Sage(Box::new(
+                    crate::store::SageFold::new(&manifest.config).with_html(manifest, sops),
+                ))
             }
             RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
         }
@@ -257,8 +262,8 @@ impl Report {
         }
     }
 
-    /// Writes the run's summary files; the terminal table.
-    fn write(&self, dir: &RunDir) -> Result<String, ClusterError> {
+    /// Writes the run's summary files (and a SAGE run's report.html); the terminal table.
+    fn write(&mut self, dir: &RunDir) -> Result<String, ClusterError> {
         Ok(match self {
             Report::Sage(fold) => fold.write(dir)?.table,
             Report::Desk(fold) => fold.write(dir)?.reported.table,

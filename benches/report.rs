@@ -1,0 +1,100 @@
+//! The HTML report at the size of a 27-model sweep (issue 12): 27 simulated models under test
+//! x the 6 bundled scenarios x 60 cases x 3 repeats (about 29,000 dialogues, 1 GB of
+//! dialogues.jsonl). Goals: report.html at most 25 MB, `sage report DIR --html` under 30 s;
+//! the default `sage run`'s report under 2 s. Release binary, each command measured from the
+//! outside (`wait4`: wall and CPU time, peak RSS). Numbers and method: docs/benchmarks.md.
+//!
+//! `cargo bench --bench report -- default|sweep` (both when none is named). The results go to
+//! a temporary folder (`TMPDIR`), removed at the end.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{Measured, measured_sage};
+use std::path::Path;
+
+/// A run configuration of `models` simulated agents (profiles strong, balanced and weak in
+/// turn), the simulated customer and three simulated judges, over the bundled scenarios.
+fn sweep_config(dir: &Path, models: usize, cases: usize, repeats: u32) -> String {
+    let mut text = String::from("models:\n");
+    let names: Vec<String> = (1..=models).map(|i| format!("sim-agent-{i:02}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let profile = ["strong", "balanced", "weak"][i % 3];
+        text.push_str(&format!(
+            "  - name: {name}\n    provider: simulated\n    sim: {{kind: agent, profile: {profile}}}\n"
+        ));
+    }
+    text.push_str(
+        "  - name: sim-user\n    provider: simulated\n    sim: {kind: user}\n\
+         - name: sim-judge-1\n    provider: simulated\n    sim: {kind: judge}\n\
+         - name: sim-judge-2\n    provider: simulated\n    sim: {kind: judge, noise: 0.03}\n\
+         - name: sim-judge-3\n    provider: simulated\n    sim: {kind: judge, noise: 0.06}\n"
+            .replace("\n- ", "\n  - ")
+            .as_str(),
+    );
+    text.push_str(&format!(
+        "service_models: [{}]\nuser_model: sim-user\njudge_models: [sim-judge-1, sim-judge-2, sim-judge-3]\nscenarios: [bundled]\ndialogues_per_scenario: {cases}\nrepeats: {repeats}\nseed: 12\nconcurrency: 64\n",
+        names.join(", ")
+    ));
+    let path = dir.join("sweep.yaml");
+    std::fs::write(&path, text).expect("config");
+    path.display().to_string()
+}
+
+fn row(what: &str, dialogues: usize, m: &Measured, html: &Path) {
+    let mb = std::fs::metadata(html).map_or(0.0, |m| m.len() as f64 / 1e6);
+    println!(
+        "| {what} | {dialogues} | {:.1} | {:.1} | {:.1} | {mb:.1} |",
+        m.secs, m.cpu_secs, m.peak_rss_mib
+    );
+}
+
+fn records(dir: &Path) -> (usize, f64) {
+    let file = dir.join("dialogues.jsonl");
+    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+    // Streamed: a process that held the file would hand its peak RSS down to the commands it
+    // starts (Linux keeps the high-water mark across fork and exec).
+    let lines = std::fs::File::open(&file).map_or(0, |f| {
+        use std::io::BufRead;
+        std::io::BufReader::new(f).split(b'\n').count()
+    });
+    (lines, bytes as f64 / 1e6)
+}
+
+/// `sage run` (which writes report.html in its pass), then `sage report DIR --html` alone.
+fn case(out: &Path, id: &str, run_args: &[&str]) {
+    let out_s = out.display().to_string();
+    let mut args = vec!["run", "--quiet", "--out", &out_s, "--run-id", id];
+    args.extend(run_args);
+    let run = measured_sage(&args);
+    let dir = out.join(id);
+    let (dialogues, mb) = records(&dir);
+    println!("\n{id}: {dialogues} dialogues, dialogues.jsonl {mb:.0} MB\n");
+    println!("| command | dialogues | wall s | CPU s | peak RSS MiB | report.html MB |");
+    println!("|---|---|---|---|---|---|");
+    row(
+        "sage run (report in the same pass)",
+        dialogues,
+        &run,
+        &dir.join("report.html"),
+    );
+    let html = out.join(format!("{id}.html"));
+    let dir_s = dir.display().to_string();
+    let html_s = html.display().to_string();
+    let report = measured_sage(&["report", &dir_s, "--html", "--out", &html_s]);
+    row("sage report --html", dialogues, &report, &html);
+    let summary = measured_sage(&["report", &dir_s]);
+    row("sage report (no HTML)", dialogues, &summary, Path::new(""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    if common::bench_selected("default") {
+        case(tmp.path(), "default", &[]);
+    }
+    if common::bench_selected("sweep") {
+        let config = sweep_config(tmp.path(), 27, 60, 3);
+        case(tmp.path(), "sweep", &["--config", &config]);
+    }
+}
