@@ -328,3 +328,235 @@ fn the_compare_report_lists_the_planted_regression_first() {
     assert_offline(&tab, &out);
     screenshot_sections(&tab, "compare");
 }
+
+/// The mean of a summary.json statistic (`{"mean": ..}`) or a plain number.
+fn mean(value: &Value) -> f64 {
+    value.get("mean").map_or_else(|| number(value), number)
+}
+
+/// Sets the explorer's select `filter` to the option labelled `label`.
+fn choose(tab: &Tab<'_>, filter: &str, label: &str) {
+    let found = tab
+        .eval(&format!(
+            "(() => {{ const s = document.querySelector('#explorer select[data-filter={filter}]'); \
+             const o = [...s.options].find(o => o.textContent === {}); if (!o) return false; \
+             s.value = o.value; s.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()",
+            js(label)
+        ))
+        .expect("filter");
+    assert_eq!(found, Value::Bool(true), "no {filter} option {label}");
+}
+
+#[test]
+fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
+    let folder = sage_runs().join("base");
+    let report = folder.join("report.html");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let models = summary["models"].as_array().expect("models");
+    let browser = Browser::launch();
+    let tab = browser.open(&report, true).expect("open");
+    tab.wait_for(
+        "document.querySelectorAll('#explorer tr[data-dialogue]').length > 0",
+        READY,
+    )
+    .expect("the explorer lists dialogues");
+
+    // The leaderboard equals summary.json, cell by cell.
+    let keys = tab
+        .eval(
+            "[...new Set([...document.querySelectorAll('#leaderboard-table td[data-metric][data-value]')]\
+             .map(td => td.dataset.metric))]",
+        )
+        .expect("keys");
+    let mut keys: Vec<String> = serde_json::from_value(keys).expect("strings");
+    keys.retain(|k| k != "model"); // the name column sorts by name
+    for key in [
+        "overall",
+        "logic",
+        "chat",
+        "acc_cls",
+        "sim_path",
+        "acc_action",
+        "dialogues",
+    ] {
+        assert!(keys.iter().any(|k| k == key), "no {key} column: {keys:?}");
+    }
+    for model in models {
+        let name = model["model"].as_str().expect("name");
+        for key in &keys {
+            let shown = tab
+                .eval(&format!(
+                    "document.querySelector('#leaderboard-table tr[data-model=' + {} + '] td[data-metric={key}]').dataset.value",
+                    js(&js(name))
+                ))
+                .expect("a cell");
+            let shown: f64 = shown
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} {key}: not a number: {shown}"));
+            let want = mean(&model["all"][key.as_str()]);
+            assert!(
+                (shown - want).abs() < 1e-9,
+                "{name} {key}: page {shown}, summary {want}"
+            );
+        }
+    }
+    // Sorting by a column orders the rows by its values.
+    tab.click("#leaderboard-table th[data-sort=overall]")
+        .expect("sort");
+    let order = tab
+        .eval("[...document.querySelectorAll('#leaderboard-table tr[data-model] td[data-metric=overall]')].map(td => Number(td.dataset.value))")
+        .expect("order");
+    let order: Vec<f64> = serde_json::from_value(order).expect("numbers");
+    let mut sorted = order.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let mut descending = sorted.clone();
+    descending.reverse();
+    assert!(
+        order == sorted || order == descending,
+        "not sorted: {order:?}"
+    );
+
+    // Every chart has its marks, drawn, with the summary's values.
+    let marks = tab
+        .eval(
+            "Object.fromEntries([...document.querySelectorAll('svg.chart[data-chart]')].map(svg => \
+             [svg.dataset.chart, [...svg.querySelectorAll('.mark')].map(m => { const b = m.getBoundingClientRect(); \
+             return {model: m.dataset.model, series: m.dataset.series, value: Number(m.dataset.value), \
+             drawn: b.width > 0 || b.height > 0}; })]))",
+        )
+        .expect("marks");
+    for chart in [
+        "execution-gap",
+        "turn-depth",
+        "adversarial",
+        "format-errors",
+        "chat-dimensions",
+    ] {
+        let list = marks[chart]
+            .as_array()
+            .unwrap_or_else(|| panic!("no chart {chart}"));
+        for model in models {
+            let name = model["model"].as_str().expect("name");
+            assert!(
+                list.iter()
+                    .any(|m| m["model"] == name && m["drawn"] == true),
+                "{chart}: no mark drawn for {name}"
+            );
+        }
+    }
+    let mark = |chart: &str, model: &str, series: &str| -> f64 {
+        let found = marks[chart]
+            .as_array()
+            .expect("marks")
+            .iter()
+            .find(|m| m["model"] == model && m["series"] == series)
+            .unwrap_or_else(|| panic!("{chart}: no mark {model} {series}"));
+        number(&found["value"])
+    };
+    for model in models {
+        let name = model["model"].as_str().expect("name");
+        for (series, key) in [
+            ("Acc_cls", "acc_cls"),
+            ("Sim_path", "sim_path"),
+            ("Acc_action", "acc_action"),
+        ] {
+            let want = mean(&model["all"][key]);
+            assert!((mark("execution-gap", name, series) - want).abs() < 1e-9);
+        }
+        for (depth, label) in [("t1", "T1"), ("t5", "T5"), ("final", "Final")] {
+            let want = mean(&model["by_turn"][depth]["overall"]);
+            let shown = mark("turn-depth", name, &format!("OA {label}"));
+            assert!(
+                (shown - want).abs() < 1e-9,
+                "{name} {depth}: {shown} vs {want}"
+            );
+        }
+        for (level, stats) in model["by_adversarial"].as_object().expect("levels") {
+            for (metric, key) in [("OA", "overall"), ("Logic", "logic"), ("Chat", "chat")] {
+                let want = mean(&stats[key]);
+                let shown = mark("adversarial", name, &format!("{metric} {level}"));
+                assert!((shown - want).abs() < 1e-9, "{name} {metric} {level}");
+            }
+        }
+    }
+
+    // Filter the explorer to one model: it lists exactly that model's dialogues; open one.
+    let weak = models
+        .iter()
+        .find(|m| m["model"] == "sim-weak")
+        .expect("sim-weak");
+    choose(&tab, "model", "sim-weak");
+    let count = tab
+        .eval("Number(document.getElementById('explorer-count').textContent)")
+        .expect("count");
+    assert_eq!(number(&count), number(&weak["dialogues"]));
+    let ids = tab
+        .eval("[...document.querySelectorAll('#explorer tr[data-dialogue]')].map(r => r.dataset.dialogue)")
+        .expect("rows");
+    let ids: Vec<String> = serde_json::from_value(ids).expect("ids");
+    assert!(!ids.is_empty());
+    assert!(
+        ids.iter().all(|id| id.contains("/sim-weak/")),
+        "a row of another model"
+    );
+    let id = &ids[0];
+    let turns = dialogue_turns(&folder, id);
+    tab.click(&format!("#explorer tr[data-dialogue={}] td", js(id)))
+        .expect("click");
+    let opened = format!(
+        "(v => v && v.dataset.dialogue === {} && v.querySelectorAll('.turn[data-turn]').length === {turns})\
+         (document.getElementById('dialogue-view'))",
+        js(id)
+    );
+    tab.wait_for(&opened, READY)
+        .expect("the dialogue opens with its turns");
+    assert_offline(&tab, &report);
+    screenshot_sections(&tab, "sage");
+
+    // A link to the dialogue opens it.
+    let link = format!(
+        "file://{}#dialogue={}",
+        report.canonicalize().expect("path").display(),
+        urlencode(id)
+    );
+    let linked = browser.open(&link, true).expect("open the link");
+    linked
+        .wait_for(&opened, READY)
+        .expect("the link opens the dialogue");
+
+    // Without scripts, everything above the explorer is there.
+    let plain = browser.open(&report, false).expect("open without scripts");
+    let shown = plain
+        .eval(
+            "({rows: document.querySelectorAll('#leaderboard-table tr[data-model]').length, \
+              charts: document.querySelectorAll('svg.chart[data-chart] .mark').length, \
+              graphs: document.querySelectorAll('svg.sop-graph g.node[data-stage]').length, \
+              routes: document.querySelectorAll('table.routes tr[data-route]').length, \
+              sections: document.querySelectorAll('section[data-section] > h2').length})",
+        )
+        .expect("counts");
+    assert_eq!(number(&shown["rows"]) as usize, models.len());
+    assert!(number(&shown["charts"]) > 0.0 && number(&shown["graphs"]) > 0.0);
+    let routes: usize = summary["coverage"]
+        .as_object()
+        .expect("coverage")
+        .values()
+        .map(|r| r.as_object().expect("routes").len())
+        .sum();
+    assert!(number(&shown["routes"]) as usize >= routes, "{shown}");
+    assert_eq!(number(&shown["sections"]), 6.0);
+}
+
+/// The number of turns of dialogue `id` in `folder`'s dialogues.jsonl.
+fn dialogue_turns(folder: &Path, id: &str) -> usize {
+    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("records");
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
+        .find(|r| r["job"]["dialogue_id"] == id)
+        .map(|r| r["turns"].as_array().expect("turns").len())
+        .unwrap_or_else(|| panic!("no dialogue {id}"))
+}
