@@ -92,6 +92,22 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         Some(format!("report: {}", report.display()).as_str()),
         "{stdout}"
     );
+    // `sage show` reads SAGE dialogues; on a desk folder it points to the report.
+    let show = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args([
+            "show",
+            folder.to_str().expect("utf-8"),
+            "A001/sim-desk-reckless/r0",
+        ])
+        .output()
+        .expect("sage runs");
+    assert!(!show.status.success());
+    let said = String::from_utf8_lossy(&show.stderr);
+    assert!(
+        said.contains("a support-desk run")
+            && said.contains("report.html#conversation=A001%2Fsim-desk-reckless%2Fr0"),
+        "{said}"
+    );
     let html = std::fs::read_to_string(&report).expect("report.html");
     for id in SECTIONS {
         assert_eq!(

@@ -102,6 +102,15 @@ pub fn compare(
 pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     crate::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
+    if run.is_desk() {
+        bail!(
+            "{}: a support-desk run; `sage show` prints SAGE dialogues. Its conversations are in \
+             {}#conversation={}",
+            dir.display(),
+            dir.join(crate::store::REPORT_HTML).display(),
+            crate::report::encode_uri_component(id)
+        );
+    }
     match run.find_dialogue(id)? {
         Some(record) => {
             print!("{}", crate::report::transcript::transcript_text(&record));
