@@ -339,16 +339,15 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         println!("{run_id}");
         eprintln!("run {run_id}: {} jobs queued", status.jobs);
         if args.follow {
-            let html = matches!(submission, Submission::Sage(..));
-            follow(&broker, &run_id, html).await?;
+            follow(&broker, &run_id).await?;
         }
         Ok(())
     })
 }
 
-/// Prints a run's progress until it completes, then its leaderboard and where its results (and
-/// its HTML report, `html`) are on the aggregator.
-async fn follow(broker: &Broker, run_id: &str, html: bool) -> anyhow::Result<()> {
+/// Prints a run's progress until it completes, then its leaderboard and where its results and
+/// its HTML report are on the aggregator.
+async fn follow(broker: &Broker, run_id: &str) -> anyhow::Result<()> {
     let mut last = None;
     loop {
         if let Some(s) = submit::status(broker, run_id).await? {
@@ -366,10 +365,9 @@ async fn follow(broker: &Broker, run_id: &str, html: bool) -> anyhow::Result<()>
                 }
                 if let Some(results) = s.results {
                     println!("results (on the aggregator): {results}");
-                    if html {
-                        let html = std::path::Path::new(&results).join(crate::store::REPORT_HTML);
-                        println!("report (on the aggregator): {}", html.display());
-                    }
+                }
+                if let Some(report) = s.report {
+                    println!("report (on the aggregator): {report}");
                 }
                 return Ok(());
             }

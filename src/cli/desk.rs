@@ -221,19 +221,15 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     println!("{}", report.reported.table);
     println!("results: {}", run.path().display());
-    write_desk_html(run.path(), None)?;
+    write_desk_html(&run, None)?;
     Ok(())
 }
 
-/// Writes the HTML report of the support-desk run in `run_dir` (desk.jsonl read once) to `out`,
-/// by default report.html in the folder, and prints its path.
-pub fn write_desk_html(run_dir: &Path, out: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    let html = crate::store::desk::desk_html(&RunDir::open(run_dir)?)?;
-    let path = out.map_or_else(
-        || run_dir.join(crate::store::REPORT_HTML),
-        Path::to_path_buf,
-    );
-    std::fs::write(&path, html).with_context(|| format!("{}", path.display()))?;
+/// Writes the HTML report of the support-desk run in `run` (the store's
+/// [`crate::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
+/// prints its path.
+pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
+    let path = crate::store::desk::write_desk_html(run, out)?;
     println!("report: {}", path.display());
     Ok(path)
 }

@@ -22,7 +22,7 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
     let reported = crate::store::desk::report_any(&run)?;
     print_reported(&reported.warnings(), &reported.table);
     if html {
-        super::desk::write_desk_html(dir, out)?;
+        super::desk::write_desk_html(&run, out)?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use crate::protocol::desk::DeskRecord;
 use crate::report::desk::{DeskReportFold, DeskRunInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
 
 /// The records file of a support-desk run.
 pub const DESK_RECORDS: &str = "desk.jsonl";
@@ -205,4 +206,13 @@ pub fn desk_html(run: &RunDir) -> Result<String, DeskHtmlError> {
         return Err(e.into());
     }
     Ok(fold.page()?.render())
+}
+
+/// Writes the HTML report of the support-desk run in `run` ([`desk_html`]: desk.jsonl read
+/// once) to `out`, by default report.html in the folder, atomically; its path. `sage run
+/// --suite support-desk`, `sage report DIR --html` and the aggregator (when a run completes)
+/// all write it here.
+pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> Result<PathBuf, DeskHtmlError> {
+    let html = desk_html(run)?;
+    Ok(run.write_report_html(&html, out)?)
 }

@@ -223,19 +223,7 @@ impl SageFold {
             &crate::scoring::leaderboard_markdown(&summary),
         )?;
         let html = match &mut self.html {
-            Some(report) => {
-                let text = report.page(&summary).render();
-                Some(match html {
-                    Some(path) => {
-                        super::write_file(path, &text)?;
-                        path.to_path_buf()
-                    }
-                    None => {
-                        run.write_text(REPORT_HTML, &text)?;
-                        run.path().join(REPORT_HTML)
-                    }
-                })
-            }
+            Some(report) => Some(run.write_report_html(&report.page(&summary).render(), html)?),
             None => None,
         };
         Ok(Reported {
@@ -254,6 +242,24 @@ impl SageFold {
                 .collect(),
             html,
         })
+    }
+}
+
+impl RunDir {
+    /// Writes an HTML report's text to `out` when given, else to report.html in the folder
+    /// (atomically either way: a temporary file beside it, then renamed); its path. The SAGE
+    /// and the support-desk reports are both written here, by the CLI and the aggregator.
+    pub fn write_report_html(&self, text: &str, out: Option<&Path>) -> Result<PathBuf, StoreError> {
+        match out {
+            Some(path) => {
+                super::write_file(path, text)?;
+                Ok(path.to_path_buf())
+            }
+            None => {
+                self.write_text(REPORT_HTML, text)?;
+                Ok(self.path().join(REPORT_HTML))
+            }
+        }
     }
 }
 

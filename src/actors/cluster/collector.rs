@@ -187,12 +187,13 @@ impl Collector {
         // Every job stored: the summary is written from the fold (and written again should a
         // record come after it).
         if folder.status.stored >= folder.status.jobs {
-            let table = folder.report.write(&folder.dir)?;
+            let (table, html) = folder.report.write(run, &folder.dir)?;
             if folder.status.state != RunState::Complete {
                 tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
             }
             folder.status.state = RunState::Complete;
             folder.status.leaderboard = Some(table);
+            folder.status.report = html.map(|p| p.display().to_string());
         }
         if folder.status.state == RunState::Complete
             || folder.status_written.elapsed() >= STATUS_EVERY
@@ -262,11 +263,32 @@ impl Report {
         }
     }
 
-    /// Writes the run's summary files (and a SAGE run's report.html); the terminal table.
-    fn write(&mut self, dir: &RunDir) -> Result<String, ClusterError> {
+    /// Writes the run's summary files and its report.html (atomically, the folder claimed):
+    /// the terminal table, and report.html's path when it was written. A SAGE run's report is
+    /// folded as its records came; a desk run's is built as `sage run --suite support-desk`
+    /// builds it, desk.jsonl read once more. A desk report that cannot be built (not a disk
+    /// error) is logged and left out: the run still completes with its summary.
+    fn write(
+        &mut self,
+        run: &str,
+        dir: &RunDir,
+    ) -> Result<(String, Option<PathBuf>), ClusterError> {
         Ok(match self {
-            Report::Sage(fold) => fold.write(dir)?.table,
-            Report::Desk(fold) => fold.write(dir)?.reported.table,
+            Report::Sage(fold) => {
+                let reported = fold.write(dir)?;
+                (reported.table, reported.html)
+            }
+            Report::Desk(fold) => {
+                let table = fold.write(dir)?.reported.table;
+                match crate::store::desk::write_desk_html(dir, None) {
+                    Ok(path) => (table, Some(path)),
+                    Err(crate::store::desk::DeskHtmlError::Store(e)) => return Err(e.into()),
+                    Err(e) => {
+                        tracing::error!(run, error = %e, "cannot build the run's HTML report");
+                        (table, None)
+                    }
+                }
+            }
         })
     }
 }

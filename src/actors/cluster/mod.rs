@@ -208,6 +208,9 @@ pub struct RunStatus {
     /// The results folder on the aggregator, once known.
     #[serde(default)]
     pub results: Option<String>,
+    /// The HTML report on the aggregator (report.html in the results folder), once written.
+    #[serde(default)]
+    pub report: Option<String>,
 }
 
 impl RunStatus {
@@ -224,6 +227,7 @@ impl RunStatus {
             updated_at: crate::store::now_utc().0,
             leaderboard: None,
             results: None,
+            report: None,
         }
     }
 }
