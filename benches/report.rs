@@ -83,9 +83,65 @@ fn case(out: &Path, id: &str, run_args: &[&str]) {
     let html_s = html.display().to_string();
     let report = measured_sage(&["report", &dir_s, "--html", "--out", &html_s]);
     row("sage report --html", dialogues, &report, &html);
+    browse(&html);
     let summary = measured_sage(&["report", &dir_s]);
     row("sage report (no HTML)", dialogues, &summary, Path::new(""));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opens `html` in headless Chromium (tests/common/browser.rs) and times what a reader does:
+/// the page loaded with the explorer's first rows, the explorer filtered to one model, a
+/// dialogue opened (its chunk decompressed); and the page's JavaScript heap.
+fn browse(html: &Path) {
+    use std::time::{Duration, Instant};
+    let wait = Duration::from_secs(60);
+    let browser = common::browser::Browser::launch();
+    let start = Instant::now();
+    let tab = browser.open(html, true).expect("open");
+    tab.wait_for(
+        "document.querySelectorAll('#explorer tr[data-dialogue]').length > 0",
+        wait,
+    )
+    .expect("explorer rows");
+    let loaded = start.elapsed();
+    let start = Instant::now();
+    let label = tab
+        .eval(
+            "(() => { const s = document.querySelector('#explorer select[data-filter=model]'); \
+             s.value = s.options[1].value; s.dispatchEvent(new Event('change', {bubbles: true})); \
+             return s.options[1].textContent; })()",
+        )
+        .expect("filter");
+    let filtered = start.elapsed();
+    let first = tab
+        .eval("document.querySelector('#explorer tr[data-dialogue]').dataset.dialogue")
+        .expect("a row");
+    let first = first.as_str().expect("an id").to_string();
+    let start = Instant::now();
+    tab.click(&format!(
+        "#explorer tr[data-dialogue={}] td",
+        serde_json::to_string(&first).expect("json")
+    ))
+    .expect("click");
+    tab.wait_for(
+        "document.querySelectorAll('#dialogue-view .turn[data-turn]').length > 0",
+        wait,
+    )
+    .expect("the dialogue opens");
+    let opened = start.elapsed();
+    let heap = tab
+        .eval("performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null")
+        .expect("heap");
+    let errors = tab.console_errors().expect("console");
+    println!(
+        "\nin headless Chromium: loaded with the explorer's rows {:.2} s (browser already started), \
+         filtered to {label} in {:.3} s, a dialogue opened in {:.3} s; JS heap {:.0} MiB; console errors: {}",
+        loaded.as_secs_f64(),
+        filtered.as_secs_f64(),
+        opened.as_secs_f64(),
+        heap.as_f64().unwrap_or(f64::NAN),
+        errors.len()
+    );
 }
 
 fn main() {
