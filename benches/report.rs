@@ -112,6 +112,7 @@ fn browse(html: &Path) {
              return s.options[1].textContent; })()",
         )
         .expect("filter");
+    let label = label.as_str().unwrap_or("?").to_string();
     let filtered = start.elapsed();
     let first = tab
         .eval("document.querySelector('#explorer tr[data-dialogue]').dataset.dialogue")
