@@ -229,7 +229,10 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
 /// by default report.html in the folder, and prints its path.
 pub fn write_desk_html(run_dir: &Path, out: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
     let html = crate::store::desk::desk_html(&RunDir::open(run_dir)?)?;
-    let path = out.map_or_else(|| run_dir.join(crate::store::REPORT_HTML), Path::to_path_buf);
+    let path = out.map_or_else(
+        || run_dir.join(crate::store::REPORT_HTML),
+        Path::to_path_buf,
+    );
     std::fs::write(&path, html).with_context(|| format!("{}", path.display()))?;
     println!("report: {}", path.display());
     Ok(path)
