@@ -17,9 +17,18 @@ pub fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The colour of line `i`: the palette without its grey (grey marks a line in the background).
+fn line_colour(i: usize) -> &'static str {
+    let c = i % (PALETTE.len() - 1);
+    PALETTE[c + usize::from(c >= GREY_AT)]
+}
+
+/// Where the palette's grey is (left out of line charts).
+const GREY_AT: usize = 6;
+
 /// Dash pattern of line `i` (a second round of colours is dashed).
 fn dash(i: usize) -> &'static str {
-    match (i / PALETTE.len()) % 3 {
+    match (i / (PALETTE.len() - 1)) % 3 {
         0 => "",
         1 => " stroke-dasharray=\"6 3\"",
         _ => " stroke-dasharray=\"2 3\"",
@@ -247,7 +256,7 @@ pub fn line_panels(
                 let _ = write!(
                     out,
                     "<polyline class=\"line{bg}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\" data-model=\"{model}\"/>",
-                    colour(l),
+                    line_colour(l),
                     dash(l),
                     points.join(" ")
                 );
@@ -261,7 +270,7 @@ pub fn line_panels(
                     raw(*v),
                     px(i),
                     py(*v),
-                    colour(l),
+                    line_colour(l),
                     escape(title),
                     escape(x_labels[i]),
                     num(*v)
@@ -282,7 +291,7 @@ pub fn line_panels(
             y - 4.0,
             x + 18.0,
             y - 4.0,
-            colour(slot(m)),
+            line_colour(slot(m)),
             dash(slot(m)),
             x + 22.0,
             escape(m),
@@ -376,6 +385,13 @@ mod tests {
             .map(|(i, m)| (m.as_str(), (i != 9).then_some(i as f64 * 10.0)))
             .collect();
         assert_eq!(focus(&scores[..8]), None, "eight lines are all coloured");
+        assert_eq!(PALETTE[GREY_AT], "#bbbbbb");
+        let colours: Vec<&str> = (0..11).map(line_colour).collect();
+        assert!(
+            !colours.contains(&"#bbbbbb")
+                && colours[6] == "#332288"
+                && line_colour(11) == PALETTE[0]
+        );
         // m9 has no score; of m0..m8 (0..80) the best four and the worst four.
         let picked = focus(&scores).unwrap();
         assert_eq!(

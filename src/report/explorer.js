@@ -337,6 +337,13 @@
     }
   }
   window.addEventListener("hashchange", route);
+  // A link to the fragment already in the address bar changes nothing: apply it again.
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest('a[href^="#explore="], a[href^="#dialogue="]');
+    if (!a || tbody.contains(a) || a.getAttribute("href") !== location.hash) return;
+    ev.preventDefault();
+    route();
+  });
   apply();
   route();
   root.setAttribute("data-ready", "");
