@@ -19,9 +19,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A run of the bundled scenarios and simulated models: two cases per scenario, three turns.
-fn small_run(out: &Path) -> (std::path::PathBuf, String) {
+/// A run of the bundled scenarios and simulated models: two cases per scenario, three turns,
+/// each case `repeats` times.
+fn small_run_with(out: &Path, id: &str, repeats: u32) -> (std::path::PathBuf, String) {
     let out_s = out.display().to_string();
+    let repeats = repeats.to_string();
     let o = sage(&[
         "run",
         "--quiet",
@@ -29,13 +31,52 @@ fn small_run(out: &Path) -> (std::path::PathBuf, String) {
         "2",
         "--max-turns",
         "3",
+        "--repeats",
+        &repeats,
         "--out",
         &out_s,
         "--run-id",
-        "html",
+        id,
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    (out.join("html"), text(&o.stdout))
+    (out.join(id), text(&o.stdout))
+}
+
+fn small_run(out: &Path) -> (std::path::PathBuf, String) {
+    small_run_with(out, "html", 1)
+}
+
+/// An attribute's text with the report's escapes undone.
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// What `decodeURIComponent` gives for `s` (UTF-8 percent escapes).
+fn decode_uri_component(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).expect("ascii");
+            out.push(u8::from_str_radix(hex, 16).expect("a percent escape"));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+/// The value of attribute `name` in the first tag of `html`.
+fn attr(html: &str, name: &str) -> Option<String> {
+    let tag = &html[..html.find('>')?];
+    attrs(tag, name).first().map(|v| unescape(v))
 }
 
 /// The values of attribute `name` in `html`, in order.
@@ -120,6 +161,8 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
     }
     assert!(html.contains("id=\"explorer-count\""));
     assert!(html.contains("data-chunk=\"0\""));
+    // Without repeats, no pass^k column.
+    assert!(!html.contains("data-metric=\"pass^"));
 
     // The leaderboard shows summary.json's numbers, unrounded in data-value.
     let summary: serde_json::Value =
@@ -168,4 +211,144 @@ fn html_needs_the_flag_and_out_needs_html() {
     let o = sage(&["report", "nowhere", "--out", "x.html"]);
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("--html"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn with_repeats_pass_k_columns_and_per_model_routes_linked_to_the_explorer() {
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    let (dir, _) = small_run_with(tmp.path(), "rep", 2);
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
+            .expect("summary.json");
+    let models: Vec<&str> = summary["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .map(|m| m["model"].as_str().expect("a name"))
+        .collect();
+
+    // pass^1 and pass^2 per model in the leaderboard, equal to summary.json's.
+    let table = &html[html.find("id=\"leaderboard-table\"").expect("the table")..];
+    let table = &table[..table.find("</table>").expect("its end")];
+    for k in [1, 2] {
+        assert!(table.contains(&format!("<th class=\"num\" data-sort=\"pass^{k}\"")));
+    }
+    for m in summary["models"].as_array().expect("models") {
+        let name = m["model"].as_str().expect("a name");
+        let row = &table[table
+            .find(&format!("<tr data-model=\"{name}\">"))
+            .expect("a row")..];
+        let row = &row[..row.find("</tr>").expect("its end")];
+        let pass_k = m["pass_k"].as_array().expect("pass_k with repeats");
+        assert_eq!(pass_k.len(), 2);
+        for p in pass_k {
+            let cell = format!("data-metric=\"pass^{}\" data-value=\"", p["k"]);
+            let at = row.find(&cell).expect("a pass^k cell") + cell.len();
+            let value: f64 = row[at..at + row[at..].find('"').expect("quote")]
+                .parse()
+                .expect("a number");
+            assert_eq!(Some(value), p["pass"].as_f64(), "{name} pass^{}", p["k"]);
+        }
+    }
+
+    // The graphs' model selector lists every model after "all models".
+    let select = &html[html
+        .find("<select data-graph-model>")
+        .expect("the selector")..];
+    let select = &select[..select.find("</select>").expect("its end")];
+    assert_eq!(attrs(select, "value")[1..], models[..]);
+    // Every stage and action says its Logic per model.
+    let nodes = html.matches("<g class=\"node").count() + html.matches("<g class=\"action").count();
+    assert_eq!(
+        html.matches(" data-logic-by-model=\"").count() - html.matches("<tr data-route=\"").count(),
+        nodes
+    );
+
+    // Per route: the per-model dialogue counts add up to the route's, the per-model table says
+    // the same, and the links open the explorer on those dialogues.
+    let mut links = 0;
+    for part in html
+        .split("<table class=\"data routes\" data-scenario=\"")
+        .skip(1)
+    {
+        let scenario = &part[..part.find('"').expect("quote")];
+        let routes = &part[..part.find("</table>").expect("end")];
+        let per_model = part
+            .find("<table class=\"data route-models\"")
+            .map(|i| &part[i..i + part[i..].find("</table>").expect("end")]);
+        for row in routes.split("<tr data-route=\"").skip(1) {
+            let key = unescape(&row[..row.find('"').expect("quote")]);
+            let row = &format!("<tr data-route=\"{row}");
+            let dialogues: u64 = attr(row, "data-dialogues").expect("n").parse().expect("n");
+            let by_model: std::collections::BTreeMap<String, u64> =
+                serde_json::from_str(&attr(row, "data-dialogues-by-model").expect("json"))
+                    .expect("a JSON object");
+            assert_eq!(
+                by_model.values().sum::<u64>(),
+                dialogues,
+                "{scenario} {key}"
+            );
+            let logic: std::collections::BTreeMap<String, f64> =
+                serde_json::from_str(&attr(row, "data-logic-by-model").expect("json"))
+                    .expect("a JSON object");
+            assert!(logic.keys().all(|m| models.contains(&m.as_str())));
+            if dialogues == 0 {
+                assert!(!row.contains("#explore="));
+                continue;
+            }
+            let table = per_model.expect("a per-model table");
+            let at = table
+                .find(&format!("<tr data-route-key=\"{}\">", row_key_attr(&key)))
+                .expect("the route in the per-model table");
+            let cells = &table[at..at + table[at..].find("</tr>").expect("end")];
+            let reached: u64 = attrs(cells, "data-reached")
+                .iter()
+                .map(|n| n.parse::<u64>().expect("n"))
+                .sum();
+            assert_eq!(reached, dialogues, "{scenario} {key}");
+            for (m, v) in &logic {
+                let cell = format!("data-model=\"{m}\" data-value=\"");
+                let at = cells.find(&cell).expect("a cell") + cell.len();
+                let shown: f64 = cells[at..at + cells[at..].find('"').expect("quote")]
+                    .parse()
+                    .expect("a number");
+                assert_eq!(shown, *v, "{scenario} {key} {m}");
+            }
+            // Each link: #explore=scenario:S;reached:S: KEY;sort:worst[;model:M].
+            for href in attrs(row, "href").into_iter().chain(attrs(cells, "href")) {
+                let href = unescape(href);
+                let pairs: Vec<(String, String)> = href
+                    .strip_prefix("#explore=")
+                    .expect("an explorer link")
+                    .split(';')
+                    .map(|p| {
+                        let (k, v) = p.split_once(':').expect("NAME:VALUE");
+                        (k.to_string(), decode_uri_component(v))
+                    })
+                    .collect();
+                assert_eq!(pairs[0], ("scenario".into(), scenario.to_string()));
+                assert_eq!(pairs[1], ("reached".into(), format!("{scenario}: {key}")));
+                assert_eq!(pairs[2], ("sort".into(), "worst".into()));
+                if let Some((k, m)) = pairs.get(3) {
+                    assert_eq!(k, "model");
+                    assert!(models.contains(&m.as_str()), "{m}");
+                }
+                links += 1;
+            }
+        }
+    }
+    assert!(links > 20, "{links} links");
+    // The explorer offers the reached routes and the order.
+    assert!(html.contains("<select data-filter=\"reached\">"));
+    assert!(html.contains("<select data-sort-rows>"));
+}
+
+/// A route key as the report escapes it in an attribute.
+fn row_key_attr(key: &str) -> String {
+    key.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }

@@ -17,9 +17,18 @@ pub fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The colour of line `i`: the palette without its grey (grey marks a line in the background).
+fn line_colour(i: usize) -> &'static str {
+    let c = i % (PALETTE.len() - 1);
+    PALETTE[c + usize::from(c >= GREY_AT)]
+}
+
+/// Where the palette's grey is (left out of line charts).
+const GREY_AT: usize = 6;
+
 /// Dash pattern of line `i` (a second round of colours is dashed).
 fn dash(i: usize) -> &'static str {
-    match (i / PALETTE.len()) % 3 {
+    match (i / (PALETTE.len() - 1)) % 3 {
         0 => "",
         1 => " stroke-dasharray=\"6 3\"",
         _ => " stroke-dasharray=\"2 3\"",
@@ -136,13 +145,43 @@ pub struct Line {
     pub values: Vec<Option<f64>>,
 }
 
+/// Line charts with more models than this draw only [`FOCUS_EACH`] best and worst in colour.
+pub const MAX_COLOURED_LINES: usize = 8;
+/// How many of the best and of the worst models a crowded line chart draws in colour.
+pub const FOCUS_EACH: usize = 4;
+
+/// The models a line chart draws in colour: all when there are at most [`MAX_COLOURED_LINES`]
+/// (`None`), else the [`FOCUS_EACH`] best and worst by `score` (models without one left out;
+/// ties by name), best first.
+pub fn focus(models: &[(&str, Option<f64>)]) -> Option<Vec<String>> {
+    if models.len() <= MAX_COLOURED_LINES {
+        return None;
+    }
+    let mut scored: Vec<(&str, f64)> = models
+        .iter()
+        .filter_map(|(m, s)| Some((*m, (*s)?)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let n = scored.len();
+    let picked = scored
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < FOCUS_EACH || *i + FOCUS_EACH >= n)
+        .map(|(_, (m, _))| m.to_string())
+        .collect();
+    Some(picked)
+}
+
 /// Line panels side by side in one SVG (one per `(title, lines)`), sharing x labels and the
-/// 0..`max` axis; a legend of the models below.
+/// 0..`max` axis; a legend of the models below. With `coloured`, only those models' lines are
+/// in colour, the others grey and thin behind them (class `bg`, drawn first); a click on a
+/// legend entry (`g.legend[data-model]`, [`SCRIPT`]) colours or greys a model's line.
 pub fn line_panels(
     chart: &str,
     x_labels: &[&str],
     panels: &[(&str, Vec<Line>)],
     max: f64,
+    coloured: Option<&[String]>,
 ) -> String {
     let panel_w = if panels.len() == 1 { 560.0 } else { 300.0 };
     let panel_h = 200.0;
@@ -161,6 +200,11 @@ pub fn line_panels(
         out,
         "<svg class=\"chart\" data-chart=\"{chart}\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" role=\"img\">"
     );
+    let on = |m: &str| coloured.is_none_or(|c| c.iter().any(|x| x == m));
+    // Colour slots: the coloured models first, so they get distinct colours.
+    let mut slots: Vec<&str> = models.iter().copied().filter(|m| on(m)).collect();
+    slots.extend(models.iter().copied().filter(|m| !on(m)));
+    let slot = |m: &str| slots.iter().position(|x| *x == m).unwrap_or(0);
     let n = x_labels.len().max(2) as f64 - 1.0;
     for (p, (title, lines)) in panels.iter().enumerate() {
         let x0 = pad + (panel_w + pad) * p as f64;
@@ -193,7 +237,14 @@ pub fn line_panels(
                 escape(label)
             );
         }
-        for (l, line) in lines.iter().enumerate() {
+        // Grey lines first, under the coloured ones.
+        let order = lines
+            .iter()
+            .filter(|l| !on(&l.model))
+            .chain(lines.iter().filter(|l| on(&l.model)));
+        for line in order {
+            let l = slot(&line.model);
+            let bg = if on(&line.model) { "" } else { " bg" };
             let model = escape(&line.model);
             let points: Vec<String> = line
                 .values
@@ -204,8 +255,8 @@ pub fn line_panels(
             if points.len() > 1 {
                 let _ = write!(
                     out,
-                    "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\" data-model=\"{model}\"/>",
-                    colour(l),
+                    "<polyline class=\"line{bg}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\" data-model=\"{model}\"/>",
+                    line_colour(l),
                     dash(l),
                     points.join(" ")
                 );
@@ -214,12 +265,12 @@ pub fn line_panels(
                 let Some(v) = v else { continue };
                 let _ = write!(
                     out,
-                    "<circle class=\"mark\" data-model=\"{model}\" data-series=\"{}\" data-value=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{model} · {} {}: {}</title></circle>",
+                    "<circle class=\"mark{bg}\" data-model=\"{model}\" data-series=\"{}\" data-value=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{model} · {} {}: {}</title></circle>",
                     escape(&format!("{title} {}", x_labels[i])),
                     raw(*v),
                     px(i),
                     py(*v),
-                    colour(l),
+                    line_colour(l),
                     escape(title),
                     escape(x_labels[i]),
                     num(*v)
@@ -232,21 +283,48 @@ pub fn line_panels(
     for (i, m) in models.iter().enumerate() {
         let x = pad + LEGEND_W * (i % columns) as f64;
         let y = ly + 16.0 * (i / columns) as f64;
+        let bg = if on(m) { "" } else { " bg" };
         let _ = write!(
             out,
-            "<line x1=\"{x}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{}\" y=\"{y}\">{}</text>",
+            "<g class=\"legend{bg}\" data-model=\"{}\"><line x1=\"{x}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{}\" y=\"{y}\">{}</text><title>{}: click to colour or grey its line</title></g>",
+            escape(m),
             y - 4.0,
             x + 18.0,
             y - 4.0,
-            colour(i),
-            dash(i),
+            line_colour(slot(m)),
+            dash(slot(m)),
             x + 22.0,
+            escape(m),
             escape(m)
         );
     }
     out.push_str("</svg>");
     out
 }
+
+/// Line charts' legends: a click on `g.legend[data-model]` toggles class `bg` (grey, behind)
+/// on that model's line, points and legend entry in that chart.
+pub const SCRIPT: &str = r#"(function(){
+document.querySelectorAll("svg.chart g.legend[data-model]").forEach(function(g){
+  g.addEventListener("click",function(){
+    var svg=g.closest("svg"),m=g.getAttribute("data-model"),off=!g.classList.contains("bg");
+    svg.querySelectorAll("[data-model]").forEach(function(e){
+      if(e.getAttribute("data-model")!==m||e.tagName==="text")return;
+      e.classList.toggle("bg",off);
+      if(!off&&e!==g)e.parentNode.appendChild(e);
+    });
+  });
+});
+})();"#;
+
+/// Style of the charts' grey lines and clickable legends.
+pub const CSS: &str = r#"
+svg.chart g.legend{cursor:pointer}
+svg.chart g.legend.bg line{stroke:#b8bec9;stroke-dasharray:none}
+svg.chart g.legend.bg text{fill:var(--muted)}
+svg.chart polyline.bg{stroke:#b8bec9;stroke-width:1;stroke-dasharray:none;opacity:.7}
+svg.chart circle.mark.bg{fill:#b8bec9;r:1.5px;opacity:.7}
+"#;
 
 /// Width of one model in a line chart's legend.
 const LEGEND_W: f64 = 170.0;
@@ -292,8 +370,54 @@ mod tests {
                 }],
             )],
             100.0,
+            None,
         );
         assert_eq!(svg.matches("class=\"mark\"").count(), 2);
         assert!(svg.contains("data-value=\"2.5\""));
+    }
+
+    #[test]
+    fn crowded_line_charts_colour_the_best_and_worst_only() {
+        let names: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+        let scores: Vec<(&str, Option<f64>)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.as_str(), (i != 9).then_some(i as f64 * 10.0)))
+            .collect();
+        assert_eq!(focus(&scores[..8]), None, "eight lines are all coloured");
+        assert_eq!(PALETTE[GREY_AT], "#bbbbbb");
+        let colours: Vec<&str> = (0..11).map(line_colour).collect();
+        assert!(
+            !colours.contains(&"#bbbbbb")
+                && colours[6] == "#332288"
+                && line_colour(11) == PALETTE[0]
+        );
+        // m9 has no score; of m0..m8 (0..80) the best four and the worst four.
+        let picked = focus(&scores).unwrap();
+        assert_eq!(
+            picked,
+            ["m8", "m7", "m6", "m5", "m3", "m2", "m1", "m0"].map(String::from)
+        );
+        let lines: Vec<Line> = names
+            .iter()
+            .map(|m| Line {
+                model: m.clone(),
+                values: vec![Some(1.0), Some(2.0)],
+            })
+            .collect();
+        let svg = line_panels(
+            "turn-depth",
+            &["T1", "T5"],
+            &[("OA", lines)],
+            100.0,
+            Some(&picked),
+        );
+        // Every point is still a mark; m4 and m9 are grey, drawn first, and so is their legend.
+        assert_eq!(svg.matches("class=\"mark").count(), 20);
+        assert_eq!(svg.matches("class=\"mark bg\"").count(), 4);
+        assert_eq!(svg.matches("<polyline class=\"line bg\"").count(), 2);
+        assert!(svg.find("data-model=\"m4\"").unwrap() < svg.find("data-model=\"m0\"").unwrap());
+        assert!(svg.contains("<g class=\"legend bg\" data-model=\"m9\">"));
+        assert!(svg.contains("<g class=\"legend\" data-model=\"m0\">"));
     }
 }

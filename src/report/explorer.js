@@ -8,6 +8,8 @@
   var idx = JSON.parse(data.textContent);
   var rows = idx.rows;
   var LEVELS = ["zero", "weak", "strong"];
+  var SELECTS = ["model", "scenario", "route", "reached", "adversarial", "persona", "end"];
+  var sortSel = root.querySelector("select[data-sort-rows]");
   var PAGE = 200;
   var chunks = {};
   document.querySelectorAll("script[data-chunk]").forEach(function (s) {
@@ -35,9 +37,18 @@
   function anchor(id) { return "#dialogue=" + encodeURIComponent(id); }
   function fmt(x) { return x === null || x === undefined ? "—" : (Math.round(x * 100) / 100).toString(); }
 
+  // The Logic of row r's turns on reached route `reached` (an index), or null.
+  function routeLogic(r, reached) {
+    if (reached === null) return null;
+    var list = r[12] || [];
+    for (var i = 0; i < list.length; i++) if (list[i][0] === reached) return list[i][1];
+    return null;
+  }
+  function reachedSel() { var v = filter("reached").value; return v === "" ? null : Number(v); }
+
   function apply() {
     var sel = {};
-    ["model", "scenario", "route", "adversarial", "persona", "end"].forEach(function (k) {
+    SELECTS.forEach(function (k) {
       var v = filter(k).value;
       sel[k] = v === "" ? null : Number(v);
     });
@@ -51,6 +62,7 @@
       if (sel.model !== null && r[1] !== sel.model) continue;
       if (sel.scenario !== null && r[2] !== sel.scenario) continue;
       if (sel.route !== null && r[3] !== sel.route) continue;
+      if (sel.reached !== null && routeLogic(r, sel.reached) === null) continue;
       if (sel.adversarial !== null && r[4] !== sel.adversarial) continue;
       if (sel.persona !== null && r[5] !== sel.persona) continue;
       if (sel.end !== null && r[6] !== sel.end) continue;
@@ -60,6 +72,15 @@
       if (ie && !(r[8] & 2)) continue;
       matching.push(i);
     }
+    if (sortSel.value === "worst") {
+      // Worst first: by the Logic on the reached route filtered to, else by the overall score;
+      // dialogues without a score last, ties in run order.
+      var key = function (i) {
+        var v = sel.reached !== null ? routeLogic(rows[i], sel.reached) : rows[i][7];
+        return v === null || v === undefined ? Infinity : v;
+      };
+      matching.sort(function (a, b) { return (key(a) - key(b)) || (a - b); });
+    }
     count.textContent = String(matching.length);
     tbody.textContent = "";
     shown = 0;
@@ -68,6 +89,7 @@
 
   function more() {
     var end = Math.min(matching.length, shown + PAGE);
+    var reached = reachedSel();
     var frag = document.createDocumentFragment();
     for (; shown < end; shown++) {
       var r = rows[matching[shown]];
@@ -81,7 +103,8 @@
         el("td", null, [idx.personas[r[5]]]),
         el("td", null, [idx.ends[r[6]]]),
         el("td", { "class": "num" }, [r[9]]),
-        el("td", { "class": "num" }, [fmt(r[7])])
+        el("td", { "class": "num" }, [fmt(r[7])]),
+        el("td", { "class": "num", "data-route-logic": reached === null ? null : String(routeLogic(r, reached)) }, [reached === null ? "" : fmt(routeLogic(r, reached))])
       ]));
     }
     tbody.appendChild(frag);
@@ -90,15 +113,41 @@
   scroller.addEventListener("scroll", function () {
     if (shown < matching.length && scroller.scrollTop + scroller.clientHeight > scroller.scrollHeight - 200) more();
   });
+  // The filters as `#explore=` pairs (docs/report.md): option texts, numbers, flags, order.
+  function state() {
+    var parts = [];
+    SELECTS.forEach(function (k) {
+      var f = filter(k);
+      if (f.value !== "") parts.push(k + ":" + encodeURIComponent(f.options[f.selectedIndex].text));
+    });
+    ["min-score", "max-score"].forEach(function (k) {
+      if (filter(k).value !== "") parts.push(k + ":" + encodeURIComponent(filter(k).value));
+    });
+    ["format-error", "infra-error"].forEach(function (k) { if (filter(k).checked) parts.push(k + ":1"); });
+    if (sortSel.value) parts.push("sort:" + encodeURIComponent(sortSel.value));
+    return parts.join(";");
+  }
+  function setHash(h) {
+    try { history.replaceState(null, "", h); } catch (e) { /* some file: URLs refuse it */ }
+  }
+  function changed() {
+    apply();
+    var s = state();
+    if (s) setHash("#explore=" + s);
+    else if (location.hash.indexOf("#explore=") === 0) setHash("#explorer");
+  }
   root.querySelectorAll("[data-filter]").forEach(function (f) {
-    f.addEventListener(f.tagName === "INPUT" && f.type === "number" ? "input" : "change", apply);
+    f.addEventListener(f.tagName === "INPUT" && f.type === "number" ? "input" : "change", changed);
   });
+  sortSel.addEventListener("change", changed);
   tbody.addEventListener("click", function (ev) {
     var tr = ev.target.closest("tr[data-dialogue]");
     if (!tr) return;
     ev.preventDefault();
-    var h = anchor(tr.getAttribute("data-dialogue"));
-    if (location.hash === h) open(tr.getAttribute("data-dialogue"));
+    // With filters on, the link keeps them: reloading it shows the same list and transcript.
+    var id = tr.getAttribute("data-dialogue"), s = state();
+    var h = s ? "#explore=" + s + ";dialogue:" + encodeURIComponent(id) : anchor(id);
+    if (location.hash === h) open(id);
     else location.hash = h;
   });
 
@@ -180,6 +229,18 @@
     return el("div", { "class": "turn", "data-turn": String(t.n) }, kids);
   }
 
+  // The key of a turn's reference route, as the report writes it (`PATH -> ACTION [OUTPUTS]`).
+  function refKey(r) {
+    if (!r || r.e) return null;
+    return (r.p || []).join(">") + " -> " + r.x + (r.o && r.o.length ? " [" + r.o.join(", ") + "]" : "");
+  }
+  // A turn where the agent left the reference: a format error, or a path or action that differ.
+  function differs(t) {
+    if (t.k === 1) return !!t.r;
+    if (t.k !== 0 || !t.r || t.r.e) return false;
+    return (t.p || []).join(">") !== (t.r.p || []).join(">") || t.x !== t.r.x;
+  }
+
   function open(id) {
     var i = byId.get(id);
     view.hidden = false;
@@ -202,7 +263,36 @@
       var d = JSON.parse(lines[r[11]]);
       var loading = view.querySelector(".loading");
       if (loading) loading.remove();
-      d.t.forEach(function (t) { view.appendChild(turnView(d, t)); });
+      var reached = reachedSel();
+      var routeName = reached === null ? null : idx.reached[reached];
+      var scenario = idx.scenarios[r[2]];
+      var broke = null, target = null;
+      d.t.forEach(function (t) {
+        var v = turnView(d, t);
+        var onRoute = routeName !== null && refKey(t.r) !== null && scenario + ": " + refKey(t.r) === routeName;
+        if (onRoute) v.classList.add("on-route");
+        if (differs(t)) {
+          v.classList.add("differs");
+          if (!broke) broke = v;
+          if (onRoute && !target) target = v;
+        }
+        view.appendChild(v);
+      });
+      if (broke) {
+        broke.classList.add("broke");
+        var h4 = broke.querySelector("h4");
+        h4.appendChild(el("span", { "class": "tag bad" }, ["where it broke: the first turn off the reference"]));
+        view.setAttribute("data-broke", broke.getAttribute("data-turn"));
+        var note = el("p", { "class": "broke-note" }, ["The agent first left the reference at ",
+          el("a", { href: "#", "data-goto-turn": broke.getAttribute("data-turn") }, ["turn " + broke.getAttribute("data-turn")]),
+          target && target !== broke ? "; on the filtered route at turn " + target.getAttribute("data-turn") : "", "."]);
+        view.insertBefore(note, view.querySelector(".turn"));
+        note.querySelector("a").addEventListener("click", function (ev) { ev.preventDefault(); broke.scrollIntoView(); });
+      } else {
+        view.removeAttribute("data-broke");
+        view.insertBefore(el("p", { "class": "broke-note good" }, ["The agent followed the reference path and action in every turn."]), view.querySelector(".turn"));
+      }
+      (target || broke || view).scrollIntoView();
     }).catch(function (e) {
       view.appendChild(el("p", { "class": "err" }, ["Could not read the transcript: " + e]));
     });
@@ -211,11 +301,50 @@
     view.scrollIntoView();
   }
 
+  // Sets the filters from `#explore=` pairs; returns the dialogue to open, if any.
+  function fromFragment(text) {
+    var want = {}, dialogue = null;
+    text.split(";").forEach(function (part) {
+      var at = part.indexOf(":");
+      if (at < 0) return;
+      var k = part.slice(0, at), v;
+      try { v = decodeURIComponent(part.slice(at + 1)); } catch (e) { return; }
+      if (k === "dialogue") dialogue = v; else want[k] = v;
+    });
+    SELECTS.forEach(function (k) {
+      var f = filter(k), value = "";
+      if (want[k] !== undefined) {
+        for (var i = 0; i < f.options.length; i++) if (f.options[i].text === want[k]) value = f.options[i].value;
+      }
+      f.value = value;
+    });
+    ["min-score", "max-score"].forEach(function (k) { filter(k).value = want[k] !== undefined && !isNaN(Number(want[k])) ? want[k] : ""; });
+    ["format-error", "infra-error"].forEach(function (k) { filter(k).checked = want[k] === "1"; });
+    sortSel.value = want.sort === "worst" ? "worst" : "";
+    return dialogue;
+  }
+
   function route() {
     var h = location.hash;
     if (h.indexOf("#dialogue=") === 0) open(decodeURIComponent(h.slice(10)));
+    else if (h.indexOf("#explore=") === 0) {
+      var before = state();
+      var dialogue = fromFragment(h.slice(9));
+      // Re-filter only when the filters changed (keeps the table's scroll on a row click).
+      if (state() !== before || !tbody.rows.length) apply();
+      if (dialogue !== null) open(dialogue);
+      else root.scrollIntoView();
+    }
   }
   window.addEventListener("hashchange", route);
+  // A link to the fragment already in the address bar changes nothing: apply it again.
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest('a[href^="#explore="], a[href^="#dialogue="]');
+    if (!a || tbody.contains(a) || a.getAttribute("href") !== location.hash) return;
+    ev.preventDefault();
+    route();
+  });
   apply();
   route();
+  root.setAttribute("data-ready", "");
 })();

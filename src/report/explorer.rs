@@ -12,7 +12,7 @@ use crate::scoring::summary::route_key;
 use base64::Engine;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use indexmap::IndexSet;
+use indexmap::{IndexMap, IndexSet};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,6 +39,25 @@ pub fn encode_uri_component(text: &str) -> String {
         }
     }
     out
+}
+
+/// The explorer's name of a route of a scenario (its `route` and `reached` filters' option
+/// text): `SCENARIO: KEY`, KEY as [`route_key`] writes it.
+pub fn reached_label(scenario: &str, key: &str) -> String {
+    format!("{scenario}: {key}")
+}
+
+/// The URL fragment that opens the explorer with filters set: `#explore=` then `NAME:VALUE`
+/// pairs joined by `;`, NAME a filter (`model`, `scenario`, `route`, `reached`, `adversarial`,
+/// `persona`, `end`: VALUE the option's text; `min-score`, `max-score`: a number;
+/// `format-error`, `infra-error`: `1`), `sort` (`worst`) or `dialogue` (an id to open), VALUE
+/// encoded as `encodeURIComponent` does (so `;` and `:` in it are escaped).
+pub fn explore_anchor(filters: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = filters
+        .iter()
+        .map(|(k, v)| format!("{k}:{}", encode_uri_component(v)))
+        .collect();
+    format!("#explore={}", parts.join(";"))
 }
 
 /// One turn of a transcript as the browser reads it (short keys: it is embedded many times).
@@ -239,6 +258,8 @@ pub struct ExplorerFold {
     models: IndexSet<String>,
     scenarios: IndexSet<String>,
     routes: IndexSet<String>,
+    /// Routes reached by a scored turn's reference (`SCENARIO: KEY`).
+    reached: IndexSet<String>,
     personas: IndexSet<String>,
     ends: IndexSet<String>,
     /// The rows, each a JSON array, comma-separated.
@@ -275,6 +296,7 @@ impl ExplorerFold {
             models: IndexSet::new(),
             scenarios: IndexSet::new(),
             routes: IndexSet::new(),
+            reached: IndexSet::new(),
             personas: IndexSet::new(),
             ends: IndexSet::new(),
             rows: String::new(),
@@ -305,7 +327,7 @@ impl ExplorerFold {
         let s = intern(&mut self.scenarios, &job.scenario);
         let r = intern(
             &mut self.routes,
-            &format!("{}: {}", job.scenario, route_key(&job.target)),
+            &reached_label(&job.scenario, &route_key(&job.target)),
         );
         let p = intern(&mut self.personas, &job.persona);
         let e = intern(&mut self.ends, record.end.name());
@@ -316,7 +338,21 @@ impl ExplorerFold {
         };
         let mut flags = 0u8;
         let mut score = super::stats::Mean::default();
+        // Per reached route (index into `reached`), the Logic of its turns, in first-reached
+        // order.
+        let mut on_route: IndexMap<usize, super::stats::Mean> = IndexMap::new();
         for t in &record.turns {
+            if let (Some(s), Some(Ok(route)), false) = (
+                t.scores,
+                &t.reference,
+                matches!(t.outcome, ServiceOutcome::InfraError { .. }),
+            ) {
+                let label = reached_label(&job.scenario, &route_key(route));
+                on_route
+                    .entry(intern(&mut self.reached, &label))
+                    .or_default()
+                    .add(s.logic);
+            }
             match t.outcome {
                 ServiceOutcome::FormatError { .. } => flags |= FLAG_FORMAT_ERROR,
                 ServiceOutcome::InfraError { .. } => flags |= FLAG_INFRA_ERROR,
@@ -354,10 +390,15 @@ impl ExplorerFold {
         let score = score
             .get()
             .map_or("null".to_string(), |x| format!("{}", round(x, 100.0)));
+        let reached: Vec<String> = on_route
+            .iter()
+            .filter_map(|(i, x)| Some(format!("[{i},{}]", round(x.get()?, 100.0))))
+            .collect();
         let _ = write!(
             self.rows,
-            "[{id},{m},{s},{r},{level},{p},{e},{score},{flags},{},{chunk},{position}]",
-            record.turns.len()
+            "[{id},{m},{s},{r},{level},{p},{e},{score},{flags},{},{chunk},{position},[{}]]",
+            record.turns.len(),
+            reached.join(",")
         );
         self.dialogues += 1;
     }
@@ -441,6 +482,12 @@ impl ExplorerFold {
         );
         select(
             &mut out,
+            "reached",
+            "Reached route",
+            &mut indexed(&self.reached).into_iter(),
+        );
+        select(
+            &mut out,
             "adversarial",
             "Adversarial",
             &mut ["zero", "weak", "strong"]
@@ -455,20 +502,21 @@ impl ExplorerFold {
             &mut indexed(&self.personas).into_iter(),
         );
         select(&mut out, "end", "End", &mut indexed(&self.ends).into_iter());
-        out.push_str("<label>Score from <input type=\"number\" min=\"0\" max=\"100\" step=\"any\" data-filter=\"min-score\" size=\"5\"></label><label>to <input type=\"number\" min=\"0\" max=\"100\" step=\"any\" data-filter=\"max-score\" size=\"5\"></label><label><input type=\"checkbox\" data-filter=\"format-error\"> format-error turns</label><label><input type=\"checkbox\" data-filter=\"infra-error\"> infrastructure-error turns</label>");
+        out.push_str("<label>Score from <input type=\"number\" min=\"0\" max=\"100\" step=\"any\" data-filter=\"min-score\" size=\"5\"></label><label>to <input type=\"number\" min=\"0\" max=\"100\" step=\"any\" data-filter=\"max-score\" size=\"5\"></label><label><input type=\"checkbox\" data-filter=\"format-error\"> format-error turns</label><label><input type=\"checkbox\" data-filter=\"infra-error\"> infrastructure-error turns</label><label>Order <select data-sort-rows><option value=\"\">as run</option><option value=\"worst\">worst first</option></select></label>");
         let _ = write!(
             out,
-            "</div><p><span id=\"explorer-count\">{}</span> dialogues match.</p><div class=\"explorer-scroll\"><table class=\"data\" id=\"explorer-table\"><thead><tr><th>Dialogue</th><th>Model</th><th>Scenario</th><th>Target route</th><th>Adversarial</th><th>Persona</th><th>End</th><th class=\"num\">Turns</th><th class=\"num\">Overall</th></tr></thead><tbody></tbody></table></div><div id=\"dialogue-view\" data-dialogue=\"\" hidden></div></div>",
+            "</div><p><span id=\"explorer-count\">{}</span> dialogues match.</p><div class=\"explorer-scroll\"><table class=\"data\" id=\"explorer-table\"><thead><tr><th>Dialogue</th><th>Model</th><th>Scenario</th><th>Target route</th><th>Adversarial</th><th>Persona</th><th>End</th><th class=\"num\">Turns</th><th class=\"num\">Overall</th><th class=\"num\" title=\"the mean Logic of the dialogue's turns on the reached route filtered to\">Logic on route</th></tr></thead><tbody></tbody></table></div><div id=\"dialogue-view\" data-dialogue=\"\" hidden></div></div>",
             self.dialogues
         );
         let table = |set: &IndexSet<String>| {
             serde_json::to_string(&set.iter().collect::<Vec<_>>()).unwrap_or_else(|_| "[]".into())
         };
         let index = format!(
-            "{{\"models\":{},\"scenarios\":{},\"routes\":{},\"personas\":{},\"ends\":{},\"rows\":[{}]}}",
+            "{{\"models\":{},\"scenarios\":{},\"routes\":{},\"reached\":{},\"personas\":{},\"ends\":{},\"rows\":[{}]}}",
             table(&self.models),
             table(&self.scenarios),
             table(&self.routes),
+            table(&self.reached),
             table(&self.personas),
             table(&self.ends),
             self.rows
@@ -500,7 +548,12 @@ pub const CSS: &str = r#"
 #explorer-table tbody tr{cursor:pointer}
 #explorer-table tbody tr:hover,#explorer-table tbody tr.open{background:var(--panel)}
 #dialogue-view{margin-top:14px;border-top:2px solid var(--accent);padding-top:8px}
-#dialogue-view .turn{border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:10px 0}
+#dialogue-view .turn{border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:10px 0;scroll-margin-top:44px}
+#dialogue-view .turn.on-route{box-shadow:inset 4px 0 0 var(--accent)}
+#dialogue-view .turn.differs h4{color:var(--bad)}
+#dialogue-view .turn.broke{border:2px solid var(--bad)}
+#dialogue-view .turn.broke h4 .tag{margin-left:8px}
+#explorer{scroll-margin-top:40px}
 #dialogue-view .turn h4{margin:0 0 6px;font-size:14px}
 #dialogue-view .msg{white-space:pre-wrap;padding:6px 8px;border-radius:6px;margin:4px 0}
 #dialogue-view .msg.customer{background:var(--panel)}

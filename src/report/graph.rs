@@ -20,6 +20,44 @@ pub struct GraphUse {
     pub nodes: BTreeMap<String, Mean>,
     /// Per edge.
     pub edges: BTreeMap<(String, String), u64>,
+    /// Per stage id or action name, per model under test: the same Logic of that model's
+    /// turns (the per-model view of the graph).
+    pub nodes_by_model: BTreeMap<String, BTreeMap<String, Mean>>,
+}
+
+impl GraphUse {
+    /// Folds in a scored turn of `model` whose reference route went through `path` to
+    /// `action`, with Logic `logic`.
+    pub fn add(&mut self, model: &str, path: &[String], action: &str, logic: f64) {
+        let mut from = "start";
+        for node in path.iter().map(String::as_str).chain([action]) {
+            self.nodes.entry(node.to_string()).or_default().add(logic);
+            self.nodes_by_model
+                .entry(node.to_string())
+                .or_default()
+                .entry(model.to_string())
+                .or_default()
+                .add(logic);
+            *self
+                .edges
+                .entry((from.to_string(), node.to_string()))
+                .or_default() += 1;
+            from = node;
+        }
+    }
+}
+
+/// A JSON object of per-model numbers for a `data-*-by-model` attribute: `{"MODEL":VALUE,...}`
+/// (models without a value left out; values in their shortest round-trip form). Escape it
+/// before putting it in an attribute.
+pub fn by_model_json<'a, T: Into<serde_json::Value>>(
+    values: impl IntoIterator<Item = (&'a String, Option<T>)>,
+) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = values
+        .into_iter()
+        .filter_map(|(m, v)| Some((m.clone(), v?.into())))
+        .collect();
+    serde_json::Value::Object(map).to_string()
 }
 
 /// Where a node is drawn.
@@ -357,11 +395,17 @@ pub fn svg(sop: &Sop, used: &GraphUse, index: usize) -> String {
             .get()
             .map(|l| format!(" data-logic=\"{l}\""))
             .unwrap_or_default();
+        let per_model = used.nodes_by_model.get(name);
+        let models = per_model.into_iter().flatten();
+        let logic_by_model = escape(&by_model_json(models.clone().map(|(m, x)| (m, x.get()))));
+        let turns_by_model = escape(&by_model_json(models.map(|(m, x)| (m, Some(x.n())))));
         let _ = write!(
             out,
-            "<g class=\"{class}{untested}\" {attr}=\"{}\" data-turns=\"{}\"{logic}><rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"{}\" style=\"fill:{fill}\"/>",
+            "<g class=\"{class}{untested}\" {attr}=\"{}\" data-turns=\"{}\"{logic} data-logic-by-model=\"{}\" data-turns-by-model=\"{}\"><rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"{}\" style=\"fill:{fill}\"/>",
             escape(name),
             mean.n(),
+            logic_by_model,
+            turns_by_model,
             p.w,
             p.h,
             if class == "action" { 12 } else { 3 }
@@ -389,8 +433,20 @@ pub fn svg(sop: &Sop, used: &GraphUse, index: usize) -> String {
     out
 }
 
+/// The graphs' model view: `select[data-graph-model]` and `#graph-model=NAME` recolour the
+/// graphs and the routes tables by one model (from the `data-*-by-model` attributes).
+pub const SCRIPT: &str = include_str!("graph.js");
+
 /// Style of the graphs.
 pub const CSS: &str = r#"
+#sop-graphs p.graph-model{position:sticky;top:32px;z-index:4;background:var(--bg);padding:4px 0;margin:6px 0}
+#sop-graphs p.graph-model select{font-size:14px}
+.scroll-x{overflow-x:auto;max-width:100%}
+table.route-models td.worst{outline:2px solid var(--bad);outline-offset:-2px;font-weight:700}
+table.route-models .selected{box-shadow:inset 0 0 0 2px var(--accent)}
+table.route-models td a,table.routes td a{color:inherit}
+table.routes tr.model-untested td{color:var(--muted)}
+details.route-models>summary{cursor:pointer;color:var(--muted);margin:4px 0}
 svg.sop-graph{max-width:100%;height:auto;font-size:11px;display:block;margin:8px 0}
 svg.sop-graph text{fill:#1d2330}
 svg.sop-graph .edge{fill:none;stroke:var(--muted)}
@@ -470,8 +526,22 @@ user:
             1,
             "s2 -> s1 points back"
         );
-        let svg = svg(&sop, &GraphUse::default(), 0);
-        assert_eq!(svg.matches("<g class=\"node untested\"").count(), 2);
+        let svg_text = svg(&sop, &GraphUse::default(), 0);
+        assert_eq!(svg_text.matches("<g class=\"node untested\"").count(), 2);
+        // Two models' turns through s1 to Done: the node's colour per model in its attributes.
+        let mut used = GraphUse::default();
+        let path = vec!["s1".to_string()];
+        used.add("m1", &path, "Done", 80.0);
+        used.add("m1", &path, "Done", 40.0);
+        used.add("m<2>", &path, "Done", 100.0);
+        assert_eq!(used.nodes["s1"].get(), Some(220.0 / 3.0));
+        assert_eq!(used.nodes_by_model["s1"]["m1"].get(), Some(60.0));
+        assert_eq!(used.nodes_by_model["Done"]["m<2>"].n(), 1);
+        assert_eq!(used.edges[&("start".into(), "s1".into())], 3);
+        assert_eq!(used.edges[&("s1".into(), "Done".into())], 3);
+        let drawn = svg(&sop, &used, 0);
+        assert!(drawn.contains("<g class=\"node\" data-stage=\"s1\" data-turns=\"3\" data-logic=\"73.33333333333333\" data-logic-by-model=\"{&quot;m1&quot;:60.0,&quot;m&lt;2&gt;&quot;:100.0}\" data-turns-by-model=\"{&quot;m1&quot;:2,&quot;m&lt;2&gt;&quot;:1}\">"), "{drawn}");
+        let svg = svg_text;
         assert!(svg.contains("data-stage=\"s1\""));
         assert!(svg.contains("data-action=\"Done\""));
     }

@@ -52,6 +52,8 @@ pub struct RouteUse {
     pub logic: Mean,
     /// Per model under test.
     pub by_model: BTreeMap<String, Mean>,
+    /// Per model under test, its dialogues that reached the route.
+    pub dialogues_by_model: BTreeMap<String, usize>,
 }
 
 /// Judge agreement on one field: the three pairs of judges and the consensus against the
@@ -214,28 +216,7 @@ impl SageReport {
                     .or_default()
                     .add(scores.logic);
                 reached.insert(key);
-                let mut from = "start";
-                for stage in &route.path {
-                    graph
-                        .nodes
-                        .entry(stage.clone())
-                        .or_default()
-                        .add(scores.logic);
-                    *graph
-                        .edges
-                        .entry((from.to_string(), stage.clone()))
-                        .or_default() += 1;
-                    from = stage;
-                }
-                graph
-                    .nodes
-                    .entry(route.action.clone())
-                    .or_default()
-                    .add(scores.logic);
-                *graph
-                    .edges
-                    .entry((from.to_string(), route.action.clone()))
-                    .or_default() += 1;
+                graph.add(model, &route.path, &route.action, scores.logic);
             }
             // Judges: every turn the panel classified.
             if let Some(panel) = &t.judges {
@@ -311,6 +292,7 @@ impl SageReport {
         for key in reached {
             if let Some(r) = routes.get_mut(&key) {
                 r.dialogues += 1;
+                *r.dialogues_by_model.entry(model.clone()).or_default() += 1;
             }
         }
         self.explorer.add(record);
@@ -499,7 +481,26 @@ impl SageReport {
             100.0,
             "",
         ));
-        out.push_str("<h3>Turn depth</h3><p class=\"note\">Overall score (OA) at turns 1, 5, 10, 15 and each dialogue's final turn, one line per model.</p>");
+        let by_oa: Vec<(&str, Option<f64>)> = models
+            .iter()
+            .map(|m| (m.model.as_str(), mean(&m.all.overall)))
+            .collect();
+        let focus = charts::focus(&by_oa);
+        let focus_note = match &focus {
+            Some(f) => format!(
+                " <span data-chart-focus=\"{}\">{} models: the {} best and {} worst by OA in colour ({}), the others grey; click a model in the legend to colour or grey its line.</span>",
+                f.len(),
+                models.len(),
+                charts::FOCUS_EACH,
+                charts::FOCUS_EACH,
+                escape(&f.join(", "))
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            out,
+            "<h3>Turn depth</h3><p class=\"note\">Overall score (OA) at turns 1, 5, 10, 15 and each dialogue's final turn, one line per model.{focus_note}</p>"
+        );
         let depths = ["t1", "t5", "t10", "t15", "final"];
         let lines: Vec<Line> = models
             .iter()
@@ -516,8 +517,12 @@ impl SageReport {
             &["T1", "T5", "T10", "T15", "Final"],
             &[("OA", lines)],
             100.0,
+            focus.as_deref(),
         ));
-        out.push_str("<h3>Adversarial degradation</h3><p class=\"note\">OA, Logic and Chat at each adversarial level. Empathy resilience: Chat holding while Logic falls.</p>");
+        let _ = write!(
+            out,
+            "<h3>Adversarial degradation</h3><p class=\"note\">OA, Logic and Chat at each adversarial level. Empathy resilience: Chat holding while Logic falls.{focus_note}</p>"
+        );
         let levels = ["zero", "weak", "strong"];
         let panel = |get: fn(&GroupStats) -> Option<Metric>| -> Vec<Line> {
             models
@@ -544,6 +549,7 @@ impl SageReport {
                 ("Chat", panel(|g| g.chat)),
             ],
             100.0,
+            focus.as_deref(),
         ));
         out.push_str("<h3>Format errors by kind</h3><p class=\"note\">Turns whose answer did not parse, per model and kind.</p>");
         let kinds: Vec<usize> = (0..FormatError::KINDS.len())
@@ -613,8 +619,17 @@ impl SageReport {
     }
 
     fn graphs_html(&self, summary: &Summary) -> String {
+        let models: Vec<&String> = summary.models.iter().map(|m| &m.model).collect();
         let mut out = String::from(
-            "<p class=\"note\">Each scenario's decision graph. A stage or action is coloured by the mean Logic of the turns whose reference route passes through it (red 0, yellow 50, green 100); an edge is as wide as the turns that took it; dashed: never reached. Below each graph, every route with the dialogues that reached it (a scored turn whose reference is the route), the mean Logic of those turns, and per model under test.</p>",
+            "<p class=\"note\">Each scenario's decision graph. A stage or action is coloured by the mean Logic of the turns whose reference route passes through it (red 0, yellow 50, green 100); an edge is as wide as the turns that took it (all models); dashed: never reached. Below each graph, every route with the dialogues that reached it (a scored turn whose reference is the route) and the mean Logic of those turns, then the mean Logic per route and model (the worst model of each route outlined). Each count and each model's cell links to those dialogues in the explorer, worst first.</p>",
+        );
+        let _ = write!(
+            out,
+            "<p class=\"graph-model\"><label>Colour the graphs and routes by <select data-graph-model><option value=\"\">all models</option>{}</select></label> <noscript><span class=\"muted\">(needs JavaScript; the per-model table below each graph reads without it)</span></noscript></p>",
+            models
+                .iter()
+                .map(|m| format!("<option value=\"{}\">{}</option>", escape(m), escape(m)))
+                .collect::<String>()
         );
         let scenarios: Vec<&String> = self
             .info
@@ -625,7 +640,6 @@ impl SageReport {
             .collect::<indexmap::IndexSet<_>>()
             .into_iter()
             .collect();
-        let models: Vec<&str> = summary.models.iter().map(|m| m.model.as_str()).collect();
         let empty = BTreeMap::new();
         for (i, id) in scenarios.iter().enumerate() {
             let _ = write!(out, "<h3 id=\"sop-{}\">{}</h3>", escape(id), escape(id));
@@ -665,73 +679,16 @@ impl SageReport {
             );
             for k in &keys {
                 let u = used.get(k).cloned().unwrap_or_default();
-                let t = targeted.and_then(|t| t.get(k)).copied().unwrap_or(0);
-                let logic = u.logic.get();
-                let weakest = u
-                    .by_model
-                    .iter()
-                    .filter_map(|(m, x)| x.get().map(|v| (m, v)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-                let class = if u.dialogues == 0 {
-                    " class=\"untested\""
-                } else {
-                    ""
-                };
-                let _ = write!(
-                    out,
-                    "<tr data-route=\"{}\" data-dialogues=\"{}\" data-logic=\"{}\"{class}><td><code>{}</code>{}</td><td class=\"num\">{t}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\"{}>{}</td><td>{}</td></tr>",
-                    escape(k),
-                    u.dialogues,
-                    logic.map(raw).unwrap_or_default(),
-                    escape(k),
-                    if u.dialogues == 0 {
-                        " <span class=\"tag bad\">untested</span>"
-                    } else {
-                        ""
-                    },
-                    u.dialogues,
-                    u.logic.n(),
-                    logic
-                        .map(|l| format!(" style=\"background:{}\"", graph::score_fill(l)))
-                        .unwrap_or_default(),
-                    logic.map(num).unwrap_or_else(|| "—".into()),
-                    weakest
-                        .map(|(m, v)| format!("{} ({})", escape(m), num(v)))
-                        .unwrap_or_default()
-                );
+                out.push_str(&route_row(
+                    id,
+                    k,
+                    &u,
+                    targeted.and_then(|t| t.get(k)).copied().unwrap_or(0),
+                ));
             }
             out.push_str("</table>");
-            // Per model: mean Logic on each route.
             if !models.is_empty() && keys.iter().any(|k| used.contains_key(k)) {
-                out.push_str("<details><summary>Mean Logic per route and model</summary><table class=\"data route-models\"><tr><th>Route</th>");
-                for m in &models {
-                    let _ = write!(out, "<th class=\"num\">{}</th>", escape(m));
-                }
-                out.push_str("</tr>");
-                for k in keys.iter().filter(|k| used.contains_key(*k)) {
-                    let _ = write!(out, "<tr><td><code>{}</code></td>", escape(k));
-                    for m in &models {
-                        match used
-                            .get(k)
-                            .and_then(|u| u.by_model.get(*m))
-                            .and_then(|x| x.get())
-                        {
-                            Some(v) => {
-                                let _ = write!(
-                                    out,
-                                    "<td class=\"num\" data-model=\"{}\" data-value=\"{}\" style=\"background:{}\">{}</td>",
-                                    escape(m),
-                                    raw(v),
-                                    graph::score_fill(v),
-                                    num(v)
-                                );
-                            }
-                            None => out.push_str("<td class=\"num\">—</td>"),
-                        }
-                    }
-                    out.push_str("</tr>");
-                }
-                out.push_str("</table></details>");
+                out.push_str(&route_models_table(id, &keys, used, &models));
             }
         }
         out
@@ -832,6 +789,153 @@ impl SageReport {
     }
 }
 
+/// The explorer fragment listing the dialogues of `scenario` that reached route `key` (those of
+/// `model` only when given), worst first: `#explore=scenario:S;reached:S%3A%20KEY;sort:worst`
+/// and `;model:M` last (see [`explorer::explore_anchor`]).
+pub fn route_anchor(scenario: &str, key: &str, model: Option<&str>) -> String {
+    let label = explorer::reached_label(scenario, key);
+    let mut filters = vec![
+        ("scenario", scenario),
+        ("reached", label.as_str()),
+        ("sort", "worst"),
+    ];
+    if let Some(m) = model {
+        filters.push(("model", m));
+    }
+    explorer::explore_anchor(&filters)
+}
+
+/// One row of a scenario's routes table: the route, the dialogues that targeted it, the
+/// dialogues that reached it (linked to them in the explorer), their turns, the mean Logic of
+/// those turns and the weakest model (linked to its dialogues there); per model the same
+/// numbers in `data-*-by-model` JSON attributes for the graph's model view.
+fn route_row(scenario: &str, key: &str, u: &RouteUse, targeted: usize) -> String {
+    let logic = u.logic.get();
+    let weakest = u
+        .by_model
+        .iter()
+        .filter_map(|(m, x)| x.get().map(|v| (m, v)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let class = if u.dialogues == 0 {
+        " class=\"untested\""
+    } else {
+        ""
+    };
+    let all = route_anchor(scenario, key, None);
+    let dialogues = if u.dialogues == 0 {
+        "0".to_string()
+    } else {
+        format!(
+            "<a class=\"explore\" href=\"{}\" data-explore=\"{}\" title=\"these dialogues in the explorer, worst first\">{}</a>",
+            escape(&all),
+            escape(&all),
+            u.dialogues
+        )
+    };
+    let logic_by_model = graph::by_model_json(u.by_model.iter().map(|(m, x)| (m, x.get())));
+    let turns_by_model = graph::by_model_json(u.by_model.iter().map(|(m, x)| (m, Some(x.n()))));
+    let dialogues_by_model = graph::by_model_json(
+        u.dialogues_by_model
+            .iter()
+            .map(|(m, n)| (m, Some(*n as u64))),
+    );
+    format!(
+        "<tr data-route=\"{}\" data-dialogues=\"{}\" data-logic=\"{}\"{class} data-turns=\"{}\" data-logic-by-model=\"{}\" data-dialogues-by-model=\"{}\" data-turns-by-model=\"{}\"><td><code>{}</code>{}</td><td class=\"num\">{targeted}</td><td class=\"num\" data-col=\"dialogues\">{dialogues}</td><td class=\"num\" data-col=\"turns\">{}</td><td class=\"num\" data-col=\"logic\"{}>{}</td><td>{}</td></tr>",
+        escape(key),
+        u.dialogues,
+        logic.map(raw).unwrap_or_default(),
+        u.logic.n(),
+        escape(&logic_by_model),
+        escape(&dialogues_by_model),
+        escape(&turns_by_model),
+        escape(key),
+        if u.dialogues == 0 {
+            " <span class=\"tag bad\">untested</span>"
+        } else {
+            ""
+        },
+        u.logic.n(),
+        logic
+            .map(|l| format!(" style=\"background:{}\"", graph::score_fill(l)))
+            .unwrap_or_default(),
+        logic.map(num).unwrap_or_else(|| "—".into()),
+        weakest
+            .map(|(m, v)| format!(
+                "<a href=\"{}\" title=\"its dialogues on this route, worst first\">{}</a> ({})",
+                escape(&route_anchor(scenario, key, Some(m))),
+                escape(m),
+                num(v)
+            ))
+            .unwrap_or_default()
+    )
+}
+
+/// The mean Logic per route (rows) and model (columns) of a scenario, open: which branch model
+/// X gets wrong, without JavaScript. Each value links to that model's dialogues on the route;
+/// the worst model of a route (when two or more have a value) is outlined (`td.worst`).
+fn route_models_table(
+    scenario: &str,
+    keys: &[String],
+    used: &BTreeMap<String, RouteUse>,
+    models: &[&String],
+) -> String {
+    let mut out = format!(
+        "<details open class=\"route-models\"><summary>Mean Logic per route and model (outlined: the route's worst model; a value links to its dialogues there, worst first)</summary><div class=\"scroll-x\"><table class=\"data route-models\" data-scenario=\"{}\"><tr><th>Route</th>",
+        escape(scenario)
+    );
+    for m in models {
+        let _ = write!(
+            out,
+            "<th class=\"num\" data-model=\"{}\">{}</th>",
+            escape(m),
+            escape(m)
+        );
+    }
+    out.push_str("</tr>");
+    for k in keys {
+        let Some(u) = used.get(k) else { continue };
+        let values: Vec<Option<f64>> = models
+            .iter()
+            .map(|m| u.by_model.get(*m).and_then(Mean::get))
+            .collect();
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        let worst = (present.len() >= 2).then(|| present.iter().copied().fold(f64::MAX, f64::min));
+        let _ = write!(
+            out,
+            "<tr data-route-key=\"{}\"><td><code>{}</code></td>",
+            escape(k),
+            escape(k)
+        );
+        for (m, v) in models.iter().zip(values) {
+            match v {
+                Some(v) => {
+                    let class = if worst == Some(v) { " worst" } else { "" };
+                    let _ = write!(
+                        out,
+                        "<td class=\"num{class}\" data-model=\"{}\" data-value=\"{}\" data-reached=\"{}\" style=\"background:{}\"><a href=\"{}\">{}</a></td>",
+                        escape(m),
+                        raw(v),
+                        u.dialogues_by_model.get(*m).copied().unwrap_or(0),
+                        graph::score_fill(v),
+                        escape(&route_anchor(scenario, k, Some(m))),
+                        num(v)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\" data-model=\"{}\" data-value=\"\" data-reached=\"0\">—</td>",
+                        escape(m)
+                    );
+                }
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table></div></details>");
+    out
+}
+
 /// A round axis maximum at or above `x` (1, 2, 5 times a power of ten).
 fn nice_max(x: f64) -> f64 {
     if x <= 0.0 {
@@ -875,14 +979,41 @@ fn metric(g: &GroupStats, key: &str) -> Option<Metric> {
     }
 }
 
+/// The k of the pass^k columns: every k some model reports (`models[].pass_k`), ascending;
+/// none without repeats.
+pub fn pass_ks(summary: &Summary) -> Vec<u32> {
+    summary
+        .models
+        .iter()
+        .flat_map(|m| m.pass_k.iter().map(|p| p.k))
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .collect()
+}
+
 /// The Table-1 leaderboard: one row per model (in the summary's order), each metric of
-/// `models[].all` with its interval; `data-value` holds the unrounded mean.
+/// `models[].all` with its interval; `data-value` holds the unrounded mean. With repeats,
+/// columns pass^1 .. pass^k (`data-metric="pass^K"`, `data-value` = `models[].pass_k[].pass`).
 pub fn leaderboard_html(summary: &Summary) -> String {
+    let ks = pass_ks(summary);
     let mut out = String::from(
-        "<p class=\"note\">Every scored turn of each model; ± half the 95% bootstrap interval (the interval on hover). Click a heading to sort.</p><table id=\"leaderboard-table\" class=\"data\"><thead><tr><th data-sort=\"model\">Model</th><th class=\"num\" data-sort=\"dialogues\">Dialogues</th>",
+        "<p class=\"note\">Every scored turn of each model; ± half the 95% bootstrap interval (the interval on hover). Click a heading to sort.",
     );
+    if let Some(k) = ks.last() {
+        let _ = write!(
+            out,
+            " pass^k (k = 1 to {k}): the share of cases, %, whose dialogues reach the target action in all of k repeats drawn from the case's repeats (tau2-bench's estimator; pass^1 is the plain pass rate)."
+        );
+    }
+    out.push_str("</p><table id=\"leaderboard-table\" class=\"data\"><thead><tr><th data-sort=\"model\">Model</th><th class=\"num\" data-sort=\"dialogues\">Dialogues</th>");
     for (key, title) in LEADERBOARD {
         let _ = write!(out, "<th class=\"num\" data-sort=\"{key}\">{title}</th>");
+    }
+    for k in &ks {
+        let _ = write!(
+            out,
+            "<th class=\"num\" data-sort=\"pass^{k}\" title=\"cases passing all of {k} repeats, %\">pass^{k}</th>"
+        );
     }
     out.push_str("</tr></thead><tbody>");
     for m in &summary.models {
@@ -922,6 +1053,25 @@ pub fn leaderboard_html(summary: &Summary) -> String {
                 }
             }
         }
+        for k in &ks {
+            match m.pass_k.iter().find(|p| p.k == *k) {
+                Some(p) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\" data-metric=\"pass^{k}\" data-value=\"{}\" title=\"{} cases ran at least {k} times\">{}</td>",
+                        raw(p.pass),
+                        p.cases,
+                        num(p.pass)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\" data-metric=\"pass^{k}\" data-value=\"\">—</td>"
+                    );
+                }
+            }
+        }
         out.push_str("</tr>");
     }
     out.push_str("</tbody></table>");
@@ -931,6 +1081,7 @@ pub fn leaderboard_html(summary: &Summary) -> String {
 /// Style rules of the SAGE sections.
 pub fn styles() -> Vec<String> {
     vec![
+        charts::CSS.to_string(),
         graph::CSS.to_string(),
         explorer::CSS.to_string(),
         LEADERBOARD_CSS.to_string(),
@@ -939,7 +1090,12 @@ pub fn styles() -> Vec<String> {
 
 /// Scripts of the SAGE sections: the leaderboard's sorting and the explorer.
 pub fn scripts() -> Vec<String> {
-    vec![SORT_SCRIPT.to_string(), explorer::SCRIPT.to_string()]
+    vec![
+        SORT_SCRIPT.to_string(),
+        charts::SCRIPT.to_string(),
+        graph::SCRIPT.to_string(),
+        explorer::SCRIPT.to_string(),
+    ]
 }
 
 const LEADERBOARD_CSS: &str = r#"
@@ -1085,6 +1241,80 @@ mod tests {
     }
 
     #[test]
+    fn routes_per_model_count_dialogues_and_mark_the_worst_model() {
+        let report = folded();
+        let routes = &report.routes()["sc"];
+        let r2 = &routes["s1 -> Stop"];
+        assert_eq!(r2.dialogues_by_model["m1"], 1);
+        assert_eq!(r2.dialogues_by_model["m2"], 1);
+        assert_eq!(r2.by_model["m2"].get(), Some(0.0));
+        assert_eq!(
+            report.graphs["sc"].nodes_by_model["s1"]["m1"].get(),
+            Some(60.0)
+        );
+        assert_eq!(
+            report.graphs["sc"].nodes_by_model["s1"]["m2"].get(),
+            Some(50.0)
+        );
+        let (m1, m2, m3) = ("m1".to_string(), "m2".to_string(), "m3".to_string());
+        let keys = ["s1>s2 -> Done".to_string(), "s1 -> Stop".to_string()];
+        let table = route_models_table("sc", &keys, routes, &[&m1, &m2, &m3]);
+        assert!(table.starts_with("<details open class=\"route-models\">"));
+        // s1 -> Stop: m1 40, m2 0 (the worst, outlined), m3 no turn there.
+        assert!(table.contains("<tr data-route-key=\"s1 -&gt; Stop\"><td><code>s1 -&gt; Stop</code></td><td class=\"num\" data-model=\"m1\" data-value=\"40\" data-reached=\"1\" style=\"background:hsl(48,70%,82%)\"><a href=\"#explore=scenario:sc;reached:sc%3A%20s1%20-%3E%20Stop;sort:worst;model:m1\">40</a></td><td class=\"num worst\" data-model=\"m2\" data-value=\"0\" data-reached=\"1\""), "{table}");
+        assert!(table.contains(
+            "<td class=\"num\" data-model=\"m3\" data-value=\"\" data-reached=\"0\">—</td></tr>"
+        ));
+        assert_eq!(table.matches("class=\"num worst\"").count(), 2);
+        // A single model with a value is no one's worst.
+        assert!(!route_models_table("sc", &keys, routes, &[&m1]).contains("worst\""));
+    }
+
+    #[test]
+    fn pass_k_columns_show_summary_values() {
+        let mut summary = crate::scoring::summarize(&[], &Default::default());
+        assert!(
+            !leaderboard_html(&summary).contains("pass^"),
+            "no repeats, no column"
+        );
+        let mut model = crate::scoring::summarize(
+            &[record(
+                "sc/0001/m1/r0",
+                "m1",
+                vec![turn(1, 80.0, route(&["s1"], "Done"), ["x", "x", "x"])],
+            )],
+            &Default::default(),
+        )
+        .models
+        .remove(0);
+        model.pass_k = vec![
+            crate::scoring::summary::PassK {
+                k: 1,
+                pass: 83.51648351648352,
+                cases: 2,
+            },
+            crate::scoring::summary::PassK {
+                k: 2,
+                pass: 50.0,
+                cases: 2,
+            },
+        ];
+        summary.models.push(model);
+        assert_eq!(pass_ks(&summary), [1, 2]);
+        let html = leaderboard_html(&summary);
+        assert!(html.contains("<th class=\"num\" data-sort=\"pass^2\""));
+        assert!(html.contains("<td class=\"num\" data-metric=\"pass^1\" data-value=\"83.51648351648352\" title=\"2 cases ran at least 1 times\">83.52</td><td class=\"num\" data-metric=\"pass^2\" data-value=\"50\""), "{html}");
+    }
+
+    #[test]
+    fn explore_fragments_encode_each_value() {
+        assert_eq!(
+            route_anchor("air line", "s1>s2 -> Done [A=1; B]", Some("m:1")),
+            "#explore=scenario:air%20line;reached:air%20line%3A%20s1%3Es2%20-%3E%20Done%20%5BA%3D1%3B%20B%5D;sort:worst;model:m%3A1"
+        );
+    }
+
+    #[test]
     fn judges_kappa_and_splits() {
         let report = folded();
         let a = &report.judges()["sc"]["A"];
@@ -1125,8 +1355,21 @@ mod tests {
         );
         let routes = &sections[3].html;
         assert!(routes.contains(
-            "<tr data-route=\"s1&gt;s2 -&gt; Done\" data-dialogues=\"2\" data-logic=\"80\">"
-        ));
+            "<tr data-route=\"s1&gt;s2 -&gt; Done\" data-dialogues=\"2\" data-logic=\"80\" data-turns=\"3\" data-logic-by-model=\"{&quot;m1&quot;:70.0,&quot;m2&quot;:100.0}\" data-dialogues-by-model=\"{&quot;m1&quot;:1,&quot;m2&quot;:1}\" data-turns-by-model=\"{&quot;m1&quot;:2,&quot;m2&quot;:1}\">"
+        ), "{routes}");
+        // The dialogues that reached the route link to the explorer, filtered to them, worst
+        // first; the weakest model to its own.
+        assert!(routes.contains(
+            "<td class=\"num\" data-col=\"dialogues\"><a class=\"explore\" href=\"#explore=scenario:sc;reached:sc%3A%20s1%3Es2%20-%3E%20Done;sort:worst\" data-explore=\"#explore=scenario:sc;reached:sc%3A%20s1%3Es2%20-%3E%20Done;sort:worst\""
+        ), "{routes}");
+        assert!(routes.contains(
+            "<a href=\"#explore=scenario:sc;reached:sc%3A%20s1%3Es2%20-%3E%20Done;sort:worst;model:m1\" title=\"its dialogues on this route, worst first\">m1</a> (70)"
+        ), "{routes}");
+        assert!(
+            routes.contains(
+                "<select data-graph-model><option value=\"\">all models</option></select>"
+            )
+        );
         let explorer = &sections[5].html;
         assert!(explorer.contains("<div id=\"explorer\">"));
         for f in [
@@ -1175,8 +1418,15 @@ mod tests {
         assert_eq!(lines[1]["t"][0]["j"][1]["c"], json!(["y"]));
         // The row: id, model 1, scenario 0, route 0, level 0, persona 0, end 0, mean overall
         // of the scored turns (100 + 20) / 2, flags format and infra, 3 turns, chunk 0, line 1.
-        let row = "[\"sc/0002/m2/r0\",1,0,0,0,0,0,60,3,3,0,1]";
+        // Last, the routes it reached with the mean Logic of its turns there: route 0 (s1>s2
+        // -> Done) at 100, route 1 (s1 -> Stop) at 0 (the format error; the infrastructure
+        // error is not scored).
+        let row = "[\"sc/0002/m2/r0\",1,0,0,0,0,0,60,3,3,0,1,[[0,100],[1,0]]]";
         assert!(html.contains(row), "{row}");
+        let row = "[\"sc/0001/m1/r0\",0,0,0,0,0,0,68,0,3,0,0,[[0,70],[1,40]]]";
+        assert!(html.contains(row), "{row}");
+        assert!(html.contains("\"reached\":[\"sc: s1>s2 -> Done\",\"sc: s1 -> Stop\"]"));
+        assert!(html.contains("<option value=\"1\">sc: s1 -&gt; Stop</option>"));
     }
 
     #[test]
