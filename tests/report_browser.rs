@@ -381,6 +381,8 @@ fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
         "sim_path",
         "acc_action",
         "dialogues",
+        "pass^1",
+        "pass^2",
     ] {
         assert!(keys.iter().any(|k| k == key), "no {key} column: {keys:?}");
     }
@@ -389,15 +391,29 @@ fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
         for key in &keys {
             let shown = tab
                 .eval(&format!(
-                    "document.querySelector('#leaderboard-table tr[data-model=' + {} + '] td[data-metric={key}]').dataset.value",
-                    js(&js(name))
+                    "document.querySelector('#leaderboard-table tr[data-model=' + {} + '] td[data-metric=' + {} + ']').dataset.value",
+                    js(&js(name)),
+                    js(&js(key))
                 ))
                 .expect("a cell");
             let shown: f64 = shown
                 .as_str()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| panic!("{name} {key}: not a number: {shown}"));
-            let want = mean(&model["all"][key.as_str()]);
+            let want = match key.strip_prefix("pass^") {
+                // pass^k: with repeats, summary.json's models[].pass_k.
+                Some(k) => {
+                    let k: u64 = k.parse().expect("k");
+                    let entry = model["pass_k"]
+                        .as_array()
+                        .expect("pass_k with repeats")
+                        .iter()
+                        .find(|e| e["k"] == k)
+                        .unwrap_or_else(|| panic!("{name}: no pass^{k}"));
+                    number(&entry["pass"])
+                }
+                None => mean(&model["all"][key.as_str()]),
+            };
             assert!(
                 (shown - want).abs() < 1e-9,
                 "{name} {key}: page {shown}, summary {want}"
@@ -553,10 +569,150 @@ fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
 
 /// The number of turns of dialogue `id` in `folder`'s dialogues.jsonl.
 fn dialogue_turns(folder: &Path, id: &str) -> usize {
+    dialogue_record(folder, id)["turns"]
+        .as_array()
+        .expect("turns")
+        .len()
+}
+
+/// The question the report exists for, asked through the browser as a newcomer would: which
+/// SOP branch does sim-weak get wrong, and what did it say there? The graphs show sim-weak's
+/// numbers, its worst route's cell leads to exactly its dialogues there, worst first, and the
+/// first one opens at the turn where it broke, with what the agent said.
+#[test]
+fn from_a_models_worst_branch_to_what_it_said_there() {
+    let folder = sage_runs().join("base");
+    let report = folder.join("report.html");
+    let browser = Browser::launch();
+    let tab = browser.open(&report, true).expect("open");
+    tab.wait_for(
+        "document.getElementById('explorer').dataset.ready !== undefined",
+        READY,
+    )
+    .expect("the explorer is ready");
+
+    // The graphs coloured by one model: every stage shows that model's mean Logic.
+    tab.eval(
+        "(() => { const s = document.querySelector('select[data-graph-model]'); s.value = 'sim-weak'; \
+         s.dispatchEvent(new Event('change', {bubbles: true})); })()",
+    )
+    .expect("choose the model");
+    let view = tab
+        .eval(
+            "({view: document.getElementById('sop-graphs').dataset.modelView, \
+              agree: [...document.querySelectorAll('svg.sop-graph g.node[data-logic-by-model]')].every(n => { \
+                const v = JSON.parse(n.dataset.logicByModel)['sim-weak']; const t = n.querySelector('.stat').textContent; \
+                return v === undefined ? t.includes('untested') : t.includes(String(Math.round(v * 100) / 100)) || t.includes(v.toFixed(2)); })})",
+        )
+        .expect("the view");
+    assert_eq!(view["view"], "sim-weak", "{view}");
+    assert_eq!(
+        view["agree"], true,
+        "a stage does not show sim-weak's Logic: {view}"
+    );
+
+    // sim-weak's worst route (lowest mean Logic of its cells), and its link.
+    let worst = tab
+        .eval(
+            "(() => { const cells = [...document.querySelectorAll('table.route-models td[data-model=\"sim-weak\"]')]\
+             .filter(td => td.dataset.value !== ''); cells.sort((a, b) => Number(a.dataset.value) - Number(b.dataset.value)); \
+             const td = cells[0]; return {reached: Number(td.dataset.reached), value: Number(td.dataset.value), \
+             route: td.closest('tr').dataset.routeKey, href: td.querySelector('a').getAttribute('href')}; })()",
+        )
+        .expect("the worst cell");
+    let href = worst["href"].as_str().expect("a link").to_string();
+    assert!(href.starts_with("#explore="), "{worst}");
+    tab.click(&format!("a[href={}]", js(&href))).expect("click");
+    tab.wait_for(
+        &format!(
+            "Number(document.getElementById('explorer-count').textContent) === {}",
+            worst["reached"]
+        ),
+        READY,
+    )
+    .expect("the explorer shows exactly the dialogues that reached the route");
+    let rows = tab
+        .eval(
+            "[...document.querySelectorAll('#explorer tr[data-dialogue]')].map(r => \
+             ({id: r.dataset.dialogue, logic: Number(r.querySelector('td[data-route-logic]').dataset.routeLogic)}))",
+        )
+        .expect("rows");
+    let rows = rows.as_array().expect("a list");
+    assert_eq!(rows.len() as f64, number(&worst["reached"]));
+    assert!(
+        rows.iter()
+            .all(|r| r["id"].as_str().expect("id").contains("/sim-weak/"))
+    );
+    let logic: Vec<f64> = rows.iter().map(|r| number(&r["logic"])).collect();
+    assert!(
+        logic.windows(2).all(|w| w[0] <= w[1]),
+        "not worst first: {logic:?}"
+    );
+    // The link is stable: loading it gives the same rows.
+    let link = format!(
+        "file://{}{href}",
+        report.canonicalize().expect("path").display()
+    );
+    let again = browser.open(&link, true).expect("open the link");
+    again
+        .wait_for(
+            &format!(
+                "Number(document.getElementById('explorer-count').textContent) === {}",
+                worst["reached"]
+            ),
+            READY,
+        )
+        .expect("the link gives the same view");
+
+    // The worst dialogue opens where it broke, with what the agent said there.
+    let id = rows[0]["id"].as_str().expect("id").to_string();
+    tab.click(&format!("#explorer tr[data-dialogue={}] td", js(&id)))
+        .expect("open");
+    tab.wait_for(
+        &format!(
+            "(v => v && v.dataset.dialogue === {} && v.querySelector('.turn.broke') !== null)(document.getElementById('dialogue-view'))",
+            js(&id)
+        ),
+        READY,
+    )
+    .expect("the dialogue opens and marks where it broke");
+    let broke = tab
+        .eval(
+            "(t => ({turn: t.dataset.turn, text: t.textContent, diffs: t.querySelectorAll('.diff').length}))\
+             (document.querySelector('#dialogue-view .turn.broke'))",
+        )
+        .expect("the turn");
+    let turn: usize = broke["turn"]
+        .as_str()
+        .expect("turn")
+        .parse()
+        .expect("a number");
+    let record = dialogue_record(&folder, &id);
+    // The agent's chat: of its valid answer, or what it sent when the answer did not parse.
+    let outcome = &record["turns"][turn - 1]["outcome"];
+    let said = outcome["turn"]["chat"]
+        .as_str()
+        .or_else(|| outcome["chat"].as_str())
+        .expect("the agent's chat")
+        .to_string();
+    let text = broke["text"].as_str().expect("text");
+    let excerpt: String = said.chars().take(40).collect();
+    assert!(
+        text.contains(excerpt.trim()),
+        "turn {turn} does not show what the agent said ({excerpt}): {text}"
+    );
+    assert!(
+        number(&broke["diffs"]) > 0.0,
+        "no difference marked: {broke}"
+    );
+    assert_offline(&tab, &report);
+}
+
+/// Dialogue `id` of `folder`'s dialogues.jsonl, as JSON.
+fn dialogue_record(folder: &Path, id: &str) -> Value {
     let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("records");
     text.lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
         .find(|r| r["job"]["dialogue_id"] == id)
-        .map(|r| r["turns"].as_array().expect("turns").len())
         .unwrap_or_else(|| panic!("no dialogue {id}"))
 }
