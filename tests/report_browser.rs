@@ -53,20 +53,49 @@ fn assert_offline(tab: &Tab<'_>, file: &Path) {
     );
 }
 
-/// Screenshots of every section of the open page, named `PREFIX-SECTION.png`.
+/// Screenshots of every section of the open page, named `PREFIX-SECTION.png` (`SECTION.png` when it begins with the prefix), at a desktop
+/// width and cut at [`SHOT_HEIGHT`] pixels (the top of a long section).
 fn screenshot_sections(tab: &Tab<'_>, prefix: &str) -> Vec<PathBuf> {
     let ids = tab
         .eval("[...document.querySelectorAll('section[data-section]')].map(s => s.id)")
         .expect("sections");
-    let mut shots = Vec::new();
-    for id in ids.as_array().expect("a list") {
-        let id = id.as_str().expect("an id");
-        let path = screenshot_dir().join(format!("{prefix}-{id}.png"));
-        tab.screenshot(&path, Some(&format!("section#{id}")))
-            .expect("screenshot");
-        shots.push(path);
-    }
-    shots
+    ids.as_array()
+        .expect("a list")
+        .iter()
+        .map(|id| {
+            let id = id.as_str().expect("an id");
+            // desk-run, not desk-desk-run.
+            let name = if id.starts_with(prefix) {
+                id.to_string()
+            } else {
+                format!("{prefix}-{id}")
+            };
+            shot(tab, &format!("section#{id}"), &name)
+        })
+        .collect()
+}
+
+/// The height at which a screenshot is cut.
+const SHOT_HEIGHT: u32 = 1400;
+
+/// A screenshot of the element `selector` (its top [`SHOT_HEIGHT`] pixels) as `NAME.png` in
+/// the screenshot folder.
+fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
+    tab.set_viewport(1280, 900).expect("viewport");
+    let cut = format!(
+        "(e => {{ e.dataset.shotStyle = e.getAttribute('style') || ''; \
+         e.style.maxHeight = '{SHOT_HEIGHT}px'; e.style.overflow = 'hidden'; }})(document.querySelector({}))",
+        js(selector)
+    );
+    tab.eval(&cut).expect("cut");
+    let path = screenshot_dir().join(format!("{name}.png"));
+    tab.screenshot(&path, Some(selector)).expect("screenshot");
+    tab.eval(&format!(
+        "(e => {{ e.setAttribute('style', e.dataset.shotStyle); delete e.dataset.shotStyle; }})(document.querySelector({}))",
+        js(selector)
+    ))
+    .expect("restore");
+    path
 }
 
 /// The number in `value` (a JSON number).
@@ -610,6 +639,7 @@ fn from_a_models_worst_branch_to_what_it_said_there() {
         view["agree"], true,
         "a stage does not show sim-weak's Logic: {view}"
     );
+    shot(&tab, "section#sop-graphs", "question-1-graphs-of-sim-weak");
 
     // sim-weak's worst route (lowest mean Logic of its cells), and its link.
     let worst = tab
@@ -704,6 +734,12 @@ fn from_a_models_worst_branch_to_what_it_said_there() {
     assert!(
         number(&broke["diffs"]) > 0.0,
         "no difference marked: {broke}"
+    );
+    shot(&tab, "#explorer", "question-2-its-dialogues-there");
+    shot(
+        &tab,
+        "#dialogue-view .turn.broke",
+        "question-3-where-it-broke",
     );
     assert_offline(&tab, &report);
 }

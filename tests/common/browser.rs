@@ -642,6 +642,8 @@ impl Tab<'_> {
     /// Writes a PNG of the whole page (`None`) or of the element a selector matches, clipped to
     /// its bounding box; parent folders are created.
     pub fn screenshot(&self, path: &Path, selector: Option<&str>) -> CdpResult<()> {
+        // A tab in the background paints no frame, and Chromium would wait for one.
+        self.call("Page.bringToFront", json!({}))?;
         let clip = match selector {
             Some(sel) => {
                 let s = serde_json::to_string(sel).expect("a string serializes");
