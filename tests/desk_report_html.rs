@@ -4,19 +4,11 @@
 //! action (and one planted in desk.jsonl) is listed with the transcript around its forbidden
 //! call, record text is escaped, and the page references nothing outside itself.
 
+mod common;
+
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
-
-const SECTIONS: [&str; 7] = [
-    "desk-run",
-    "desk-metrics",
-    "desk-unsafe",
-    "desk-closures",
-    "desk-escalation",
-    "desk-judges",
-    "desk-explorer",
-];
 
 /// The HTML of one unsafe-action excerpt (`<details ... data-conversation="ID" ...>...</details>`).
 fn excerpt_of<'a>(html: &'a str, id: &str) -> &'a str {
@@ -109,7 +101,7 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         "{said}"
     );
     let html = std::fs::read_to_string(&report).expect("report.html");
-    for id in SECTIONS {
+    for id in common::DESK_SECTIONS {
         assert_eq!(
             html.matches(&format!("<section id=\"{id}\" data-section=\"{id}\">"))
                 .count(),

@@ -16,16 +16,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const DESK_SECTIONS: [&str; 7] = [
-    "desk-run",
-    "desk-metrics",
-    "desk-unsafe",
-    "desk-closures",
-    "desk-escalation",
-    "desk-judges",
-    "desk-explorer",
-];
-
 /// A nats-server, one worker serving every role and an aggregator writing under `out`.
 struct Cluster {
     nats: Nats,
@@ -176,7 +166,7 @@ fn the_aggregator_writes_a_support_desk_runs_report() {
     assert_eq!(ids.len(), 162);
 
     let html = std::fs::read_to_string(&report).expect("the aggregator's report.html");
-    for id in DESK_SECTIONS {
+    for id in common::DESK_SECTIONS {
         assert_eq!(
             html.matches(&format!("<section id=\"{id}\" data-section=\"{id}\">"))
                 .count(),

@@ -208,7 +208,7 @@ fn the_desk_report_reads_in_a_browser_equal_to_its_summary() {
     let link = format!(
         "file://{}#conversation={}",
         report.canonicalize().expect("path").display(),
-        urlencode(&first)
+        sage::report::encode_uri_component(&first)
     );
     let linked = browser.open(&link, true).expect("open the link");
     linked
@@ -231,29 +231,6 @@ fn the_desk_report_reads_in_a_browser_equal_to_its_summary() {
         .eval("[...document.querySelectorAll('section[data-section] > h2')].length")
         .expect("sections");
     assert_eq!(number(&sections), 7.0);
-}
-
-/// `encodeURIComponent` of `text`.
-fn urlencode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z'
-            | b'a'..=b'z'
-            | b'0'..=b'9'
-            | b'-'
-            | b'_'
-            | b'.'
-            | b'!'
-            | b'~'
-            | b'*'
-            | b'\''
-            | b'('
-            | b')' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 /// Two SAGE runs of the simulated agents over the bundled scenarios, each case twice (so pass^k
@@ -566,7 +543,7 @@ fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
     let link = format!(
         "file://{}#dialogue={}",
         report.canonicalize().expect("path").display(),
-        urlencode(id)
+        sage::report::encode_uri_component(id)
     );
     let linked = browser.open(&link, true).expect("open the link");
     linked

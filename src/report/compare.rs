@@ -12,6 +12,7 @@
 //! dialogue weighs the same in a resample on both sides (its Poisson weights come from its id,
 //! as in the summary), which is what makes the interval paired.
 
+pub use super::encode_uri_component;
 use super::page::{Page, Section, escape};
 use crate::plan::derive_seed;
 use crate::protocol::{DialogueEnd, DialogueRecord};
@@ -870,21 +871,7 @@ pub struct Links {
 
 /// The link to a dialogue's transcript in a report: `REPORT#dialogue=<encodeURIComponent(id)>`.
 pub fn dialogue_href(report: &str, dialogue_id: &str) -> String {
-    format!("{report}#dialogue={}", encode_uri_component(dialogue_id))
-}
-
-/// Percent-encodes every byte but ASCII letters, digits and `-_.!~*'()`, as JavaScript's
-/// `encodeURIComponent` does.
-pub fn encode_uri_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    format!("{report}{}", super::dialogue_anchor(dialogue_id))
 }
 
 /// The URL of file `to` relative to folder `from` (both absolute, without `.` or `..`):

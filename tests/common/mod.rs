@@ -14,6 +14,17 @@ pub const SCENARIOS: [&str; 6] = [
     "telecom_package",
 ];
 
+/// The sections of a support-desk report.html, in order (docs/report.md).
+pub const DESK_SECTIONS: [&str; 7] = [
+    "desk-run",
+    "desk-metrics",
+    "desk-unsafe",
+    "desk-closures",
+    "desk-escalation",
+    "desk-judges",
+    "desk-explorer",
+];
+
 /// Whether a benchmark group runs: the groups named on the command line
 /// (`cargo bench --bench X -- a b`), or all when none is named.
 pub fn bench_selected(name: &str) -> bool {
