@@ -8,6 +8,7 @@ pub mod chat;
 pub mod desk;
 pub mod id;
 pub mod parse;
+pub mod schema;
 
 use crate::scenario::{Adversarial, Value};
 use crate::sop::{Assignment, Route};

@@ -1,0 +1,370 @@
+//! JSON Schemas of the answers SAGE-RS parses, derived from a scenario, for structured output
+//! (docs/models.md, "Structured output"): the service agent's answer
+//! ([`agent_answer_schema`], what [`crate::prompts::agent_system_prompt`] asks for and
+//! [`crate::protocol::parse_agent_output`] checks) and a judge's verdict
+//! ([`judge_answer_schema`], what [`crate::prompts::judge_system_prompt`] asks for and
+//! [`crate::protocol::parse::parse_judge_output`] checks). The customer answers in plain text and
+//! has no schema.
+//!
+//! Every object lists all its properties as required and sets `additionalProperties: false`
+//! (what OpenAI's strict mode demands; llama.cpp and vLLM accept it too). Properties keep the
+//! order the prompt asks for them in ([`Ordered`]): a constrained decoder writes them in that
+//! order, reasoning before the chat reply as the prompt has it.
+//!
+//! Pure: no I/O. [`validate`] checks a JSON value against the subset of JSON Schema emitted here.
+
+use crate::scenario::{Key, KeyKind};
+use crate::sop::Sop;
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value as Json;
+
+/// A JSON value whose object keys keep their insertion order (`serde_json::Map` sorts them).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ordered {
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A string.
+    Str(String),
+    /// An array.
+    Arr(Vec<Ordered>),
+    /// An object, its keys in order.
+    Obj(Vec<(String, Ordered)>),
+}
+
+impl Ordered {
+    /// The value under `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&Ordered> {
+        match self {
+            Ordered::Obj(pairs) => pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// As a `serde_json` value (object keys sorted).
+    pub fn to_json(&self) -> Json {
+        match self {
+            Ordered::Bool(b) => Json::Bool(*b),
+            Ordered::Int(i) => Json::from(*i),
+            Ordered::Str(s) => Json::String(s.clone()),
+            Ordered::Arr(items) => Json::Array(items.iter().map(Ordered::to_json).collect()),
+            Ordered::Obj(pairs) => Json::Object(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Serialize for Ordered {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ordered::Bool(b) => s.serialize_bool(*b),
+            Ordered::Int(i) => s.serialize_i64(*i),
+            Ordered::Str(text) => s.serialize_str(text),
+            Ordered::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Ordered::Obj(pairs) => {
+                let mut map = s.serialize_map(Some(pairs.len()))?;
+                for (k, v) in pairs {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// A named JSON Schema (the name is what OpenAI's `json_schema.name` carries).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonSchema {
+    /// `[A-Za-z0-9_-]`, at most 64 characters.
+    pub name: &'static str,
+    /// The schema.
+    pub schema: Ordered,
+}
+
+/// The name of the agent's answer schema.
+pub const AGENT_SCHEMA_NAME: &str = "sage_agent_answer";
+/// The name of the judges' verdict schema.
+pub const JUDGE_SCHEMA_NAME: &str = "sage_judge_verdict";
+
+fn s(text: &str) -> Ordered {
+    Ordered::Str(text.to_string())
+}
+
+fn string_schema() -> Ordered {
+    Ordered::Obj(vec![("type".into(), s("string"))])
+}
+
+fn enum_schema(kind: &str, values: Vec<Ordered>) -> Ordered {
+    Ordered::Obj(vec![
+        ("type".into(), s(kind)),
+        ("enum".into(), Ordered::Arr(values)),
+    ])
+}
+
+fn string_enum<'a>(values: impl IntoIterator<Item = &'a str>) -> Ordered {
+    enum_schema("string", values.into_iter().map(s).collect())
+}
+
+/// An object schema with every property required and no other property allowed.
+fn object(properties: Vec<(String, Ordered)>) -> Ordered {
+    let required = properties.iter().map(|(k, _)| s(k)).collect();
+    Ordered::Obj(vec![
+        ("type".into(), s("object")),
+        ("properties".into(), Ordered::Obj(properties)),
+        ("required".into(), Ordered::Arr(required)),
+        ("additionalProperties".into(), Ordered::Bool(false)),
+    ])
+}
+
+/// A classification field's values: its options as strings, `true`/`false` as booleans, an
+/// integer with its bounds.
+fn key_schema(key: &Key) -> Ordered {
+    match &key.kind {
+        KeyKind::Enum(options) => string_enum(options.iter().map(String::as_str)),
+        KeyKind::Boolean => Ordered::Obj(vec![("type".into(), s("boolean"))]),
+        KeyKind::Integer { min, max, .. } => {
+            let mut pairs = vec![("type".into(), s("integer"))];
+            pairs.extend(min.map(|m| ("minimum".to_string(), Ordered::Int(m))));
+            pairs.extend(max.map(|m| ("maximum".to_string(), Ordered::Int(m))));
+            Ordered::Obj(pairs)
+        }
+    }
+}
+
+/// Every classification field of the scenario, in file order.
+fn classification_schema(sop: &Sop) -> Ordered {
+    object(
+        sop.scenario()
+            .fields()
+            .map(|k| (k.name.clone(), key_schema(k)))
+            .collect(),
+    )
+}
+
+/// The service agent's answer for a scenario: `classification_output` (every field with its
+/// values), `cot`, `now_path` (an array of the scenario's stage ids), `finals` (`Action`, one of
+/// the scenario's actions, and every declared output with its options and default) and `chat`,
+/// in the order of the prompt's template.
+pub fn agent_answer_schema(sop: &Sop) -> JsonSchema {
+    let sc = sop.scenario();
+    let mut finals = vec![(
+        "Action".to_string(),
+        string_enum(sc.actions.iter().map(|a| a.name.as_str())),
+    )];
+    for output in &sc.outputs {
+        let values = output.options.iter().chain(&output.default);
+        finals.push((output.name.clone(), string_enum(values.map(String::as_str))));
+    }
+    let stages = string_enum(sc.stages.iter().map(|st| st.id.as_str()));
+    JsonSchema {
+        name: AGENT_SCHEMA_NAME,
+        schema: object(vec![
+            ("classification_output".into(), classification_schema(sop)),
+            ("cot".into(), string_schema()),
+            (
+                "now_path".into(),
+                Ordered::Obj(vec![("type".into(), s("array")), ("items".into(), stages)]),
+            ),
+            ("finals".into(), object(finals)),
+            ("chat".into(), string_schema()),
+        ]),
+    }
+}
+
+/// A judge's verdict for a scenario: `classification` (every field with its values),
+/// `chat_quality_dimensions` (the five dimensions, each the integer 3, 6 or 9), then the two
+/// reasoning texts, in the order of the prompt's template.
+pub fn judge_answer_schema(sop: &Sop) -> JsonSchema {
+    let dimensions = crate::prompts::DIMENSIONS
+        .iter()
+        .map(|d| {
+            let scores = [3, 6, 9].into_iter().map(Ordered::Int).collect();
+            (d.key.to_string(), enum_schema("integer", scores))
+        })
+        .collect();
+    JsonSchema {
+        name: JUDGE_SCHEMA_NAME,
+        schema: object(vec![
+            ("classification".into(), classification_schema(sop)),
+            ("chat_quality_dimensions".into(), object(dimensions)),
+            ("classification_reasoning".into(), string_schema()),
+            ("chat_quality_reasoning".into(), string_schema()),
+        ]),
+    }
+}
+
+/// Checks `value` against `schema`, for the subset of JSON Schema this module emits (`type`
+/// object/array/string/integer/boolean, `properties`, `required`, `additionalProperties: false`,
+/// `items`, `enum`, `minimum`, `maximum`). The error names the first offending place as a
+/// dotted path (`$.finals.Action`).
+pub fn validate(schema: &Ordered, value: &Json) -> Result<(), String> {
+    check(schema, value, "$")
+}
+
+fn check(schema: &Ordered, value: &Json, at: &str) -> Result<(), String> {
+    let fail = |what: String| Err(format!("{at}: {what}"));
+    let type_ok = match schema.get("type") {
+        Some(Ordered::Str(t)) => match t.as_str() {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "boolean" => value.is_boolean(),
+            other => return fail(format!("unsupported schema type `{other}`")),
+        },
+        _ => true,
+    };
+    if !type_ok {
+        return fail(format!("expected {:?}, got {value}", schema.get("type")));
+    }
+    if let Some(Ordered::Arr(options)) = schema.get("enum")
+        && !options.iter().any(|o| o.to_json() == *value)
+    {
+        return fail(format!("{value} is not one of the enum's values"));
+    }
+    if let (Some(Ordered::Int(min)), Some(n)) = (schema.get("minimum"), value.as_i64())
+        && n < *min
+    {
+        return fail(format!("{n} is below the minimum {min}"));
+    }
+    if let (Some(Ordered::Int(max)), Some(n)) = (schema.get("maximum"), value.as_i64())
+        && n > *max
+    {
+        return fail(format!("{n} is above the maximum {max}"));
+    }
+    if let (Some(items), Json::Array(values)) = (schema.get("items"), value) {
+        for (i, v) in values.iter().enumerate() {
+            check(items, v, &format!("{at}[{i}]"))?;
+        }
+    }
+    if let Json::Object(map) = value {
+        let properties = match schema.get("properties") {
+            Some(Ordered::Obj(pairs)) => pairs.as_slice(),
+            _ => &[],
+        };
+        if let Some(Ordered::Arr(required)) = schema.get("required") {
+            for r in required {
+                if let Ordered::Str(name) = r
+                    && !map.contains_key(name)
+                {
+                    return fail(format!("missing required property `{name}`"));
+                }
+            }
+        }
+        for (k, v) in map {
+            match properties.iter().find(|(name, _)| name == k) {
+                Some((_, sub)) => check(sub, v, &format!("{at}.{k}"))?,
+                None if schema.get("additionalProperties") == Some(&Ordered::Bool(false)) => {
+                    return fail(format!("property `{k}` is not allowed"));
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn telecom() -> Sop {
+        let text = crate::scenario::bundled::BUNDLED[5].1;
+        crate::sop::from_yaml(text, "telecom_package.yaml").expect("sop")
+    }
+
+    #[test]
+    fn the_telecom_agent_schema_exactly() {
+        let schema = agent_answer_schema(&telecom());
+        assert_eq!(schema.name, "sage_agent_answer");
+        let text = serde_json::to_string(&schema.schema).expect("json");
+        let fields = r#"{"type":"object","properties":{"ConsumptionType":{"type":"string","enum":["Enquiry","Change","Cancel"]},"ApplicationTendency":{"type":"string","enum":["Agree","Reject","Hesitate"]},"ConsumptionProfile":{"type":"string","enum":["Data","Voice"]},"EmotionTag":{"type":"string","enum":["Calm","Discontent"]}},"required":["ConsumptionType","ApplicationTendency","ConsumptionProfile","EmotionTag"],"additionalProperties":false}"#;
+        let expected = format!(
+            r#"{{"type":"object","properties":{{"classification_output":{fields},"cot":{{"type":"string"}},"now_path":{{"type":"array","items":{{"type":"string","enum":["step1","step2","step3","step4","step5","step6","step7"]}}}},"finals":{{"type":"object","properties":{{"Action":{{"type":"string","enum":["ChangeOrder","GoodBye","TransHuman"]}}}},"required":["Action"],"additionalProperties":false}},"chat":{{"type":"string"}}}},"required":["classification_output","cot","now_path","finals","chat"],"additionalProperties":false}}"#
+        );
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn the_telecom_judge_schema_exactly() {
+        let schema = judge_answer_schema(&telecom());
+        assert_eq!(schema.name, "sage_judge_verdict");
+        let text = serde_json::to_string(&schema.schema).expect("json");
+        let fields = r#"{"type":"object","properties":{"ConsumptionType":{"type":"string","enum":["Enquiry","Change","Cancel"]},"ApplicationTendency":{"type":"string","enum":["Agree","Reject","Hesitate"]},"ConsumptionProfile":{"type":"string","enum":["Data","Voice"]},"EmotionTag":{"type":"string","enum":["Calm","Discontent"]}},"required":["ConsumptionType","ApplicationTendency","ConsumptionProfile","EmotionTag"],"additionalProperties":false}"#;
+        let dim = r#"{"type":"integer","enum":[3,6,9]}"#;
+        let expected = format!(
+            r#"{{"type":"object","properties":{{"classification":{fields},"chat_quality_dimensions":{{"type":"object","properties":{{"linguistic_quality":{dim},"anthropomorphism_emotion":{dim},"content_utility":{dim},"user_satisfaction":{dim},"instruction_compliance":{dim}}},"required":["linguistic_quality","anthropomorphism_emotion","content_utility","user_satisfaction","instruction_compliance"],"additionalProperties":false}},"classification_reasoning":{{"type":"string"}},"chat_quality_reasoning":{{"type":"string"}}}},"required":["classification","chat_quality_dimensions","classification_reasoning","chat_quality_reasoning"],"additionalProperties":false}}"#
+        );
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn outputs_carry_their_options_and_default() {
+        let text = crate::scenario::bundled::BUNDLED
+            .iter()
+            .find(|(name, _)| name.starts_with("online_education"))
+            .expect("bundled")
+            .1;
+        let sop = crate::sop::from_yaml(text, "online_education.yaml").expect("sop");
+        let schema = agent_answer_schema(&sop).schema;
+        let plan = schema
+            .get("properties")
+            .and_then(|p| p.get("finals"))
+            .and_then(|f| f.get("properties"))
+            .and_then(|p| p.get("PLAN"))
+            .expect("PLAN");
+        assert_eq!(
+            plan.to_json(),
+            json!({"type": "string", "enum": ["PLAN_A", "PLAN_B", "PLAN_C", "PLAN_D", "PLAN_E", "PLAN_F", "none"]})
+        );
+    }
+
+    #[test]
+    fn the_validator_names_what_is_wrong() {
+        let sop = telecom();
+        let schema = judge_answer_schema(&sop).schema;
+        let classification = json!({"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"});
+        let dims = json!({"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 3, "user_satisfaction": 9, "instruction_compliance": 9});
+        let good = json!({"classification": classification, "chat_quality_dimensions": dims, "classification_reasoning": "r", "chat_quality_reasoning": "r"});
+        assert_eq!(validate(&schema, &good), Ok(()));
+        // The answer also parses as a judgment.
+        assert!(crate::protocol::parse::parse_judge_output(&sop, &good.to_string()).is_ok());
+        let mut bad = good.clone();
+        bad["chat_quality_dimensions"]["content_utility"] = json!(5);
+        assert_eq!(
+            validate(&schema, &bad),
+            Err(
+                "$.chat_quality_dimensions.content_utility: 5 is not one of the enum's values"
+                    .into()
+            )
+        );
+        let mut extra = good.clone();
+        extra["note"] = json!("x");
+        assert_eq!(
+            validate(&schema, &extra),
+            Err("$: property `note` is not allowed".into())
+        );
+        let mut missing = good;
+        missing["classification"]
+            .as_object_mut()
+            .expect("object")
+            .remove("EmotionTag");
+        assert_eq!(
+            validate(&schema, &missing),
+            Err("$.classification: missing required property `EmotionTag`".into())
+        );
+    }
+}
