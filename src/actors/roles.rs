@@ -9,9 +9,10 @@
 //!   recorded distinctly from format errors.
 
 use crate::llm::sim::SimContext;
-use crate::llm::{ChatMessage, ChatRequest, Endpoint};
+use crate::llm::{ChatMessage, ChatRequest, Endpoint, Structured};
 use crate::prompts;
 use crate::protocol::parse::{extract_chat, parse_agent_output, parse_judge_output};
+use crate::protocol::schema;
 use crate::protocol::{
     CallRecord, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply, RuleRequest,
     ServiceOutcome, ServiceReply, ServiceRequest, UserReply, UserRequest,
@@ -143,12 +144,12 @@ fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> Sim
 }
 
 /// Asks a model until `accept` takes its answer, at most `attempts` times. Returns the accepted
-/// value, or the last reason it failed, with every call made.
+/// value, or the last reason it failed, with every call made. `ask` holds the messages, the
+/// JSON flag and the structured-output schema; each attempt gets its number and `ctx`.
 async fn ask_until<T>(
     reg: &Registry,
     endpoint: &Endpoint,
-    messages: Vec<ChatMessage>,
-    json: bool,
+    ask: ChatRequest,
     mut ctx: SimContext,
     attempts: u32,
     accept: impl Fn(&str) -> Result<T, String>,
@@ -158,12 +159,9 @@ async fn ask_until<T>(
     for attempt in 0..attempts.max(1) {
         ctx.attempt = attempt;
         let request = ChatRequest {
-            messages: messages.clone(),
-            json,
             attempt,
             sim: Some(Arc::new(ctx.clone())),
-            tools: Vec::new(),
-            desk: None,
+            ..ask.clone()
         };
         let called = endpoint.call(&request).await;
         calls.push(with_request(
@@ -237,8 +235,11 @@ impl UserRole {
         let (result, calls) = ask_until(
             reg,
             endpoint,
-            messages,
-            false,
+            // The customer answers in plain text: no JSON, no schema.
+            ChatRequest {
+                messages,
+                ..ChatRequest::default()
+            },
             ctx,
             reg.content_attempts,
             |text| prompts::parse_user_output(text).map_err(|e| e.to_string()),
@@ -296,6 +297,11 @@ impl ServiceRole {
             sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
             tools: Vec::new(),
             desk: None,
+            // Off unless the model's configuration sets it: the paper measures format errors.
+            structured: (!endpoint.is_simulated()).then(|| Structured {
+                schema: Arc::new(schema::agent_answer_schema(sop)),
+                default_on: false,
+            }),
         };
         let called = endpoint.call(&request).await;
         let mut record = with_request(called.record, &request.messages, reg.record_prompts);
@@ -394,10 +400,16 @@ impl JudgePanel {
                 });
             prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat)
         };
+        // Structured output is on by default for judges (docs/models.md).
+        let structured = (!all_simulated).then(|| Structured {
+            schema: Arc::new(schema::judge_answer_schema(sop)),
+            default_on: true,
+        });
         let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
             let messages = messages.clone();
             let mut ctx = context(sop, &req.job, Role::Judge, req.turn);
             ctx.judge_index = i;
+            let structured = structured.clone();
             ctx.agent_chat = Some(req.agent_chat.clone());
             async move {
                 match reg.endpoint(name) {
@@ -406,8 +418,12 @@ impl JudgePanel {
                         ask_until(
                             reg,
                             endpoint,
-                            messages,
-                            true,
+                            ChatRequest {
+                                messages,
+                                json: true,
+                                structured,
+                                ..ChatRequest::default()
+                            },
                             ctx,
                             reg.content_attempts,
                             |text| parse_judge_output(sop, text).map_err(|e| e.to_string()),

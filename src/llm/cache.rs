@@ -2,7 +2,8 @@
 //!
 //! Key: the SHA-256 (hex) of a canonical JSON of everything that shapes an answer: provider,
 //! base URL, model id, temperature, seed, max_tokens, the JSON flags, the role's content-retry
-//! number (`request.attempt`, only when above 0) and the messages. Never the
+//! number (`request.attempt`, only when above 0), the messages, and the structured-output form
+//! with its schema when a schema is sent. Never the
 //! API key (nor its variable) and never `request.sim`. File: `{dir}/{first 2 hex}/{hash}.json`
 //! holding the [`ChatResponse`], written to a temporary file and renamed into place, so a reader
 //! never sees half a file. A file that does not parse is a miss. Only successful responses are
@@ -36,6 +37,10 @@ struct KeyMaterial<'a> {
     /// Tools offered (left out when none, so plain-chat keys are unchanged).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     tools: &'a [super::ToolSpec],
+    /// The structured-output form and schema, when the request sends a schema (left out
+    /// otherwise, so keys without one are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured: Option<(super::StructuredOutput, &'a super::JsonSchema)>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -60,6 +65,11 @@ pub(crate) fn cache_key(config: &ModelConfig, request: &ChatRequest) -> String {
         attempt: request.attempt,
         messages: &request.messages,
         tools: &request.tools,
+        structured: request
+            .structured
+            .as_ref()
+            .map(|s| (request.structured_output(config), &*s.schema))
+            .filter(|(form, _)| form.sends_schema()),
     };
     let mut hasher = Sha256::new();
     // Serializing plain data into a Vec cannot fail; an empty key material would still hash.

@@ -18,8 +18,9 @@ pub mod openai;
 mod retry;
 pub mod sim;
 
-pub use crate::plan::model::{ModelConfig, Price, Provider, RetryConfig};
+pub use crate::plan::model::{ModelConfig, Price, Provider, RetryConfig, StructuredOutput};
 pub use crate::protocol::chat::{ChatMessage, ChatRole, ToolCall, ToolSpec};
+pub use crate::protocol::schema::JsonSchema;
 pub use endpoint::{Called, Endpoint};
 
 use crate::protocol::Usage;
@@ -45,6 +46,36 @@ pub struct ChatRequest {
     /// The facts a simulated support-desk model plays from; never sent to a real model and not
     /// part of the cache key.
     pub desk: Option<Arc<sim::desk::DeskContext>>,
+    /// The schema of the answer the role parses, for structured output (none: no schema).
+    pub structured: Option<Structured>,
+}
+
+/// A role's schema for structured output, and whether the role wants it when the model's
+/// configuration says nothing ([`ModelConfig::structured_output_for`]).
+#[derive(Debug, Clone)]
+pub struct Structured {
+    /// The answer's JSON Schema.
+    pub schema: Arc<JsonSchema>,
+    /// On by default (judges), or only when the model's configuration sets it (the agent).
+    pub default_on: bool,
+}
+
+impl ChatRequest {
+    /// The form this request asks a model configured as `config` for: none without `json`;
+    /// otherwise [`ModelConfig::structured_output_for`], a schema form degraded to
+    /// `json_object` when the role gave no schema.
+    pub fn structured_output(&self, config: &ModelConfig) -> StructuredOutput {
+        if !self.json {
+            return StructuredOutput::None;
+        }
+        let default_on = self.structured.as_ref().is_some_and(|s| s.default_on);
+        let form = config.structured_output_for(default_on);
+        if form.sends_schema() && self.structured.is_none() {
+            StructuredOutput::JsonObject
+        } else {
+            form
+        }
+    }
 }
 
 /// A model's answer.

@@ -5,8 +5,12 @@
 //! `reqwest::Client` per backend, the API key read once from the configured environment variable
 //! (never printed), the per-attempt timeout and the mapping of HTTP outcomes onto [`LlmError`].
 
-use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig, ToolCall};
+use super::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, JsonSchema, LlmError, ModelConfig,
+    StructuredOutput, ToolCall,
+};
 use crate::protocol::Usage;
+use crate::protocol::schema::Ordered;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -369,8 +373,10 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 /// An OpenAI-compatible chat-completions backend.
 ///
 /// Sends `model`, `messages`, `temperature`, `seed`, `max_tokens` (not
-/// `max_completion_tokens`, which llama.cpp ignores) and, when the request wants JSON and the
-/// configuration allows it, `response_format: {"type": "json_object"}`. The API key, when
+/// `max_completion_tokens`, which llama.cpp ignores) and, when the request wants JSON, the
+/// `response_format` of its structured-output form ([`response_format`]). Under `auto`, a
+/// schema form the server answers with HTTP 400 or 422 is retried once with the next weaker
+/// form, which is remembered for the model when the server takes it. The API key, when
 /// configured, goes in `Authorization: Bearer`; without one no header is sent (local servers).
 pub struct OpenAiChat {
     core: HttpCore,
@@ -379,6 +385,63 @@ pub struct OpenAiChat {
     seed: Option<u64>,
     max_tokens: Option<u32>,
     json_mode: bool,
+    /// The configuration (for the structured-output form of each request).
+    config: ModelConfig,
+    /// What `auto` resolves to now: [`auto_form`] at first, weaker after a rejection.
+    auto: std::sync::Mutex<StructuredOutput>,
+}
+
+/// What `structured_output: auto` starts as, until a server rejects it: `json_schema` for
+/// OpenAI itself (provider `openai` and an `api.openai.com` base URL, the default one
+/// included), `json_object_schema` (llama.cpp, vLLM) for any other OpenAI-compatible server, and
+/// `none` for other providers.
+pub fn auto_form(config: &ModelConfig) -> StructuredOutput {
+    if config.provider != super::Provider::Openai {
+        return StructuredOutput::None;
+    }
+    let base = config.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let host = rest.split(['/', ':', '?', '#']).next().unwrap_or("");
+    if host.eq_ignore_ascii_case("api.openai.com") {
+        StructuredOutput::JsonSchema
+    } else {
+        StructuredOutput::JsonObjectSchema
+    }
+}
+
+/// The chat-completions `response_format` of a structured-output form for an answer of this
+/// schema (`None`: send no `response_format`):
+///
+/// * `json_schema`: `{"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}`
+///   (OpenAI structured outputs);
+/// * `json_object_schema`: `{"type": "json_object", "schema": {...}}` (llama.cpp, vLLM);
+/// * `json_object`: `{"type": "json_object"}`;
+/// * `none`: nothing.
+///
+/// `auto` must be resolved first ([`auto_form`]); given here it is sent as
+/// `json_object_schema`. Serialize the result with serde (it keeps the schema's property order);
+/// [`Ordered::to_json`] gives a `serde_json::Value`.
+pub fn response_format(form: StructuredOutput, schema: &JsonSchema) -> Option<Ordered> {
+    let kind = |k: &str| ("type".to_string(), Ordered::Str(k.into()));
+    match form {
+        StructuredOutput::JsonSchema => Some(Ordered::Obj(vec![
+            kind("json_schema"),
+            (
+                "json_schema".into(),
+                Ordered::Obj(vec![
+                    ("name".into(), Ordered::Str(schema.name.into())),
+                    ("strict".into(), Ordered::Bool(true)),
+                    ("schema".into(), schema.schema.clone()),
+                ]),
+            ),
+        ])),
+        StructuredOutput::JsonObjectSchema | StructuredOutput::Auto => Some(Ordered::Obj(vec![
+            kind("json_object"),
+            ("schema".into(), schema.schema.clone()),
+        ])),
+        StructuredOutput::JsonObject => Some(Ordered::Obj(vec![kind("json_object")])),
+        StructuredOutput::None => None,
+    }
 }
 
 impl fmt::Debug for OpenAiChat {
@@ -390,6 +453,7 @@ impl fmt::Debug for OpenAiChat {
             .field("seed", &self.seed)
             .field("max_tokens", &self.max_tokens)
             .field("json_mode", &self.json_mode)
+            .field("structured_output", &self.config.structured_output)
             .finish()
     }
 }
@@ -407,7 +471,54 @@ impl OpenAiChat {
             seed: config.seed,
             max_tokens: config.max_tokens,
             json_mode: config.json_mode,
+            config: config.clone(),
+            auto: std::sync::Mutex::new(auto_form(config)),
         })
+    }
+
+    /// The form `auto` resolves to now for this model (weaker after a server rejected a form).
+    pub fn auto_resolved(&self) -> StructuredOutput {
+        *self.auto.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The form a request is sent with: its own ([`ChatRequest::structured_output`]), `auto`
+    /// resolved.
+    fn form_of(&self, request: &ChatRequest) -> StructuredOutput {
+        match request.structured_output(&self.config) {
+            StructuredOutput::Auto => self.auto_resolved(),
+            form => form,
+        }
+    }
+
+    /// The request body with the `response_format` of `form`.
+    fn body(&self, request: &ChatRequest, form: StructuredOutput) -> Result<Vec<u8>, LlmError> {
+        let response_format = match &request.structured {
+            Some(s) => response_format(form, &s.schema),
+            None => (form == StructuredOutput::JsonObject)
+                .then(|| Ordered::Obj(vec![("type".into(), Ordered::Str("json_object".into()))])),
+        };
+        let body = CompletionRequest {
+            model: &self.model,
+            messages: wire_messages(&request.messages),
+            tools: request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: WireToolSpec {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
+                .collect(),
+            temperature: self.temperature,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            response_format,
+        };
+        serde_json::to_vec(&body)
+            .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
 
     /// The URL calls go to.
@@ -429,7 +540,7 @@ struct CompletionRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<ResponseFormat>,
+    response_format: Option<Ordered>,
 }
 
 /// A message as the chat-completions API wants it (tool calls nested under `function`).
@@ -522,12 +633,6 @@ fn wire_messages(messages: &[ChatMessage]) -> Vec<WireMessage<'_>> {
         .collect()
 }
 
-#[derive(Serialize)]
-struct ResponseFormat {
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
 #[derive(Deserialize)]
 struct Completion {
     #[serde(default)]
@@ -564,31 +669,43 @@ struct CompletionUsage {
 #[async_trait::async_trait]
 impl ChatModel for OpenAiChat {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = CompletionRequest {
-            model: &self.model,
-            messages: wire_messages(&request.messages),
-            tools: request
-                .tools
-                .iter()
-                .map(|t| WireTool {
-                    kind: "function",
-                    function: WireToolSpec {
-                        name: &t.name,
-                        description: &t.description,
-                        parameters: &t.parameters,
-                    },
-                })
-                .collect(),
-            temperature: self.temperature,
-            seed: self.seed,
-            max_tokens: self.max_tokens,
-            response_format: (request.json && self.json_mode).then_some(ResponseFormat {
-                kind: "json_object",
-            }),
+        let form = self.form_of(request);
+        let first = self.core.post(self.body(request, form)?).await;
+        let rejected = matches!(
+            &first,
+            Err(LlmError::Status {
+                status: 400 | 422,
+                ..
+            })
+        );
+        let weaker = form.weaker().filter(|_| {
+            rejected
+                && form.sends_schema()
+                && request.structured_output(&self.config) == StructuredOutput::Auto
+        });
+        let bytes = match weaker {
+            None => first?,
+            Some(weaker) => match self.core.post(self.body(request, weaker)?).await {
+                // The weaker form fails the same way: the rejection was not about the form.
+                Err(LlmError::Status {
+                    status: 400 | 422, ..
+                }) => first?,
+                second => {
+                    let mut auto = self.auto.lock().unwrap_or_else(|e| e.into_inner());
+                    if *auto == form {
+                        *auto = weaker;
+                        tracing::warn!(
+                            model = %self.config.name,
+                            rejected = form.as_str(),
+                            now = weaker.as_str(),
+                            "the server rejected this structured-output form; using the next weaker one for this model from now on"
+                        );
+                    }
+                    drop(auto);
+                    second?
+                }
+            },
         };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
-        let bytes = self.core.post(body).await?;
         parse_completion(&bytes, self.core.secret())
     }
 }

@@ -87,6 +87,11 @@ pub struct ModelConfig {
     /// Ask for JSON output (`response_format: {"type": "json_object"}`) when a role wants JSON.
     #[serde(default = "yes")]
     pub json_mode: bool,
+    /// Structured output (docs/models.md): the form of a JSON Schema sent with a role's
+    /// request. Absent: on (`auto`) for judges, off for the agent under test (`json_mode`
+    /// decides as before); when set it applies in every role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<StructuredOutput>,
     /// Per-attempt timeout in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_secs: f64,
@@ -132,6 +137,7 @@ impl ModelConfig {
             seed: None,
             max_tokens: None,
             json_mode: true,
+            structured_output: None,
             timeout_secs: default_timeout(),
             retries: RetryConfig::default(),
             max_concurrency: default_concurrency(),
@@ -144,6 +150,88 @@ impl ModelConfig {
     /// The model id sent to the server.
     pub fn model_id(&self) -> &str {
         self.model.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The structured-output form asked for in a role whose default is `role_default_on` (on
+    /// for judges, off for the agent under test): the configured `structured_output`, else
+    /// `auto` for a role with it on by default, else `json_object` (or `none` when `json_mode`
+    /// is off), as before structured output existed.
+    pub fn structured_output_for(&self, role_default_on: bool) -> StructuredOutput {
+        match self.structured_output {
+            Some(form) => form,
+            None if !self.json_mode => StructuredOutput::None,
+            None if role_default_on => StructuredOutput::Auto,
+            None => StructuredOutput::JsonObject,
+        }
+    }
+
+    /// The form the agent under test is labelled with in leaderboards and the report: its
+    /// configured `structured_output` when that sends a schema, else `None` (no label).
+    pub fn agent_structured_label(&self) -> Option<StructuredOutput> {
+        self.structured_output.filter(|f| f.sends_schema())
+    }
+}
+
+/// How a model is asked for an answer of a given JSON Schema (`structured_output:` of a model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// The strongest form the server is known to take: `json_schema` for OpenAI itself (provider
+    /// `openai` with an `api.openai.com` base URL), `json_object_schema` for other
+    /// OpenAI-compatible servers; after an HTTP 400 or 422 the next weaker form, remembered for
+    /// the model.
+    Auto,
+    /// OpenAI structured outputs: `{"type": "json_schema", "json_schema": {"name", "strict":
+    /// true, "schema"}}`.
+    JsonSchema,
+    /// llama.cpp / vLLM: `{"type": "json_object", "schema": {...}}`.
+    JsonObjectSchema,
+    /// JSON mode without a schema: `{"type": "json_object"}`.
+    JsonObject,
+    /// No `response_format`.
+    None,
+}
+
+impl StructuredOutput {
+    /// Every form, strongest first (`auto` last).
+    pub const ALL: [StructuredOutput; 5] = [
+        StructuredOutput::JsonSchema,
+        StructuredOutput::JsonObjectSchema,
+        StructuredOutput::JsonObject,
+        StructuredOutput::None,
+        StructuredOutput::Auto,
+    ];
+
+    /// Its configuration name (`json_object_schema`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StructuredOutput::Auto => "auto",
+            StructuredOutput::JsonSchema => "json_schema",
+            StructuredOutput::JsonObjectSchema => "json_object_schema",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::None => "none",
+        }
+    }
+
+    /// True for the forms that send a schema (`auto` included).
+    pub fn sends_schema(self) -> bool {
+        matches!(
+            self,
+            StructuredOutput::Auto
+                | StructuredOutput::JsonSchema
+                | StructuredOutput::JsonObjectSchema
+        )
+    }
+
+    /// The next weaker form, to fall back to when a server rejects this one (`None` for
+    /// `none`; `auto` is resolved before it is sent and has none).
+    pub fn weaker(self) -> Option<StructuredOutput> {
+        match self {
+            StructuredOutput::JsonSchema => Some(StructuredOutput::JsonObjectSchema),
+            StructuredOutput::JsonObjectSchema => Some(StructuredOutput::JsonObject),
+            StructuredOutput::JsonObject => Some(StructuredOutput::None),
+            StructuredOutput::None | StructuredOutput::Auto => None,
+        }
     }
 }
 
