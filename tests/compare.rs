@@ -447,6 +447,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
             DialogueEnd::MaxTurns
         },
         simulated: false,
+        structured_output: None,
         usage: Usage::default(),
         cost_usd: 0.0,
     }

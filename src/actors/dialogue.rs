@@ -239,6 +239,7 @@ pub async fn run_dialogue(
         closing_calls,
         end,
         simulated,
+        structured_output: None, // set by the caller, which knows the configuration
         usage,
         cost_usd,
     }

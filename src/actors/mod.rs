@@ -174,6 +174,9 @@ pub struct DialogueActor {
     /// The models the run's configuration declares simulated (a record is labelled by its
     /// configuration, not by which calls happened to be made).
     pub simulated: Arc<std::collections::BTreeSet<String>>,
+    /// The service models whose configuration sets a structured-output form that sends a
+    /// schema ([`crate::plan::model::ModelConfig::agent_structured_label`]), with that form.
+    pub structured: Arc<std::collections::BTreeMap<String, crate::plan::model::StructuredOutput>>,
 }
 
 impl Actor for DialogueActor {
@@ -189,6 +192,7 @@ impl Handler<RunDialogue> for DialogueActor {
         let transport = msg.through.unwrap_or_else(|| self.transport.clone());
         let sops = self.sops.clone();
         let simulated = self.simulated.contains(&msg.job.service_model);
+        let structured = self.structured.get(&msg.job.service_model).copied();
         let span = if crate::telemetry::trace::exporting() {
             tracing::info_span!(
                 "dialogue",
@@ -200,8 +204,13 @@ impl Handler<RunDialogue> for DialogueActor {
             tracing::Span::none()
         };
         Box::pin(
-            async move { dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await }
-                .instrument(span),
+            async move {
+                let mut record =
+                    dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await;
+                record.structured_output = structured;
+                record
+            }
+            .instrument(span),
         )
     }
 }

@@ -158,6 +158,7 @@ pub async fn run_embedded(
                 .into_iter()
                 .collect(),
         ),
+        structured: Arc::new(crate::plan::model::structured_agents(&config.models)),
     }
     .start();
     let aggregator = Aggregator::new(run_dir.writer()?, report, progress.clone());

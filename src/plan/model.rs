@@ -587,3 +587,14 @@ impl SimSpec {
         }
     }
 }
+
+/// The models labelled "structured" when they are the agent under test
+/// ([`ModelConfig::agent_structured_label`]), with their form.
+pub fn structured_agents(
+    models: &[ModelConfig],
+) -> std::collections::BTreeMap<String, StructuredOutput> {
+    models
+        .iter()
+        .filter_map(|m| Some((m.name.clone(), m.agent_structured_label()?)))
+        .collect()
+}

@@ -416,6 +416,10 @@ pub struct DialogueRecord {
     pub end: DialogueEnd,
     /// Whether the run's configuration declares the service model a built-in simulated one.
     pub simulated: bool,
+    /// The structured-output form the run's configuration sets for the service model, when it
+    /// sends a schema (labelled "structured" in leaderboards and the report); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<crate::plan::model::StructuredOutput>,
     /// Total tokens.
     pub usage: Usage,
     /// Total cost in US dollars.

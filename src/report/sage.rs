@@ -1017,11 +1017,18 @@ pub fn leaderboard_html(summary: &Summary) -> String {
     }
     out.push_str("</tr></thead><tbody>");
     for m in &summary.models {
-        let sim = if m.simulated {
-            " <span class=\"tag sim\">simulated</span>"
+        let mut sim = if m.simulated {
+            " <span class=\"tag sim\">simulated</span>".to_string()
         } else {
-            ""
+            String::new()
         };
+        if let Some(form) = m.structured_output {
+            let _ = write!(
+                sim,
+                " <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: {})\">structured</span>",
+                form.as_str()
+            );
+        }
         let _ = write!(
             out,
             "<tr data-model=\"{}\"><td data-metric=\"model\" data-value=\"{}\">{}{sim}</td><td class=\"num\" data-metric=\"dialogues\" data-value=\"{}\">{}</td>",
@@ -1268,6 +1275,26 @@ mod tests {
         assert_eq!(table.matches("class=\"num worst\"").count(), 2);
         // A single model with a value is no one's worst.
         assert!(!route_models_table("sc", &keys, routes, &[&m1]).contains("worst\""));
+    }
+
+    #[test]
+    fn a_structured_agent_is_tagged_in_the_leaderboard() {
+        let mut summary = crate::scoring::summarize(
+            &[record(
+                "sc/0001/m1/r0",
+                "m1",
+                vec![turn(1, 80.0, route(&["s1"], "Done"), ["x", "x", "x"])],
+            )],
+            &Default::default(),
+        );
+        assert!(!leaderboard_html(&summary).contains("tag structured"));
+        summary.models[0].structured_output =
+            Some(crate::plan::model::StructuredOutput::JsonSchema);
+        let html = leaderboard_html(&summary);
+        assert!(
+            html.contains(">m1 <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></td>"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -337,6 +337,7 @@ mod tests {
             closing_calls: vec![],
             end: DialogueEnd::Resolved,
             simulated: false,
+            structured_output: None,
             usage: Usage::default(),
             cost_usd: 0.0,
         };

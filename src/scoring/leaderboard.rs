@@ -47,6 +47,9 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     if models.iter().any(|m| m.simulated) {
         out.push_str("\n(simulated): a built-in simulated backend, not a real language model.\n");
     }
+    if models.iter().any(|m| m.structured_output.is_some()) {
+        out.push_str(STRUCTURED_NOTE);
+    }
     let sections = [
         (
             "Execution gap (Acc_cls - Acc_action, per scenario)",
@@ -87,6 +90,9 @@ pub fn leaderboard_text(summary: &Summary) -> String {
          bootstrap interval.",
         summary.bootstrap.confidence * 100.0
     );
+    if models.iter().any(|m| m.structured_output.is_some()) {
+        out.push_str(STRUCTURED_NOTE.trim_start());
+    }
     let pass = pass_k_table(&models);
     if !pass.rows.is_empty() {
         let _ = write!(
@@ -121,12 +127,18 @@ fn scenario_columns(models: &[&ModelSummary]) -> Vec<String> {
     ids.into_iter().cloned().collect()
 }
 
+/// The leaderboards' footnote on the "(structured)" label.
+const STRUCTURED_NOTE: &str = "\n(structured): the agent was asked with a JSON Schema of its answer (structured_output), so its format errors are not comparable with unconstrained agents.\n";
+
 fn model_name(m: &ModelSummary) -> String {
+    let mut name = m.model.clone();
     if m.simulated {
-        format!("{} (simulated)", m.model)
-    } else {
-        m.model.clone()
+        name.push_str(" (simulated)");
     }
+    if m.structured_output.is_some() {
+        name.push_str(" (structured)");
+    }
+    name
 }
 
 /// `71.56 ±1.2`, or `-` when there is no value.

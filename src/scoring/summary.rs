@@ -53,6 +53,10 @@ pub struct ModelSummary {
     pub model: String,
     /// Whether it is a built-in simulated backend.
     pub simulated: bool,
+    /// The structured-output form it was asked with as the agent under test, when its
+    /// configuration sets one that sends a schema (labelled "structured"); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<crate::plan::model::StructuredOutput>,
     /// Its dialogues.
     pub dialogues: usize,
     /// The headline numbers: every scored turn (the paper's averages).
@@ -603,6 +607,7 @@ const LEVELS: [Adversarial; 3] = [Adversarial::Zero, Adversarial::Weak, Adversar
 #[derive(Debug, Clone, Default)]
 struct ModelFold {
     simulated: bool,
+    structured_output: Option<crate::plan::model::StructuredOutput>,
     dialogues: usize,
     all: GroupFold,
     turn_level: GroupFold,
@@ -635,6 +640,7 @@ impl ModelFold {
     fn add(&mut self, d: &Dialogue, weights: &[u8], track_repeats: bool) {
         let job = d.job();
         self.simulated |= d.record.simulated;
+        self.structured_output = self.structured_output.or(d.record.structured_output);
         self.dialogues += 1;
         let every = |_: &TurnFact| true;
         let no_format_error = |f: &TurnFact| f.kind != Kind::FormatError;
@@ -710,6 +716,7 @@ impl ModelFold {
         ModelSummary {
             model: model.to_string(),
             simulated: self.simulated,
+            structured_output: self.structured_output,
             dialogues: self.dialogues,
             all: self.all.stats(bootstrap),
             turn_level: self.turn_level.stats(bootstrap),

@@ -180,6 +180,7 @@ fn infra(n: u32) -> TurnRecord {
 fn dialogue(job: DialogueJob, turns: Vec<TurnRecord>, end: DialogueEnd) -> DialogueRecord {
     DialogueRecord {
         simulated: job.service_model.starts_with("sim"),
+        structured_output: None,
         job,
         turns,
         closing_calls: Vec::new(),
@@ -965,4 +966,43 @@ fn the_online_fold_equals_a_direct_computation() {
     // The fold holds its sums in units of 10^-4: the bounds agree to that.
     assert!((m.ci_low - low).abs() < 1e-3, "{} {low}", m.ci_low);
     assert!((m.ci_high - high).abs() < 1e-3, "{} {high}", m.ci_high);
+}
+
+#[test]
+fn an_agent_asked_with_a_schema_is_labelled_structured() {
+    use crate::plan::model::StructuredOutput;
+    let plain = summarize(&records(), &Bootstrap::default());
+    assert_eq!(model(&plain, "m").structured_output, None);
+    assert!(
+        !serde_json::to_string(&plain)
+            .unwrap()
+            .contains("structured_output")
+    );
+    assert!(!leaderboard_markdown(&plain).contains("(structured)"));
+    let mut labelled = records();
+    for r in labelled.iter_mut().filter(|r| r.job.service_model == "m") {
+        r.structured_output = Some(StructuredOutput::JsonObjectSchema);
+    }
+    let s = summarize(&labelled, &Bootstrap::default());
+    assert_eq!(
+        model(&s, "m").structured_output,
+        Some(StructuredOutput::JsonObjectSchema)
+    );
+    let json = serde_json::to_value(&s).unwrap();
+    let m = json["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "m")
+        .unwrap();
+    assert_eq!(m["structured_output"], "json_object_schema");
+    let md = leaderboard_markdown(&s);
+    assert!(md.contains("| m (structured) |"), "{md}");
+    assert!(
+        md.contains("\n(structured): the agent was asked with a JSON Schema"),
+        "{md}"
+    );
+    let text = leaderboard_text(&s);
+    assert!(text.contains("m (structured)"), "{text}");
+    assert!(text.contains("(structured): the agent was asked"), "{text}");
 }

@@ -615,6 +615,7 @@ impl Runs {
                     .into_iter()
                     .collect(),
             ),
+            structured: Arc::new(crate::plan::model::structured_agents(&config.models)),
         };
         let driver =
             <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
