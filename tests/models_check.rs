@@ -42,6 +42,8 @@ struct Fake {
     models: Vec<&'static str>,
     json_schema: bool,
     tools: bool,
+    /// `tool_choice: auto` accepted (vLLM: only with `--enable-auto-tool-choice`).
+    auto_tool_choice: bool,
     max_tokens: Limit,
     max_completion_tokens: Limit,
     usage: bool,
@@ -53,6 +55,7 @@ impl Fake {
             models: vec!["served-model", "other-model"],
             json_schema: true,
             tools: true,
+            auto_tool_choice: true,
             max_tokens: Limit::Honoured,
             max_completion_tokens: Limit::Honoured,
             usage: true,
@@ -111,6 +114,13 @@ impl Respond for Fake {
         }
         if body.get("tools").is_some() && !self.tools {
             return error(400, "tools are not supported");
+        }
+        if body["tool_choice"] == "auto" && !self.auto_tool_choice {
+            return error(
+                400,
+                "\"auto\" tool choice requires --enable-auto-tool-choice and \
+                 --tool-call-parser to be set",
+            );
         }
         let system = body["messages"][0]["content"].as_str().unwrap_or_default();
         let (text, tokens, tool_calls) = if body.get("tools").is_some() {
@@ -643,4 +653,45 @@ fn the_default_run_is_simulated_and_not_probed() {
     assert!(text.contains(
         "verdict                simulated   simulated     simulated  simulated  simulated    simulated    simulated\n"
     ), "{text}");
+}
+
+/// vLLM as documented, started without `--enable-auto-tool-choice`: `tool_choice: auto` is
+/// refused with HTTP 400, a named tool works (guided decoding), everything else as OpenAI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_without_auto_tool_choice() {
+    init();
+    let server = serve(Fake {
+        auto_tool_choice: false,
+        ..Fake::everything()
+    })
+    .await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    let report = check(&c).await;
+    assert_eq!(
+        stable(&report),
+        expect([
+            "agent,judge",
+            "openai",
+            "yes",
+            "yes",
+            "yes",
+            "yes",
+            "yes",
+            "-",
+            "-",
+            "-",
+            "no (HTTP 400)",
+            "yes",
+            "yes",
+            "yes",
+            "yes",
+            "ok",
+        ])
+    );
+    let out = sage_check_async(c).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains(
+        "#   tools are called only when tool_choice names one; SAGE-RS sends none, so a desk \
+         agent may answer in text\n"
+    ));
 }

@@ -390,8 +390,8 @@ pub fn render_advice(reports: &[ModelReport]) -> String {
             }
             if r.tools_auto != Check::Yes && r.tools_named == Check::Yes {
                 out.push_str(
-                    "#   tools are called only when tool_choice names one (desk agents answer \
-                     in text)\n",
+                    "#   tools are called only when tool_choice names one; SAGE-RS sends none, so \
+                     a desk agent may answer in text\n",
                 );
             }
         }
