@@ -47,6 +47,8 @@ struct Fake {
     max_tokens: Limit,
     max_completion_tokens: Limit,
     usage: bool,
+    /// Answers a call with `max_completion_tokens` after this long.
+    slow_max_completion_tokens: Option<Duration>,
 }
 
 impl Fake {
@@ -59,6 +61,7 @@ impl Fake {
             max_tokens: Limit::Honoured,
             max_completion_tokens: Limit::Honoured,
             usage: true,
+            slow_max_completion_tokens: None,
         }
     }
 }
@@ -168,7 +171,11 @@ impl Respond for Fake {
         if self.usage {
             answer["usage"] = json!({"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": 20 + tokens});
         }
-        ResponseTemplate::new(200).set_body_json(answer)
+        let template = ResponseTemplate::new(200).set_body_json(answer);
+        match self.slow_max_completion_tokens {
+            Some(delay) if body.get("max_completion_tokens").is_some() => template.set_delay(delay),
+            _ => template,
+        }
     }
 }
 
@@ -241,9 +248,11 @@ fn config(base_url: String, model: &str, key_var: &str) -> ModelConfig {
 }
 
 async fn check(config: &ModelConfig) -> ModelReport {
-    let options = ProbeOptions {
-        timeout: Duration::from_secs(5),
-    };
+    check_within(config, Duration::from_secs(5)).await
+}
+
+async fn check_within(config: &ModelConfig, timeout: Duration) -> ModelReport {
+    let options = ProbeOptions { timeout };
     probe::probe(config, vec![Role::Agent, Role::Judge], &options).await
 }
 
@@ -694,4 +703,39 @@ async fn vllm_without_auto_tool_choice() {
         "#   tools are called only when tool_choice names one; SAGE-RS sends none, so a desk \
          agent may answer in text\n"
     ));
+}
+
+/// A probe that times out after the server has answered is that probe's failure only: the
+/// server stays reachable and the role works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_answer_after_a_good_one_is_not_unreachable() {
+    init();
+    let server = serve(Fake {
+        slow_max_completion_tokens: Some(Duration::from_millis(1500)),
+        ..Fake::everything()
+    })
+    .await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    let report = check_within(&c, Duration::from_millis(500)).await;
+    assert_eq!(
+        stable(&report),
+        expect([
+            "agent,judge",
+            "openai",
+            "yes",
+            "yes",
+            "yes",
+            "yes",
+            "yes",
+            "-",
+            "-",
+            "-",
+            "yes",
+            "yes",
+            "yes",
+            "no (timed out)",
+            "yes",
+            "ok",
+        ])
+    );
 }

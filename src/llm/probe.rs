@@ -369,9 +369,7 @@ pub fn render_advice(reports: &[ModelReport]) -> String {
                 ),
                 None => {}
             }
-            if r.structured[2] != Check::Yes
-                && matches!(r.structured[2], Check::No(ref why) if why.starts_with("HTTP"))
-            {
+            if matches!(&r.structured[2], Check::No(why) if why.starts_with("HTTP")) {
                 out.push_str("json_mode: false   # the server rejects json_object\n");
             }
             match (&r.max_tokens, &r.max_completion_tokens) {
@@ -419,7 +417,7 @@ const SYSTEM_WORD: &str = "PINEAPPLE";
 const SYSTEM_PROMPT: &str = "Whatever the user writes, answer with the single word PINEAPPLE \
      and nothing else.";
 const SYSTEM_USER: &str = "Hello! What should I cook tonight?";
-const COUNT_USER: &str = "Count from 1 to 30, separated by commas.";
+const COUNT_USER: &str = "Count from 1 to 20, separated by commas.";
 /// The token limit of the limit-field probe (an answer longer than this ignored the limit).
 const COUNT_LIMIT: u32 = 5;
 /// The token limit of the other probes.
@@ -449,6 +447,8 @@ struct Prober {
     model: String,
     chat: HttpCore,
     models: HttpCore,
+    /// A chat call got a 2xx answer.
+    answered: bool,
     /// Output tokens and time of the calls that reported usage.
     tokens: u64,
     time: Duration,
@@ -485,6 +485,7 @@ impl Prober {
                 key.clone(),
             )?,
             models: HttpCore::new(&config, format!("{base}/models"), extra, key)?,
+            answered: false,
             tokens: 0,
             time: Duration::ZERO,
         })
@@ -544,6 +545,7 @@ impl Prober {
         let started = Instant::now();
         let bytes = self.chat.post(body.to_string().into_bytes()).await?;
         let elapsed = started.elapsed();
+        self.answered = true;
         let secret = self.chat.secret();
         let response = match self.api {
             Api::OpenAi => parse_completion(&bytes, secret)?,
@@ -602,12 +604,19 @@ fn unknown_model(e: &LlmError) -> bool {
 }
 
 /// Records an error that stops every later probe (unreachable, unauthenticated, unknown
-/// model); false for any other error.
-fn fatal(report: &mut ModelReport, model_id: &str, e: &LlmError) -> bool {
+/// model); false for any other error. Once a chat call has `answered`, a timeout or a broken
+/// connection is that probe's failure only (a long answer, a busy server), not a fatal one.
+fn fatal(report: &mut ModelReport, model_id: &str, e: &LlmError, answered: bool) -> bool {
     match e {
+        LlmError::Connection(_) | LlmError::Timeout(_) if answered => false,
         LlmError::Connection(_) | LlmError::Timeout(_) => {
-            report.reachable = Check::No(reason(e));
-            report.problems.push(format!("unreachable: {e}"));
+            if report.reachable.is_yes() {
+                // `GET /models` answered; chat calls do not.
+                report.problems.push(format!("the chat call fails: {e}"));
+            } else {
+                report.reachable = Check::No(reason(e));
+                report.problems.push(format!("unreachable: {e}"));
+            }
             true
         }
         LlmError::Status {
@@ -682,7 +691,7 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
         Err(e) => {
             if matches!(e, LlmError::Status { status, .. } if status != 401 && status != 403) {
                 report.notes.push(format!("GET /models: {e}"));
-            } else if fatal(&mut report, &model_id, &e) {
+            } else if fatal(&mut report, &model_id, &e, false) {
                 return report;
             }
         }
@@ -707,7 +716,7 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
                 if cut { Check::Yes } else { Check::Ignored }
             }
             Err(e) => {
-                if fatal(&mut report, &model_id, &e) {
+                if fatal(&mut report, &model_id, &e, prober.answered) {
                     return report;
                 }
                 report.notes.push(format!("{name}: {e}"));
@@ -770,7 +779,7 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
             };
         }
         Err(e) => {
-            if fatal(&mut report, &model_id, &e) {
+            if fatal(&mut report, &model_id, &e, prober.answered) {
                 return report;
             }
             report.system_message = Check::No(reason(&e));
