@@ -273,3 +273,71 @@ fn a_support_desk_run_against_a_real_local_model() {
         assert!(r.run.judged.is_some() && r.run.rejudged.is_some());
     }
 }
+
+/// `sage models check` against the real server with SmolLM2-135M-Instruct (run by
+/// `.ci/local-model`, which sets `SAGE_LOCAL_MODEL=smollm2-135m-instruct`): the table reports
+/// what this server really does: OpenAI `json_schema` rejected, llama.cpp's `json_object` +
+/// `schema` accepted and answered with the schema's keys, and the agent role can work.
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn models_check_against_a_real_local_model() {
+    let model = std::env::var("SAGE_LOCAL_MODEL").unwrap_or_default();
+    assert_eq!(
+        model, "smollm2-135m-instruct",
+        "run with SAGE_LOCAL_MODEL=smollm2-135m-instruct (.ci/local-model does)"
+    );
+    let (base_url, _guard) = start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("run.yaml");
+    // The real model as the agent under test and the customer; simulated judges.
+    let judges: String = (1..=3)
+        .map(|i| {
+            format!("  - {{name: sim-judge-{i}, provider: simulated, sim: {{kind: judge}}}}\n")
+        })
+        .collect();
+    std::fs::write(
+        &config,
+        format!(
+            "models:\n  - {{name: smollm2, provider: openai, base_url: \"{base_url}\", \
+             model: {model}, timeout_secs: 120}}\n{judges}\
+             service_models: [smollm2]\nuser_model: smollm2\n\
+             judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["models", "check", "--timeout", "120", "--config"])
+        .arg(&config)
+        .output()
+        .expect("run sage models check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // The real model's column: the first cell after the label (cells are apart by 2+ spaces).
+    let cell = |row: &str| -> String {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row) && l[row.len()..].starts_with("  "))
+            .unwrap_or_else(|| panic!("no row {row}"));
+        line[row.len()..]
+            .trim_start()
+            .split("  ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(cell("roles"), "agent,customer");
+    assert_eq!(cell("reachable"), "yes");
+    assert_eq!(cell("authenticated"), "yes");
+    assert_eq!(cell("model known"), "yes");
+    assert!(
+        cell("json_schema (strict)").starts_with("no (HTTP "),
+        "json_schema: {}",
+        cell("json_schema (strict)")
+    );
+    assert_eq!(cell("json_object + schema"), "yes");
+    assert_eq!(cell("max_tokens"), "yes");
+    assert_eq!(cell("usage"), "yes");
+    assert_eq!(cell("verdict"), "ok");
+    assert!(stdout.contains("structured_output: json_object_schema\n"));
+    assert_eq!(out.status.code(), Some(0));
+}

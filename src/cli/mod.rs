@@ -2,6 +2,7 @@
 
 mod cluster;
 mod desk;
+mod models;
 mod report;
 mod run;
 mod scenario;
@@ -65,6 +66,9 @@ enum Command {
     Forget(cluster::ForgetArgs),
     /// Export a run's dialogues as training data (examples or preference pairs), streamed.
     Export(run::ExportArgs),
+    /// Check the configured models before a run: a capability table per model and role.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
 }
 
 /// A score flag: a number from 0 to 100.
@@ -135,6 +139,7 @@ pub fn main() -> ExitCode {
             report::report(&dir, html, out.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),
+        Command::Models(cmd) => models::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -6,7 +6,7 @@
 //! for every backend: `max_tokens` becomes `length`, `end_turn` and `stop_sequence` become `stop`.
 //! The messages API has no JSON mode and no seed: `request.json` and `seed` are not sent.
 
-use super::openai::{HttpCore, base_url_or, invalid, read_api_key, secret_header};
+use super::openai::{ApiKey, HttpCore, base_url_or, invalid, read_api_key, secret_header};
 use super::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatRole, LlmError, ModelConfig, ToolCall,
 };
@@ -43,21 +43,31 @@ impl fmt::Debug for AnthropicMessages {
     }
 }
 
+/// Extra HTTP headers of a call.
+pub(crate) type Headers = Vec<(HeaderName, HeaderValue)>;
+
+/// The headers every Anthropic call carries (`anthropic-version`, and `x-api-key` marked
+/// sensitive when a key is configured), and the key read from its variable.
+pub(crate) fn headers(config: &ModelConfig) -> Result<(Headers, Option<ApiKey>), LlmError> {
+    let key = read_api_key(config)?;
+    let mut extra = vec![(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(API_VERSION),
+    )];
+    if let Some(key) = &key {
+        extra.push((
+            HeaderName::from_static("x-api-key"),
+            secret_header(config, key.expose())?,
+        ));
+    }
+    Ok((extra, key))
+}
+
 impl AnthropicMessages {
     /// A backend for this configuration; reads the API key variable once, here.
     pub fn new(config: &ModelConfig) -> Result<AnthropicMessages, LlmError> {
         let base = base_url_or(config, Some(DEFAULT_BASE_URL))?;
-        let key = read_api_key(config)?;
-        let mut extra = vec![(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(API_VERSION),
-        )];
-        if let Some(key) = &key {
-            extra.push((
-                HeaderName::from_static("x-api-key"),
-                secret_header(config, key.expose())?,
-            ));
-        }
+        let (extra, key) = headers(config)?;
         Ok(AnthropicMessages {
             core: HttpCore::new(config, format!("{base}/messages"), extra, key)?,
             model: config.model_id().to_string(),

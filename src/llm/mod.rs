@@ -15,6 +15,7 @@ mod endpoint;
 pub mod http_agent;
 mod limit;
 pub mod openai;
+pub mod probe;
 mod retry;
 pub mod sim;
 

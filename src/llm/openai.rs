@@ -231,6 +231,26 @@ impl HttpCore {
             .send()
             .await
             .map_err(|e| self.map_error(e))?;
+        self.read(response).await
+    }
+
+    /// One GET of the URL (e.g. `GET /v1/models`); the body of a 2xx answer, or the mapped
+    /// error.
+    pub(crate) async fn get(&self) -> Result<bytes::Bytes, LlmError> {
+        let mut headers = self.headers.clone();
+        headers.remove(CONTENT_TYPE);
+        let response = self
+            .client
+            .get(&self.url)
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| self.map_error(e))?;
+        self.read(response).await
+    }
+
+    /// The body of a 2xx answer, or the status mapped onto an [`LlmError`].
+    async fn read(&self, response: reqwest::Response) -> Result<bytes::Bytes, LlmError> {
         let status = response.status();
         if status.is_success() {
             return response.bytes().await.map_err(|e| self.map_error(e));

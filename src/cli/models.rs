@@ -1,0 +1,101 @@
+//! `sage models check`: wiring only (the probes are `llm::probe`).
+
+use crate::llm::Provider;
+use crate::llm::probe::{self, ModelReport, ProbeOptions, Role};
+use crate::plan::RunConfig;
+use anyhow::bail;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `sage models ...`.
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Probe every model of a run configuration in the roles it plays (a few short, bounded
+    /// calls each) and print a capability table and the configuration lines to use; exits 1
+    /// when a role cannot work.
+    Check(CheckArgs),
+}
+
+/// Options of `sage models check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A run configuration (docs/run-config.md); without it, the default run's models.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Most seconds per probe call (a model's own timeout_secs when smaller).
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+}
+
+/// Runs a `sage models` command.
+pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ModelsCommand::Check(args) => check(args),
+    }
+}
+
+/// The roles each model plays, in the configuration's model order (models in no role left out).
+fn roles(config: &RunConfig) -> Vec<(&crate::llm::ModelConfig, Vec<Role>)> {
+    config
+        .models
+        .iter()
+        .filter_map(|m| {
+            let mut roles = Vec::new();
+            if config.service_models.contains(&m.name) {
+                roles.push(Role::Agent);
+            }
+            if config.user_model == m.name {
+                roles.push(Role::Customer);
+            }
+            if config.judge_models.contains(&m.name) {
+                roles.push(Role::Judge);
+            }
+            (!roles.is_empty()).then_some((m, roles))
+        })
+        .collect()
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 600.0) {
+        bail!(
+            "--timeout {}: expected more than 0 and at most 600 seconds",
+            args.timeout
+        );
+    }
+    let (config, file) = match &args.config {
+        Some(path) => (super::run::read_config(path)?, path.display().to_string()),
+        None => (RunConfig::default(), "the default run".to_string()),
+    };
+    config.check(&file)?;
+    let options = ProbeOptions {
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut reports: Vec<ModelReport> = Vec::new();
+    for (model, roles) in roles(&config) {
+        if matches!(model.provider, Provider::Openai | Provider::Anthropic) {
+            eprintln!("probing {} ...", model.name);
+        }
+        reports.push(runtime.block_on(probe::probe(model, roles, &options)));
+    }
+    println!("{}", probe::render_table(&reports));
+    let advice = probe::render_advice(&reports);
+    if !advice.is_empty() {
+        println!("{advice}");
+    }
+    let failing: Vec<&str> = reports
+        .iter()
+        .filter(|r| !r.works())
+        .map(|r| r.name.as_str())
+        .collect();
+    if failing.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("a role cannot work with: {}", failing.join(", "));
+        Ok(ExitCode::FAILURE)
+    }
+}
