@@ -21,7 +21,9 @@ use super::openai::{
     read_api_key,
 };
 use super::{ChatResponse, LlmError, ModelConfig, Provider, anthropic};
+use crate::plan::model::StructuredOutput;
 use crate::protocol::parse::extract_object;
+use crate::protocol::schema::{JsonSchema, Ordered};
 use serde_json::{Value, json};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -53,54 +55,18 @@ impl Role {
     }
 }
 
-/// A structured-output form, in the order the probe tries them; [`as_str`](Self::as_str) is
-/// its `structured_output:` configuration value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StructuredForm {
-    /// OpenAI `response_format: {"type": "json_schema", "json_schema": {"name", "strict": true,
-    /// "schema"}}`.
-    JsonSchema,
-    /// llama.cpp/vLLM `response_format: {"type": "json_object", "schema": {...}}`.
-    JsonObjectSchema,
-    /// `response_format: {"type": "json_object"}`.
-    JsonObject,
-    /// No `response_format`: the prompt alone asks for JSON.
-    None,
-}
+/// The structured-output forms probed, in the order tried (the `structured_output` values
+/// but `auto`, which a probe resolves).
+pub const PROBED_FORMS: [StructuredOutput; 4] = [
+    StructuredOutput::JsonSchema,
+    StructuredOutput::JsonObjectSchema,
+    StructuredOutput::JsonObject,
+    StructuredOutput::None,
+];
 
-impl StructuredForm {
-    /// Every form, in the order tried.
-    pub const ALL: [StructuredForm; 4] = [
-        StructuredForm::JsonSchema,
-        StructuredForm::JsonObjectSchema,
-        StructuredForm::JsonObject,
-        StructuredForm::None,
-    ];
-
-    /// The configuration value (`structured_output: ...`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StructuredForm::JsonSchema => "json_schema",
-            StructuredForm::JsonObjectSchema => "json_object_schema",
-            StructuredForm::JsonObject => "json_object",
-            StructuredForm::None => "none",
-        }
-    }
-
-    /// The `response_format` to send, if any.
-    fn response_format(self) -> Option<Value> {
-        match self {
-            StructuredForm::JsonSchema => Some(json!({
-                "type": "json_schema",
-                "json_schema": {"name": "capital", "strict": true, "schema": schema()},
-            })),
-            StructuredForm::JsonObjectSchema => {
-                Some(json!({"type": "json_object", "schema": schema()}))
-            }
-            StructuredForm::JsonObject => Some(json!({"type": "json_object"})),
-            StructuredForm::None => None,
-        }
-    }
+/// The `response_format` a probe sends in `form` (the backend's own, for the probe's schema).
+fn probe_response_format(form: StructuredOutput) -> Option<Value> {
+    super::openai::response_format(form, &schema()).map(|f| f.to_json())
 }
 
 /// One check's outcome.
@@ -173,7 +139,7 @@ pub struct ModelReport {
     pub model_known: Check,
     /// The answer follows a system prompt asking for a fixed word.
     pub system_message: Check,
-    /// Per [`StructuredForm::ALL`]: works, fails (why), or not tried.
+    /// Per [`PROBED_FORMS`]: works, fails (why), or not tried.
     pub structured: [Check; 4],
     /// A tool call with `tool_choice: auto`.
     pub tools_auto: Check,
@@ -225,8 +191,8 @@ impl ModelReport {
     }
 
     /// The first structured-output form that works, if any.
-    pub fn structured_output(&self) -> Option<StructuredForm> {
-        StructuredForm::ALL
+    pub fn structured_output(&self) -> Option<StructuredOutput> {
+        PROBED_FORMS
             .into_iter()
             .zip(&self.structured)
             .find(|(_, c)| c.is_yes())
@@ -401,13 +367,29 @@ pub fn render_advice(reports: &[ModelReport]) -> String {
 }
 
 /// The JSON Schema of the structured-output probe.
-fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
-        "required": ["city", "country"],
-        "additionalProperties": false,
-    })
+fn schema() -> JsonSchema {
+    let string = || Ordered::Obj(vec![("type".into(), Ordered::Str("string".into()))]);
+    JsonSchema {
+        name: "capital",
+        schema: Ordered::Obj(vec![
+            ("type".into(), Ordered::Str("object".into())),
+            (
+                "properties".into(),
+                Ordered::Obj(vec![
+                    ("city".into(), string()),
+                    ("country".into(), string()),
+                ]),
+            ),
+            (
+                "required".into(),
+                Ordered::Arr(vec![
+                    Ordered::Str("city".into()),
+                    Ordered::Str("country".into()),
+                ]),
+            ),
+            ("additionalProperties".into(), Ordered::Bool(false)),
+        ]),
+    }
 }
 
 const STRUCTURED_SYSTEM: &str = "You answer with a JSON object with exactly two keys: \"city\" \
@@ -791,8 +773,8 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
     }
 
     // 4. Structured output: each form until one works.
-    for (i, form) in StructuredForm::ALL.into_iter().enumerate() {
-        let format = match (prober.api, form.response_format()) {
+    for (i, form) in PROBED_FORMS.into_iter().enumerate() {
+        let format = match (prober.api, probe_response_format(form)) {
             (Api::Anthropic, Some(_)) => {
                 report.structured[i] = Check::NotApplicable;
                 continue;
