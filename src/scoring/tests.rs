@@ -98,6 +98,7 @@ fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> Dialo
         service_model: model.into(),
         user_model: "user-model".into(),
         judge_models: strings(&["judge-1", "judge-2"]),
+        judge_turns: crate::protocol::JudgeTurns::Every,
         max_turns: 20,
         seed: 1,
         repeat: 0,
