@@ -143,6 +143,15 @@ fn every_turn_gives_the_numbers_of_before_and_paper_judges_the_papers_turns_alik
     }
     // The final turn came before max_turns in some dialogues (judged after the customer left).
     assert!(ended_early > 0);
+    // leaderboard.md, the terminal table and the report's run header say it too.
+    let paper_dir = paper_dir.join("out/r");
+    let said = "Judged turns: paper: turns 1, 5, 10, 15 and each dialogue's final turn.";
+    let leaderboard = std::fs::read_to_string(paper_dir.join("leaderboard.md")).unwrap();
+    assert!(leaderboard.contains(said), "{leaderboard}");
+    let report = std::fs::read_to_string(paper_dir.join("report.html")).unwrap();
+    assert!(report.contains(
+        "<td data-fact=\"judged-turns\">paper: turns 1, 5, 10, 15 and each dialogue&#39;s final turn</td>"
+    ));
     // summary.json says which turns were judged and counts the valid answers not judged.
     let summary: Json = serde_json::from_str(&paper_summary).unwrap();
     assert_eq!(summary["judged_turns"], json!("paper"));
@@ -156,6 +165,77 @@ fn every_turn_gives_the_numbers_of_before_and_paper_judges_the_papers_turns_alik
         summary["models"][1]["all"]["unjudged_turns"],
         json!(unjudged_valid)
     );
+}
+
+/// [`CONFIG`] with a panel of `judges` simulated judges.
+fn with_panel(judges: usize) -> String {
+    let mut text = CONFIG.replace(
+        "judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]",
+        &format!(
+            "judge_models: [{}]",
+            (1..=judges)
+                .map(|i| format!("sim-judge-{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    for i in 4..=judges {
+        text = text.replace(
+            "service_models:",
+            &format!(
+                "  - {{name: sim-judge-{i}, provider: simulated, sim: {{kind: judge, noise: 0.1}}}}\nservice_models:"
+            ),
+        );
+    }
+    text
+}
+
+#[test]
+fn panels_of_one_and_five_judges_run_and_are_reported_pair_by_pair() {
+    for (judges, pairs) in [(1, 0), (5, 10)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("run.yaml");
+        std::fs::write(&config, with_panel(judges)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args([
+                "run",
+                "--quiet",
+                "--run-id",
+                "r",
+                "--dialogues",
+                "1",
+                "--config",
+            ])
+            .arg(&config)
+            .arg("--out")
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let results = tmp.path().join("r");
+        for r in records(&results) {
+            for t in r.turns.iter().filter(|t| t.judges.is_some()) {
+                let panel = t.judges.as_ref().unwrap();
+                assert_eq!(panel.judgments.len(), judges);
+                assert!(panel.consensus.is_some());
+                // One call per judge on a judged turn, plus the customer's and the agent's.
+                assert_eq!(t.calls.len(), 2 + judges);
+            }
+        }
+        // The judges section has one kappa column per pair of judges and one column per judge
+        // in the list of split turns.
+        let report = std::fs::read_to_string(results.join("report.html")).unwrap();
+        let kappas = report.matches("<th class=\"num\">κ ").count();
+        let scenarios = report.matches("<table class=\"data judges\"").count();
+        assert!(scenarios > 0);
+        // Each table: the pairs, the mean and the consensus against the truth.
+        assert_eq!(kappas, scenarios * (pairs + 2));
+        assert_eq!(report.contains("<th>Judge 5</th>"), judges == 5);
+    }
 }
 
 fn completion(content: &str) -> ResponseTemplate {
@@ -271,13 +351,15 @@ fn an_eight_turn_dialogue_makes_26_calls_with_three_judges_on_the_papers_turns()
 }
 
 #[test]
-fn every_turn_makes_41_calls_and_one_judge_on_the_papers_turns_20() {
+fn every_turn_makes_41_calls_one_judge_on_the_papers_turns_20_and_on_every_turn_25() {
     let (n, record) = count_calls(3, JudgeTurns::Every);
     assert_eq!((n, n.iter().sum::<usize>()), ([8, 9, 24], 41));
     assert_eq!(judged(&record), (1..=8).collect::<Vec<_>>());
     let (n, record) = count_calls(1, JudgeTurns::Paper);
     assert_eq!((n, n.iter().sum::<usize>()), ([8, 9, 3], 20));
     assert_eq!(judged(&record), vec![1, 5, 8]);
+    let (n, _) = count_calls(1, JudgeTurns::Every);
+    assert_eq!((n, n.iter().sum::<usize>()), ([8, 9, 8], 25));
     let (n, _) = count_calls(5, JudgeTurns::List(vec![2, 8]));
     assert_eq!((n, n.iter().sum::<usize>()), ([8, 9, 10], 27));
 }
