@@ -407,3 +407,41 @@ fn panels_of_even_size_or_above_five_and_bad_turn_lists_are_refused() {
         judged("often")
     );
 }
+
+#[test]
+fn a_run_from_before_judge_turns_resumes_as_every_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = cli_run(tmp.path(), "judge_turns: every\n");
+    // Make it look like a run written before the key existed: no `judge_turns` anywhere, and
+    // the last dialogue not played yet.
+    let manifest = results.join("manifest.json");
+    let mut m: Json = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["config"].as_object_mut().unwrap().remove("judge_turns");
+    std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+    let dialogues = results.join("dialogues.jsonl");
+    let text = std::fs::read_to_string(&dialogues).unwrap();
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Json = serde_json::from_str(l).unwrap();
+            v["job"].as_object_mut().unwrap().remove("judge_turns");
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    lines.pop();
+    std::fs::write(&dialogues, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["run", "--quiet", "--resume"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = records(&results);
+    assert_eq!(all.len(), 48);
+    assert!(all.iter().all(|r| r.job.judge_turns == JudgeTurns::Every));
+    assert_eq!(canonical(&results.join("summary.json")), EVERY_GOLDEN);
+}
