@@ -249,6 +249,7 @@ fn scaling() {
 dialogues_per_scenario: {dialogues}
 min_per_route: 1
 max_turns: 16
+judge_turns: every
 "
             ),
         );

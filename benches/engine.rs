@@ -107,6 +107,8 @@ fn harness() {
     let config = RunConfig {
         service_models: vec!["sim-balanced".into()],
         dialogues_per_scenario: 200,
+        // Every turn judged: the per-turn costs and the ideal turn time count five calls.
+        judge_turns: sage::protocol::JudgeTurns::Every,
         ..RunConfig::default()
     };
     // CPU time on a shared machine is noisy: five runs, the best and the median.
@@ -135,6 +137,8 @@ fn fixed_length(in_flight: usize) -> RunConfig {
         min_per_route: 0,
         max_turns: 3,
         concurrency: in_flight,
+        // Every turn judged: the per-turn costs and the ideal turn time count five calls.
+        judge_turns: sage::protocol::JudgeTurns::Every,
         ..RunConfig::default()
     }
 }
@@ -228,6 +232,8 @@ fn http() {
         min_per_route: 0,
         max_turns: 3,
         concurrency: 1000,
+        // Every turn judged: the per-turn costs and the ideal turn time count five calls.
+        judge_turns: sage::protocol::JudgeTurns::Every,
         ..RunConfig::default()
     };
     // Every call answers in 1 s: a turn's ideal is 3 s (user, agent, the judges at once).

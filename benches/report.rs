@@ -33,7 +33,7 @@ fn sweep_config(dir: &Path, models: usize, cases: usize, repeats: u32) -> String
             .as_str(),
     );
     text.push_str(&format!(
-        "service_models: [{}]\nuser_model: sim-user\njudge_models: [sim-judge-1, sim-judge-2, sim-judge-3]\nscenarios: [bundled]\ndialogues_per_scenario: {cases}\nrepeats: {repeats}\nseed: 12\nconcurrency: 64\n",
+        "service_models: [{}]\nuser_model: sim-user\njudge_models: [sim-judge-1, sim-judge-2, sim-judge-3]\njudge_turns: every\nscenarios: [bundled]\ndialogues_per_scenario: {cases}\nrepeats: {repeats}\nseed: 12\nconcurrency: 64\n",
         names.join(", ")
     ));
     let path = dir.join("sweep.yaml");

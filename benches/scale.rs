@@ -106,7 +106,7 @@ fn cluster(dir: &Path, dialogues: usize) {
     std::fs::write(
         &config,
         format!(
-            "scenarios: [bundled]\ndialogues_per_scenario: {}\nmax_turns: 2\nseed: 3\n",
+            "scenarios: [bundled]\ndialogues_per_scenario: {}\nmax_turns: 2\njudge_turns: every\nseed: 3\n",
             per_scenario(dialogues)
         ),
     )

@@ -435,6 +435,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
             service_model: model.into(),
             user_model: "u".into(),
             judge_models: vec!["j".into()],
+            judge_turns: sage::protocol::JudgeTurns::Every,
             max_turns: 10,
             seed: 1,
             repeat: 0,

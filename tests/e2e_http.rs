@@ -53,6 +53,8 @@ fn config(agent: &MockServer, user: &MockServer, judge: &MockServer) -> RunConfi
         service_models: vec!["agent".into()],
         user_model: "user".into(),
         judge_models: vec!["judge-1".into(), "judge-2".into(), "judge-3".into()],
+        // Every turn judged: each turn's faults are recorded and scored as what they are.
+        judge_turns: sage::protocol::JudgeTurns::Every,
         dialogues_per_scenario: 4,
         min_per_route: 0,
         max_turns: 3,

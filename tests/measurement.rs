@@ -102,7 +102,8 @@ fn measured_skills_match_configured_skills() {
         "format-error rate {fmt} ± {fmt_hw}, configured {format_rate}"
     );
 
-    // The summary counts the same turns the records hold.
+    // The summary counts the same turns the records hold: every format error, and every valid
+    // answer either judged (`valid_turns`) or on a turn the judges were not asked about.
     let summary = sage::scoring::summarize(
         &records,
         &sage::scoring::Bootstrap {
@@ -113,7 +114,7 @@ fn measured_skills_match_configured_skills() {
     let all = &summary.models[0].all;
     assert_eq!(summary.models[0].model, "sim-balanced");
     assert_eq!(
-        (all.valid_turns, all.format_error_turns),
+        (all.valid_turns + all.unjudged_turns, all.format_error_turns),
         (valid, format_errors)
     );
 }

@@ -32,6 +32,7 @@ fn job(sop: &Sop, intent: usize, persona: usize) -> DialogueJob {
         service_model: "agent".into(),
         user_model: "user".into(),
         judge_models: vec!["j1".into(), "j2".into(), "j3".into()],
+        judge_turns: sage::protocol::JudgeTurns::Every,
         max_turns: 10,
         seed: 7,
         repeat: 0,

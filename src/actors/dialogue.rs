@@ -1,5 +1,6 @@
 //! The dialogue driver: plays one dialogue turn by turn through a [`Transport`] (user, service,
-//! judge panel, rule engine), scores each turn, and returns the finished record.
+//! judge panel, rule engine), judges and scores the turns its job's `judge_turns` picks, and
+//! returns the finished record.
 
 use crate::protocol::{
     DialogueEnd, DialogueJob, DialogueRecord, JudgeRequest, Line, RuleRequest, ServiceOutcome,
@@ -43,7 +44,80 @@ fn push(turns: &mut Vec<TurnRecord>, metrics: &DialogueMetrics, turn: TurnRecord
     turns.push(turn);
 }
 
-/// Plays one dialogue to its end and scores every turn. Never fails: whatever goes wrong on the
+/// The agent's words of a turn as the judges and the customer read them.
+fn agent_chat(outcome: &ServiceOutcome) -> String {
+    match outcome {
+        ServiceOutcome::Valid { turn } => turn.chat.clone(),
+        ServiceOutcome::FormatError { chat, .. } | ServiceOutcome::InfraError { error: chat } => {
+            chat.clone()
+        }
+    }
+}
+
+/// What judging a turn needs: the judges, the rule engine and the scenario.
+struct Panel<'a> {
+    transport: &'a dyn Transport,
+    job: &'a Arc<DialogueJob>,
+    sop: Option<&'a Sop>,
+    variables: &'a crate::sop::Values,
+}
+
+impl Panel<'_> {
+    /// Asks the judges about a played turn (`history`: the lines before it), then the rule
+    /// engine for the consensus's reference route, and scores the turn. Whatever fails is
+    /// recorded in the turn's `infra_error`; the calls made are added to the turn's.
+    async fn judge(&self, record: &mut TurnRecord, history: Arc<Vec<Line>>, agent_chat: &str) {
+        let judges = self
+            .transport
+            .judge(JudgeRequest {
+                job: self.job.clone(),
+                turn: record.turn,
+                history,
+                user_message: record.user_message.clone(),
+                agent_chat: agent_chat.to_string(),
+            })
+            .await;
+        match judges {
+            Err(e) => record.infra_error = Some(e.to_string()),
+            Ok(mut panel) => {
+                record.calls.append(&mut panel.calls);
+                match &panel.consensus {
+                    None => {
+                        let why: Vec<String> = panel
+                            .judgments
+                            .iter()
+                            .filter_map(|j| j.as_ref().err().cloned())
+                            .collect();
+                        record.infra_error = Some(format!("no judge answered: {}", why.join("; ")));
+                    }
+                    Some(consensus) => {
+                        let reference = self
+                            .transport
+                            .rule(RuleRequest {
+                                scenario: self.job.scenario.clone(),
+                                fields: consensus.clone(),
+                                variables: self.variables.clone(),
+                            })
+                            .await;
+                        match reference {
+                            Ok(r) => record.reference = Some(r.route),
+                            Err(e) => record.infra_error = Some(e.to_string()),
+                        }
+                    }
+                }
+                record.judges = Some(panel);
+            }
+        }
+        if record.infra_error.is_none() {
+            record.scores = self
+                .sop
+                .and_then(|sop| scoring::turn::score_record(record, sop));
+        }
+    }
+}
+
+/// Plays one dialogue to its end, judging and scoring the turns its job's `judge_turns` picks
+/// (the format of every answer is checked). Never fails: whatever goes wrong on the
 /// way is recorded in the turns and the end reason. `simulated`: whether the run's
 /// configuration declares the job's service model a simulated one.
 pub async fn run_dialogue(
@@ -60,6 +134,10 @@ pub async fn run_dialogue(
     let mut history: Arc<Vec<Line>> = Arc::new(Vec::with_capacity(2 * job.max_turns as usize));
     let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
     let mut last_action: Option<String> = None;
+    // The history length before the last turn while that turn waits to learn whether it is
+    // the dialogue's final one (judged under `paper`); it is counted in the metrics once
+    // settled.
+    let mut pending: Option<usize> = None;
     let mut end = DialogueEnd::MaxTurns;
     let mut service_failures = 0;
     // The customer's call that ended the dialogue (it belongs to no turn).
@@ -70,6 +148,12 @@ pub async fn run_dialogue(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let panel = Panel {
+        transport,
+        job: &job,
+        sop: sop.as_deref(),
+        variables: &variables,
+    };
     for turn in 1..=job.max_turns {
         let user = transport
             .user(UserRequest {
@@ -79,6 +163,18 @@ pub async fn run_dialogue(
                 last_action: last_action.clone(),
             })
             .await;
+        // The turn before waited to learn whether it is the final one: it is when the
+        // customer ends the dialogue now (no extra call: the judges read the same history).
+        if let Some(len) = pending.take()
+            && let Some(last) = turns.last_mut()
+        {
+            if matches!(&user, Ok(u) if u.infra_error.is_none() && u.message.is_none()) {
+                let before = Arc::new(history[..len].to_vec());
+                let chat = agent_chat(&last.outcome);
+                panel.judge(last, before, &chat).await;
+            }
+            metrics.turn(last);
+        }
         let user = match user {
             Ok(u) => u,
             Err(e) => {
@@ -152,20 +248,7 @@ pub async fn run_dialogue(
         };
         service_failures = 0;
         calls.extend(service.calls);
-        let agent_chat = match &service.outcome {
-            ServiceOutcome::Valid { turn } => turn.chat.clone(),
-            ServiceOutcome::FormatError { chat, .. }
-            | ServiceOutcome::InfraError { error: chat } => chat.clone(),
-        };
-        let judges = transport
-            .judge(JudgeRequest {
-                job: job.clone(),
-                turn,
-                history: history.clone(),
-                user_message: user_message.clone(),
-                agent_chat: agent_chat.clone(),
-            })
-            .await;
+        let agent_chat = agent_chat(&service.outcome);
         let mut record = TurnRecord {
             turn,
             user_message: user_message.clone(),
@@ -175,43 +258,14 @@ pub async fn run_dialogue(
             reference: None,
             scores: None,
             infra_error: None,
-            calls: Vec::new(),
+            calls,
         };
-        match judges {
-            Err(e) => record.infra_error = Some(e.to_string()),
-            Ok(mut panel) => {
-                calls.append(&mut panel.calls);
-                match &panel.consensus {
-                    None => {
-                        let why: Vec<String> = panel
-                            .judgments
-                            .iter()
-                            .filter_map(|j| j.as_ref().err().cloned())
-                            .collect();
-                        record.infra_error = Some(format!("no judge answered: {}", why.join("; ")));
-                    }
-                    Some(consensus) => {
-                        let reference = transport
-                            .rule(RuleRequest {
-                                scenario: job.scenario.clone(),
-                                fields: consensus.clone(),
-                                variables: variables.clone(),
-                            })
-                            .await;
-                        match reference {
-                            Ok(r) => record.reference = Some(r.route),
-                            Err(e) => record.infra_error = Some(e.to_string()),
-                        }
-                    }
-                }
-                record.judges = Some(panel);
-            }
-        }
-        record.calls = calls;
-        if record.infra_error.is_none() {
-            record.scores = sop
-                .as_deref()
-                .and_then(|sop| scoring::turn::score_record(&record, sop));
+        // A turn judged whatever follows is judged now (the last possible turn is the final
+        // one); under `paper` any other turn might be the final one: it waits for the next
+        // customer call to tell.
+        let judged_now = job.judge_turns.judges(turn, turn == job.max_turns);
+        if judged_now {
+            panel.judge(&mut record, history.clone(), &agent_chat).await;
         }
         if let ServiceOutcome::Valid { turn } = &record.outcome {
             last_action = Some(turn.action.clone());
@@ -224,7 +278,12 @@ pub async fn run_dialogue(
             speaker: Speaker::Agent,
             text: agent_chat,
         });
-        push(&mut turns, &metrics, record);
+        if !judged_now && job.judge_turns.final_turn() {
+            pending = Some(history.len() - 2);
+            turns.push(record);
+        } else {
+            push(&mut turns, &metrics, record);
+        }
     }
     let mut usage = Usage::default();
     let mut cost_usd = 0.0;

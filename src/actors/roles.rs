@@ -337,7 +337,7 @@ impl ServiceRole {
     }
 }
 
-/// The panel of three judges.
+/// The judge panel (1, 3 or 5 judges).
 pub struct JudgePanel(pub Arc<Registry>);
 
 /// Majority vote per field over the judgments given (ties: the first judge's value).

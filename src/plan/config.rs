@@ -3,6 +3,7 @@
 //! agent profiles, a simulated customer and three simulated judges.
 
 use super::model::{ModelConfig, Provider, SimSpec, SkillOverrides};
+use crate::protocol::JudgeTurns;
 use crate::scenario::Adversarial;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -25,6 +26,9 @@ pub const MAX_LIST: usize = 1000;
 /// planned in memory, about a kilobyte each.
 pub const MAX_JOBS: u64 = 2_000_000;
 
+/// The judge panel sizes allowed: odd, so that a majority vote per field has a winner.
+pub const JUDGE_PANEL_SIZES: [usize; 3] = [1, 3, 5];
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -35,8 +39,11 @@ pub struct RunConfig {
     pub service_models: Vec<String>,
     /// The user-simulator model.
     pub user_model: String,
-    /// The three judge models.
+    /// The judge models: an odd panel of [`JUDGE_PANEL_SIZES`] (majority vote per field).
     pub judge_models: Vec<String>,
+    /// Which turns the judges score: `paper` (turns 1, 5, 10, 15 and each dialogue's final
+    /// turn; the default), `every`, or a list of turn numbers.
+    pub judge_turns: JudgeTurns,
     /// Scenario files, or `bundled` for the six SAGE scenarios.
     pub scenarios: Vec<String>,
     /// Intent-balanced cases per scenario (each run against every model under test).
@@ -111,6 +118,7 @@ impl Default for RunConfig {
                 "sim-judge-2".into(),
                 "sim-judge-3".into(),
             ],
+            judge_turns: JudgeTurns::Paper,
             scenarios: vec!["bundled".into()],
             dialogues_per_scenario: 60,
             min_per_route: 2,
@@ -217,7 +225,8 @@ impl RunConfig {
         Ok(())
     }
 
-    /// Checks names and numbers: every referenced model declared, three judges, sane counts.
+    /// Checks names and numbers: every referenced model declared, an odd judge panel, judged turns
+    /// within the dialogue, sane counts.
     pub fn check(&self, file: &str) -> Result<(), ConfigError> {
         let err = |problem: String| {
             Err(ConfigError {
@@ -264,9 +273,9 @@ impl RunConfig {
             }
         }
         known("user_model", &self.user_model)?;
-        if self.judge_models.len() != 3 {
+        if !JUDGE_PANEL_SIZES.contains(&self.judge_models.len()) {
             return err(format!(
-                "judge_models: {} given; expected exactly three judges",
+                "judge_models: {} given; expected 1, 3 or 5 judges (an odd panel, so that the majority vote per field has a winner)",
                 self.judge_models.len()
             ));
         }
@@ -312,6 +321,7 @@ impl RunConfig {
         if self.adversarial_levels.is_empty() {
             return err("adversarial_levels: empty; expected some of zero, weak, strong".into());
         }
+        self.judge_turns.check(self.max_turns).or_else(err)?;
         Ok(())
     }
 }

@@ -513,6 +513,7 @@ impl<'a> Plan<'a> {
                             service_model: model.clone(),
                             user_model: config.user_model.clone(),
                             judge_models: config.judge_models.clone(),
+                            judge_turns: config.judge_turns.clone(),
                             max_turns: config.max_turns,
                             seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
                             repeat,

@@ -7,6 +7,7 @@
 pub mod chat;
 pub mod desk;
 pub mod id;
+pub mod judged;
 pub mod parse;
 pub mod schema;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use judged::{JudgeTurns, PAPER_JUDGED_TURNS};
 pub use parse::{FormatError, parse_agent_output};
 
 /// The roles of a dialogue, as reached through the transport.
@@ -28,7 +30,7 @@ pub enum Role {
     User,
     /// The agent under test.
     Service,
-    /// The panel of three judges.
+    /// The judge panel (1, 3 or 5 judges).
     Judge,
     /// The rule engine.
     Rule,
@@ -106,8 +108,11 @@ pub struct DialogueJob {
     pub service_model: String,
     /// The user-simulator model.
     pub user_model: String,
-    /// The three judge models.
+    /// The judge models (an odd panel: 1, 3 or 5).
     pub judge_models: Vec<String>,
+    /// Which turns the judges score (records written before this existed: every turn).
+    #[serde(default = "JudgeTurns::every")]
+    pub judge_turns: JudgeTurns,
     /// Most user turns.
     pub max_turns: u32,
     /// The dialogue's seed (derived from the run seed and the dialogue id).

@@ -56,14 +56,20 @@ pub struct RouteUse {
     pub dialogues_by_model: BTreeMap<String, usize>,
 }
 
-/// Judge agreement on one field: the three pairs of judges and the consensus against the
-/// customer's true value.
+/// Judge agreement on one field: each pair of judges ([`judge_pairs`]) and the consensus
+/// against the customer's true value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FieldJudges {
-    /// Judge 1 vs 2, 1 vs 3, 2 vs 3 (over turns where both answered).
-    pub pairs: [Confusion; 3],
+    /// Per pair of judges, in [`judge_pairs`] order (judge 1 vs 2, 1 vs 3, 2 vs 3, ...), over
+    /// the turns where both answered.
+    pub pairs: Vec<Confusion>,
     /// The consensus vs the job's value.
     pub truth: Confusion,
+}
+
+/// The pairs of judges of a panel of `n` (0-based), in order: (0, 1), (0, 2), ..., (1, 2), ...
+pub fn judge_pairs(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).flat_map(move |a| (a + 1..n).map(move |b| (a, b)))
 }
 
 impl FieldJudges {
@@ -119,6 +125,8 @@ pub struct SageReport {
     /// the list does not depend on the order the records came in.
     splits: BTreeMap<(u64, String, u32, String), Split>,
     split_turns: u64,
+    /// The largest judge panel met.
+    panel: usize,
     /// Per model, infrastructure-error turns.
     infra_turns: BTreeMap<String, u64>,
     infra_examples: Vec<InfraExample>,
@@ -138,6 +146,7 @@ impl SageReport {
             judges: BTreeMap::new(),
             splits: BTreeMap::new(),
             split_turns: 0,
+            panel: 0,
             infra_turns: BTreeMap::new(),
             infra_examples: Vec::new(),
             explorer: ExplorerFold::default(),
@@ -228,6 +237,7 @@ impl SageReport {
                 if votes.iter().all(Option::is_none) {
                     continue;
                 }
+                self.panel = self.panel.max(votes.len());
                 let names: Vec<&String> = job
                     .fields
                     .keys()
@@ -242,7 +252,10 @@ impl SageReport {
                         .map(|v| v.and_then(|v| v.get(name)).map(category))
                         .collect();
                     let field = judges.entry(name.clone()).or_default();
-                    for (p, (a, b)) in [(0, 1), (0, 2), (1, 2)].into_iter().enumerate() {
+                    for (p, (a, b)) in judge_pairs(values.len()).enumerate() {
+                        if field.pairs.len() <= p {
+                            field.pairs.resize_with(p + 1, Confusion::default);
+                        }
                         if let (Some(Some(x)), Some(Some(y))) = (values.get(a), values.get(b)) {
                             field.pairs[p].add(x, y);
                         }
@@ -333,7 +346,7 @@ impl SageReport {
         let mut out = String::new();
         let _ = write!(
             out,
-            "<table class=\"data run-facts\"><tr><th>Run id</th><td data-fact=\"run-id\">{}</td></tr><tr><th>Started</th><td data-fact=\"date\">{}</td></tr><tr><th>Seed</th><td data-fact=\"seed\">{}</td></tr><tr><th>Dialogues</th><td data-fact=\"dialogues\">{} of {} planned</td></tr><tr><th>Repeats</th><td>{}</td></tr><tr><th>Most turns</th><td>{}</td></tr><tr><th>SAGE-RS</th><td>{}</td></tr></table>",
+            "<table class=\"data run-facts\"><tr><th>Run id</th><td data-fact=\"run-id\">{}</td></tr><tr><th>Started</th><td data-fact=\"date\">{}</td></tr><tr><th>Seed</th><td data-fact=\"seed\">{}</td></tr><tr><th>Dialogues</th><td data-fact=\"dialogues\">{} of {} planned</td></tr><tr><th>Repeats</th><td>{}</td></tr><tr><th>Most turns</th><td>{}</td></tr><tr><th>Judged turns</th><td data-fact=\"judged-turns\">{}</td></tr><tr><th>SAGE-RS</th><td>{}</td></tr></table>",
             escape(&info.run_id),
             escape(&info.created_at),
             c.seed,
@@ -341,6 +354,7 @@ impl SageReport {
             info.jobs,
             c.repeats,
             c.max_turns,
+            escape(&crate::scoring::leaderboard::judged_turns(summary)),
             escape(&info.sage_version)
         );
         out.push_str("<h3>Scenarios</h3><table class=\"data scenarios\"><tr><th>Scenario</th><th>SHA-256 of its YAML</th><th class=\"num\">Routes</th><th class=\"num\">Dialogues</th></tr>");
@@ -696,16 +710,24 @@ impl SageReport {
 
     fn judges_html(&self, summary: &Summary) -> String {
         let mut out = String::from(
-            "<p class=\"note\">Per scenario and field: the share of turns where the three judges gave the same value, the share where their consensus equals the customer's true value (the job's), Cohen's kappa between each pair of judges (their mean: Light's kappa) and between the consensus and the truth.</p>",
+            "<p class=\"note\">Per scenario and field: the share of turns where the judges gave the same value, the share where their consensus equals the customer's true value (the job's), Cohen's kappa between each pair of judges (their mean: Light's kappa) and between the consensus and the truth.</p>",
         );
         let pct = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{}%", num(x)));
         let k = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{x:.3}"));
         let kv = |x: Option<f64>| x.map(raw).unwrap_or_default();
+        let pairs = judge_pairs(self.panel).count();
+        let pair_headers: String = judge_pairs(self.panel)
+            .enumerate()
+            .map(|(i, (a, b))| {
+                let judges = if i == 0 { "judges " } else { "" };
+                format!("<th class=\"num\">κ {judges}{}-{}</th>", a + 1, b + 1)
+            })
+            .collect();
         for (scenario, fields) in &self.judges {
             let agreement = summary.judge_agreement.get(scenario);
             let _ = write!(
                 out,
-                "<h3>{}</h3><table class=\"data judges\" data-scenario=\"{}\"><tr><th>Field</th><th class=\"num\">Unanimous</th><th class=\"num\">Consensus = truth</th><th class=\"num\">κ judges 1-2</th><th class=\"num\">κ 1-3</th><th class=\"num\">κ 2-3</th><th class=\"num\">κ mean</th><th class=\"num\">κ consensus-truth</th></tr>",
+                "<h3>{}</h3><table class=\"data judges\" data-scenario=\"{}\"><tr><th>Field</th><th class=\"num\">Unanimous</th><th class=\"num\">Consensus = truth</th>{pair_headers}<th class=\"num\">κ mean</th><th class=\"num\">κ consensus-truth</th></tr>",
                 escape(scenario),
                 escape(scenario)
             );
@@ -721,7 +743,8 @@ impl SageReport {
                     kv(a.and_then(|a| a.matches_truth)),
                     pct(a.and_then(|a| a.matches_truth))
                 );
-                for p in &f.pairs {
+                let none = Confusion::default();
+                for p in (0..pairs).map(|i| f.pairs.get(i).unwrap_or(&none)) {
                     let _ = write!(
                         out,
                         "<td class=\"num\" data-value=\"{}\">{}</td>",
@@ -756,7 +779,11 @@ impl SageReport {
         );
         let (splits, _) = self.splits();
         if !splits.is_empty() {
-            out.push_str("<details><summary>The split turns, linked to their transcripts</summary><table class=\"data splits\"><tr><th>Dialogue</th><th class=\"num\">Turn</th><th>Model</th><th>Field</th><th>Judge 1</th><th>Judge 2</th><th>Judge 3</th><th>Truth</th></tr>");
+            out.push_str("<details><summary>The split turns, linked to their transcripts</summary><table class=\"data splits\"><tr><th>Dialogue</th><th class=\"num\">Turn</th><th>Model</th><th>Field</th>");
+            for i in 1..=self.panel {
+                let _ = write!(out, "<th>Judge {i}</th>");
+            }
+            out.push_str("<th>Truth</th></tr>");
             for s in splits {
                 let _ = write!(
                     out,
@@ -768,7 +795,7 @@ impl SageReport {
                     escape(&s.model),
                     escape(&s.field)
                 );
-                for i in 0..3 {
+                for i in 0..self.panel {
                     let v = s.votes.get(i).cloned().flatten();
                     let class = if v != s.truth { " class=\"bad\"" } else { "" };
                     let _ = write!(

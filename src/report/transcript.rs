@@ -292,6 +292,7 @@ mod tests {
                 service_model: "m".into(),
                 user_model: "u".into(),
                 judge_models: vec!["j1".into(), "j2".into()],
+                judge_turns: crate::protocol::JudgeTurns::Every,
                 max_turns: 5,
                 seed: 1,
                 repeat: 0,

@@ -26,6 +26,16 @@ pub fn scenario_abbreviation(id: &str) -> &str {
         .map_or(id, |(_, abbr)| abbr)
 }
 
+/// Which turns the judges scored, in words: `paper: turns 1, 5, 10, 15 and each dialogue's
+/// final turn`, `every turn`, `turns 2, 4`, or that the dialogues differ.
+pub fn judged_turns(summary: &Summary) -> String {
+    match &summary.judged_turns {
+        Some(turns) => turns.describe(),
+        None if summary.dialogues == 0 => "none".into(),
+        None => "not the same in every dialogue (see each job's judge_turns)".into(),
+    }
+}
+
 /// The whole leaderboard as Markdown: the main table in the shape of the paper's Table 1, then
 /// the execution gap, chat sub-dimensions, turn depth, adversarial level, judge agreement,
 /// released-code variants, dialogues, repeats (when any), tokens and cost, route coverage.
@@ -36,8 +46,10 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "Scores are 0-100 means over every scored turn (a format-error turn counts with Logic 0). \
+         Judged turns: {}. \
          `±` is half the {:.0}% interval of a cluster bootstrap over dialogues (B = {}, seed {}). \
          Scenario columns give OA. {} dialogues.\n",
+        judged_turns(summary),
         b.confidence * 100.0,
         b.resamples,
         b.seed,
@@ -86,8 +98,9 @@ pub fn leaderboard_text(summary: &Summary) -> String {
     let mut out = main_table(&models).text();
     let _ = writeln!(
         out,
-        "OA, Logic, Chat and scenario columns 0-100 over every scored turn; ± half the {:.0}% \
-         bootstrap interval.",
+        "OA, Logic, Chat and scenario columns 0-100 over every scored turn (judged turns: {}); \
+         ± half the {:.0}% bootstrap interval.",
+        judged_turns(summary),
         summary.bootstrap.confidence * 100.0
     );
     if models.iter().any(|m| m.structured_output.is_some()) {
@@ -359,6 +372,11 @@ fn dialogues_table(models: &[&ModelSummary]) -> Table {
         "Format-error turns".into(),
         "Infra-error turns".into(),
     ];
+    // Valid answers on turns the judges were not asked about (`judge_turns`), when any.
+    let unjudged = models.iter().any(|m| m.all.unjudged_turns > 0);
+    if unjudged {
+        headers.push("Unjudged valid turns".into());
+    }
     let reasons: Vec<&String> = models
         .first()
         .map(|m| m.end_reasons.keys().collect())
@@ -373,6 +391,9 @@ fn dialogues_table(models: &[&ModelSummary]) -> Table {
             m.all.format_error_turns.to_string(),
             m.all.infra_error_turns.to_string(),
         ];
+        if unjudged {
+            row.push(m.all.unjudged_turns.to_string());
+        }
         row.extend(
             reasons
                 .iter()

@@ -11,7 +11,8 @@
 use super::stats::{Bootstrap, Cluster, Metric, Money, RatioFold, mean, median, poisson_weights};
 use super::turn::{answered_chat_scores, chat_dimensions, logic, overall, values_equal};
 use crate::protocol::{
-    CallRecord, DialogueEnd, DialogueJob, DialogueRecord, ServiceOutcome, TurnRecord, TurnScores,
+    CallRecord, DialogueEnd, DialogueJob, DialogueRecord, JudgeTurns, ServiceOutcome, TurnRecord,
+    TurnScores,
 };
 use crate::scenario::{Adversarial, Value};
 use crate::sop::Route;
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The turn depths broken out (besides each dialogue's final turn), as in the paper's Table 2.
-pub const TURN_DEPTHS: [u32; 4] = [1, 5, 10, 15];
+pub const TURN_DEPTHS: [u32; 4] = crate::protocol::PAPER_JUDGED_TURNS;
 
 /// Key of the released variant that drops format-error turns.
 pub const RELEASED_DROP_FORMAT_ERRORS: &str = "released_drop_format_errors";
@@ -44,6 +45,11 @@ pub struct Summary {
     pub coverage: BTreeMap<String, BTreeMap<String, usize>>,
     /// Every model call of the run, by model name.
     pub calls_by_model: BTreeMap<String, CallTotals>,
+    /// Which turns the judges scored (`paper`, `every` or the list), as the dialogues' jobs
+    /// say: every score and breakdown is over judged turns only. `null` when the dialogues were
+    /// judged on different turns (or there are none).
+    #[serde(default)]
+    pub judged_turns: Option<JudgeTurns>,
 }
 
 /// Everything about one service model.
@@ -117,6 +123,10 @@ pub struct GroupStats {
     /// Turns not scored for infrastructure reasons: the agent unreachable, or a valid answer no
     /// judge (or the rule engine) answered for.
     pub infra_error_turns: usize,
+    /// Valid answers on turns the judges were not asked about (`judge_turns`): counted in the
+    /// format-error rate (as answers that parsed), with no scores; not in `turns`.
+    #[serde(default)]
+    pub unjudged_turns: usize,
     /// Overall score, 0-100.
     pub overall: Option<Metric>,
     /// Logic score, 0-100.
@@ -324,6 +334,8 @@ enum Kind {
     FormatError,
     /// Not scored (infrastructure error, or no judge answered).
     Infra,
+    /// A valid answer on a turn the judges were not asked about.
+    Unjudged,
 }
 
 /// One turn as the aggregation sees it.
@@ -450,11 +462,15 @@ impl<'r> Dialogue<'r> {
 }
 
 /// A format error is one whether or not a judge answered (the parse needs no judge); a valid
-/// answer no judge scored is not counted as a turn (its scores are unknown).
+/// answer no judge scored is not counted as a turn (its scores are unknown), nor is a valid
+/// answer on a turn not judged.
 fn kind(t: &TurnRecord) -> Kind {
     match (&t.outcome, t.scores) {
         (ServiceOutcome::FormatError { .. }, _) => Kind::FormatError,
         (ServiceOutcome::Valid { .. }, Some(_)) => Kind::Valid,
+        (ServiceOutcome::Valid { .. }, None) if t.judges.is_none() && t.infra_error.is_none() => {
+            Kind::Unjudged
+        }
         (ServiceOutcome::InfraError { .. }, _) | (ServiceOutcome::Valid { .. }, None) => {
             Kind::Infra
         }
@@ -479,6 +495,7 @@ struct GroupFold {
     valid: usize,
     format_errors: usize,
     infra: usize,
+    unjudged: usize,
     means: RatioFold<METRICS, COLUMNS>,
 }
 
@@ -489,6 +506,7 @@ impl Default for GroupFold {
             valid: 0,
             format_errors: 0,
             infra: 0,
+            unjudged: 0,
             means: RatioFold::new(DENOMINATORS),
         }
     }
@@ -505,6 +523,7 @@ impl GroupFold {
                 Kind::Valid => self.valid += 1,
                 Kind::FormatError => self.format_errors += 1,
                 Kind::Infra => self.infra += 1,
+                Kind::Unjudged => self.unjudged += 1,
             }
             for (m, x) in f.observed.iter().enumerate() {
                 cluster.observe(m, *x);
@@ -545,6 +564,7 @@ impl GroupFold {
             valid_turns: self.valid,
             format_error_turns: self.format_errors,
             infra_error_turns: self.infra,
+            unjudged_turns: self.unjudged,
             overall,
             logic,
             chat,
@@ -932,6 +952,8 @@ pub struct SummaryFold {
     agreement: BTreeMap<String, AgreementFold>,
     coverage: BTreeMap<String, BTreeMap<String, usize>>,
     calls_by_model: BTreeMap<String, CallSums>,
+    /// The distinct `judge_turns` of the dialogues folded.
+    judged_turns: Vec<JudgeTurns>,
 }
 
 impl SummaryFold {
@@ -946,6 +968,7 @@ impl SummaryFold {
             agreement: BTreeMap::new(),
             coverage: BTreeMap::new(),
             calls_by_model: BTreeMap::new(),
+            judged_turns: Vec::new(),
         }
     }
 
@@ -959,6 +982,9 @@ impl SummaryFold {
             self.bootstrap.resamples,
         );
         self.dialogues += 1;
+        if !self.judged_turns.contains(&job.judge_turns) {
+            self.judged_turns.push(job.judge_turns.clone());
+        }
         self.models
             .entry(job.service_model.clone())
             .or_default()
@@ -1007,6 +1033,10 @@ impl SummaryFold {
                 .iter()
                 .map(|(m, sums)| (m.clone(), sums.totals()))
                 .collect(),
+            judged_turns: match self.judged_turns.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            },
         }
     }
 }

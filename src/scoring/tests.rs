@@ -98,6 +98,7 @@ fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> Dialo
         service_model: model.into(),
         user_model: "user-model".into(),
         judge_models: strings(&["judge-1", "judge-2"]),
+        judge_turns: crate::protocol::JudgeTurns::Every,
         max_turns: 20,
         seed: 1,
         repeat: 0,
@@ -1005,4 +1006,82 @@ fn an_agent_asked_with_a_schema_is_labelled_structured() {
     let text = leaderboard_text(&s);
     assert!(text.contains("m (structured)"), "{text}");
     assert!(text.contains("(structured): the agent was asked"), "{text}");
+}
+
+// ---------------------------------------------------------------- judged turns
+
+/// A turn the judges were not asked about (`judge_turns`).
+fn not_asked(mut turn: TurnRecord) -> TurnRecord {
+    turn.judges = None;
+    turn.scores = None;
+    turn
+}
+
+#[test]
+fn turns_not_judged_have_no_scores_but_count_their_format() {
+    let ab = fields(&[("A", text("x")), ("B", text("y"))]);
+    let judged = |chat: u8| panel(&[(ab.clone(), all(chat))]);
+    let mut paper = job(
+        "ecommerce_refund/0001/m/r0",
+        "m",
+        "ecommerce_refund",
+        Adversarial::Zero,
+    );
+    paper.judge_turns = crate::protocol::JudgeTurns::Paper;
+    // Turns 1 and 4 (the final one) judged; a valid answer and a format error between them.
+    let d = dialogue(
+        paper.clone(),
+        vec![
+            valid(1, (1.0, 1.0, 1.0), "a", judged(9)),
+            not_asked(valid(2, (0.0, 0.0, 0.0), "b", judged(3))),
+            not_asked(format_error(3, judged(3))),
+            valid(4, (0.5, 0.5, 0.5), "d", judged(9)),
+        ],
+        DialogueEnd::UserEndedEarly,
+    );
+    let s = summarize(std::slice::from_ref(&d), &Bootstrap::default());
+    let all = &model(&s, "m").all;
+    assert_eq!(
+        (
+            all.turns,
+            all.valid_turns,
+            all.format_error_turns,
+            all.unjudged_turns,
+            all.infra_error_turns
+        ),
+        (3, 2, 1, 1, 0)
+    );
+    // Overall over the judged turns only: (80 + 20) and (40 + 20), Chat 100.
+    assert_close!(all.overall.as_ref().unwrap().mean, (100.0 + 60.0) / 2.0);
+    // The format-error rate over every answer, judged or not: 1 of 4.
+    assert_close!(all.format_error_rate.as_ref().unwrap().mean, 25.0);
+    // The final depth is the last judged turn.
+    assert_close!(
+        model(&s, "m").by_turn["final"].logic.as_ref().unwrap().mean,
+        50.0
+    );
+    assert_eq!(s.judged_turns, Some(crate::protocol::JudgeTurns::Paper));
+    let said = "judged turns: paper: turns 1, 5, 10, 15 and each dialogue's final turn";
+    assert!(
+        leaderboard_text(&s).contains(said),
+        "{}",
+        leaderboard_text(&s)
+    );
+    let md = leaderboard_markdown(&s);
+    assert!(
+        md.contains("Judged turns: paper: turns 1, 5, 10, 15"),
+        "{md}"
+    );
+    assert!(md.contains("| Unjudged valid turns |"), "{md}");
+    // Dialogues judged on different turns: the summary says so instead of naming one.
+    let mut every = d.clone();
+    every.job.dialogue_id = "ecommerce_refund/0002/m/r0".into();
+    every.job.judge_turns = crate::protocol::JudgeTurns::Every;
+    let s = summarize(&[d, every], &Bootstrap::default());
+    assert_eq!(s.judged_turns, None);
+    assert!(leaderboard_text(&s).contains("judged turns: not the same in every dialogue"));
+    // Records of before (every turn judged): no unjudged column.
+    let s = summarize(&records(), &Bootstrap::default());
+    assert_eq!(s.judged_turns, Some(crate::protocol::JudgeTurns::Every));
+    assert!(!leaderboard_markdown(&s).contains("Unjudged"));
 }

@@ -273,7 +273,18 @@ impl RunDir {
 
     /// Reads manifest.json.
     pub fn read_manifest(&self) -> Result<Manifest, StoreError> {
-        self.read_json("manifest.json")
+        let mut value: serde_json::Value = self.read_json("manifest.json")?;
+        // A run started before `judge_turns` existed judged every turn (its records' jobs read
+        // as `every` too, so that it resumes as the same run).
+        if let Some(config) = value.get_mut("config").and_then(|c| c.as_object_mut()) {
+            config
+                .entry("judge_turns")
+                .or_insert_with(|| serde_json::Value::from("every"));
+        }
+        serde_json::from_value(value).map_err(|e| StoreError::Corrupt {
+            path: self.file("manifest.json"),
+            message: e.to_string(),
+        })
     }
 
     /// Reads a JSON file of the run.
