@@ -277,6 +277,38 @@ fn runs_sharing_nothing_are_refused() {
 }
 
 #[test]
+fn runs_judging_different_turns_are_compared_with_a_note() {
+    let dir = common::fresh_dir("compare_judged_turns");
+    let config = config(&dir, "every", "", &["telecom_package", "ecommerce_refund"]);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}judge_turns: every\n")).unwrap();
+    let out = dir.display().to_string();
+    ok(&[
+        "run", "--config", &config, "--run-id", "every", "--out", &out, "--quiet",
+    ]);
+    let printed = ok(&[
+        "report",
+        dir.join("every").to_str().unwrap(),
+        "--compare",
+        runs().join("base").to_str().unwrap(),
+    ]);
+    assert!(
+        printed.contains(
+            "note: the runs judged different turns (`every`: every turn; `base`: paper: turns 1, 5, 10, 15 and each dialogue's final turn)"
+        ),
+        "{printed}"
+    );
+    // Runs judging the same turns get no such note.
+    let same = ok(&[
+        "report",
+        runs().join("worse").to_str().unwrap(),
+        "--compare",
+        runs().join("base").to_str().unwrap(),
+    ]);
+    assert!(!same.contains("judged different turns"), "{same}");
+}
+
+#[test]
 fn sage_show_prints_one_transcript() {
     let dir = runs();
     let worse = dir.join("worse");

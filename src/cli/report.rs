@@ -69,7 +69,20 @@ pub fn compare(
     let mut fold = CompareFold::new(info(&a_manifest), info(&b_manifest), bootstrap)?;
     b.scan_dialogues(|r| fold.add_baseline(&r))?;
     a.scan_dialogues(|r| fold.add_current(&r))?;
-    let comparison = fold.finish()?;
+    let mut comparison = fold.finish()?;
+    let (judged_a, judged_b) = (
+        &a_manifest.config.judge_turns,
+        &b_manifest.config.judge_turns,
+    );
+    if judged_a != judged_b {
+        comparison.notes.push(format!(
+            "the runs judged different turns (`{}`: {}; `{}`: {}): their Logic, Chat and Overall are means over different turns",
+            a_manifest.run_id,
+            judged_a.describe(),
+            b_manifest.run_id,
+            judged_b.describe()
+        ));
+    }
     print!("{}", comparison.text());
     if html {
         let out =
