@@ -67,7 +67,7 @@ VARIANTS: dict[str, dict] = {
                 "credsFile": "/etc/sage/nats/nats.creds",
                 "tls": {"required": True, "caFile": "/etc/sage/nats/ca.crt"},
             },
-            "models": {"apiKeys": {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}},
+            "models": {"apiKeys": {"OPENAI_API_KEY": "placeholder-key", "ANTHROPIC_API_KEY": "placeholder-key"}},
             "roles": {
                 "service": {
                     "models": [

@@ -18,9 +18,9 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// Environment variables these tests set, once, before any test builds a client.
 const BEARER_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_BEARER_91c2";
-const BEARER_VALUE: &str = "sk-test-bearer-0f9e8d7c6b5a";
+const BEARER_VALUE: &str = "FAKE-test-bearer-value";
 const ANTHROPIC_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_ANTHROPIC_4d17";
-const ANTHROPIC_VALUE: &str = "sk-ant-test-31415926";
+const ANTHROPIC_VALUE: &str = "FAKE-anthropic-test-value";
 const AGENT_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_AGENT_77ab";
 const AGENT_VALUE: &str = "agent-token-27182818";
 const UNSET_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_NEVER_SET_5e03";

@@ -12,9 +12,9 @@ use std::time::Duration;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const KEY_VAR: &str = "SAGE_MODELS_CHECK_TEST_KEY_6a1f";
-const KEY: &str = "sk-models-check-test-2718";
+const KEY: &str = "FAKE-models-check-key";
 const WRONG_VAR: &str = "SAGE_MODELS_CHECK_TEST_WRONG_KEY_93bd";
-const WRONG: &str = "sk-wrong-key-1618";
+const WRONG: &str = "FAKE-wrong-key";
 
 fn init() {
     static ONCE: Once = Once::new();

@@ -17,7 +17,7 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const KEY_VAR: &str = "SAGE_STRUCTURED_TEST_KEY_6b21";
-const KEY_VALUE: &str = "sk-structured-secret-8d4e";
+const KEY_VALUE: &str = "FAKE-structured-key";
 
 fn init() {
     static ONCE: Once = Once::new();

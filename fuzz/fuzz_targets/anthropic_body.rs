@@ -8,7 +8,7 @@ use sage::llm::anthropic::parse_message;
 use serde_json::{Value, json};
 
 /// The API key of the fuzzed backend (in the dictionary).
-const SECRET: &str = "sk-fuzz-secret-0123";
+const SECRET: &str = "FAKE-fuzz-key-01234";
 
 fuzz_target!(|data: &[u8]| {
     let response = match parse_message(data, Some(SECRET)) {

@@ -7,7 +7,7 @@ use sage::llm::http_agent::parse_reply;
 use serde_json::json;
 
 /// The API key of the fuzzed backend (in the dictionary).
-const SECRET: &str = "sk-fuzz-secret-0123";
+const SECRET: &str = "FAKE-fuzz-key-01234";
 
 fuzz_target!(|data: &[u8]| {
     let response = match parse_reply(data, Some(SECRET)) {

@@ -8,7 +8,7 @@ use sage::llm::openai::parse_completion;
 use serde_json::json;
 
 /// The API key of the fuzzed backend (in the dictionary, so bodies that echo it are tried).
-const SECRET: &str = "sk-fuzz-secret-0123";
+const SECRET: &str = "FAKE-fuzz-key-01234";
 
 fuzz_target!(|data: &[u8]| {
     let response = match parse_completion(data, Some(SECRET)) {

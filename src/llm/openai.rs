@@ -827,12 +827,12 @@ mod tests {
     fn a_body_that_echoes_the_key_never_puts_it_in_the_error() {
         // Found by fuzzing (openai_body, http_agent_body): serde's message quotes the string it
         // did not expect, and it was not redacted.
-        let key = "sk-echoed-secret";
+        let key = "FAKE-echoed-key";
         let bodies: [&[u8]; 4] = [
-            br#"{"choices": "sk-echoed-secret"}"#,
-            br#"{"sk-echoed-secret": 1"#,
-            br#""sk-echoed-secret""#,
-            br#"{"error": {"message": "bad key sk-echoed-secret"}}"#,
+            br#"{"choices": "FAKE-echoed-key"}"#,
+            br#"{"FAKE-echoed-key": 1"#,
+            br#""FAKE-echoed-key""#,
+            br#"{"error": {"message": "bad key FAKE-echoed-key"}}"#,
         ];
         for body in bodies {
             let errors = [
@@ -850,7 +850,7 @@ mod tests {
 
     #[test]
     fn api_key_debug_is_redacted() {
-        let k = ApiKey("sk-secret".into());
+        let k = ApiKey("FAKE-key".into());
         assert_eq!(format!("{k:?}"), "<redacted>");
     }
 }
