@@ -20,6 +20,21 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
+/// The API key of the fuzzed HTTP backends (in the dictionary, so bodies that echo it are
+/// tried).
+pub const FAKE_KEY: &str = "FAKE-fuzz-key-01234";
+
+/// What a backend says of a body it cannot read: never the key, and no retry (the same body
+/// would come back).
+pub fn check_body_error(e: &sage::llm::LlmError) {
+    let text = e.to_string();
+    assert!(
+        !text.contains(FAKE_KEY),
+        "the key leaks into the error: {text}"
+    );
+    assert!(!e.is_retryable());
+}
+
 /// The six bundled scenarios, compiled once, in file-name order.
 pub fn sops() -> &'static [Arc<Sop>] {
     static SOPS: OnceLock<Vec<Arc<Sop>>> = OnceLock::new();
@@ -93,6 +108,22 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
             .build()
             .expect("a runtime")
     })
+}
+
+/// An accepted configuration written back as YAML reads again (with `read`) to the same
+/// configuration.
+pub fn yaml_roundtrip<T: Serialize + Debug, E: std::fmt::Display>(
+    config: &T,
+    read: impl Fn(&str) -> Result<T, E>,
+) {
+    if let Ok(yaml) = serde_saphyr::to_string(config) {
+        let back = read(&yaml)
+            .unwrap_or_else(|e| panic!("{config:?} written as\n{yaml}\ndoes not read again: {e}"));
+        assert!(same_json(
+            &serde_json::to_value(config).unwrap(),
+            &serde_json::to_value(&back).unwrap()
+        ));
+    }
 }
 
 /// What serializes parses back to the same value: `value` as JSON, read again, is the same
