@@ -19,7 +19,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::cluster::{Nats, Sage, http_get, sage_ok};
+use common::cluster::{Nats, Sage, http_get};
+use common::sage_ok;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -18,7 +18,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::cluster::{Nats, Sage, sage_ok, wait_status};
+use common::cluster::{Nats, Sage, wait_status};
+use common::sage_ok;
 use common::{Measured, measured_sage, process_peak_rss_mib};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,14 +1,8 @@
 //! The `sage scenario` commands, run as a user would (the built binary, from the repository root).
 
-use std::process::{Command, Output};
+mod common;
 
-fn sage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run sage")
-}
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -31,7 +25,7 @@ const BUNDLED: [&str; 6] = [
 fn validate_accepts_every_bundled_scenario() {
     let mut args = vec!["scenario", "validate"];
     args.extend(BUNDLED);
-    let o = sage(&args);
+    let o = common::sage(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let want: String = BUNDLED.iter().map(|f| format!("ok: {f}\n")).collect();
     assert_eq!(stdout(&o), want);
@@ -40,7 +34,7 @@ fn validate_accepts_every_bundled_scenario() {
 
 #[test]
 fn validate_fails_on_a_missing_file() {
-    let o = sage(&[
+    let o = common::sage(&[
         "scenario",
         "validate",
         "scenarios/telecom_package.yaml",
@@ -57,7 +51,7 @@ fn validate_fails_on_a_missing_file() {
 
 #[test]
 fn paths_lists_routes_with_assignments() {
-    let o = sage(&["scenario", "paths", "scenarios/telecom_package.yaml"]);
+    let o = common::sage(&["scenario", "paths", "scenarios/telecom_package.yaml"]);
     assert!(o.status.success());
     let text = stdout(&o);
     assert!(
@@ -69,7 +63,7 @@ fn paths_lists_routes_with_assignments() {
 
 #[test]
 fn paths_json_has_the_documented_shape() {
-    let o = sage(&[
+    let o = common::sage(&[
         "scenario",
         "paths",
         "scenarios/telecom_package.yaml",
@@ -101,7 +95,7 @@ fn paths_json_has_the_documented_shape() {
         assert!(r["variables"]["Penalty"].is_i64());
         assert_eq!(r["outputs"], serde_json::json!({}));
     }
-    let oe = sage(&[
+    let oe = common::sage(&[
         "scenario",
         "paths",
         "scenarios/online_education.yaml",
@@ -124,7 +118,7 @@ fn paths_json_has_the_documented_shape() {
 
 #[test]
 fn route_json_for_the_papers_first_example() {
-    let o = sage(&[
+    let o = common::sage(&[
         "scenario",
         "route",
         "scenarios/telecom_package.yaml",
@@ -151,7 +145,7 @@ fn route_json_for_the_papers_first_example() {
 
 #[test]
 fn route_with_booleans_and_outputs() {
-    let o = sage(&[
+    let o = common::sage(&[
         "scenario",
         "route",
         "scenarios/online_education.yaml",
@@ -169,7 +163,7 @@ fn route_with_booleans_and_outputs() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["action"], "PLAN");
     assert_eq!(v["outputs"], serde_json::json!({"PLAN": "PLAN_D"}));
-    let human = sage(&[
+    let human = common::sage(&[
         "scenario",
         "route",
         "scenarios/online_education.yaml",
@@ -197,7 +191,7 @@ fn route_errors_name_the_problem() {
             "`Upgrade` is not a value of ConsumptionType",
         ),
     ] {
-        let o = sage(&[
+        let o = common::sage(&[
             "scenario",
             "route",
             "scenarios/telecom_package.yaml",
@@ -211,7 +205,7 @@ fn route_errors_name_the_problem() {
 
 #[test]
 fn graph_exports_dot_and_mermaid() {
-    let dot = stdout(&sage(&[
+    let dot = stdout(&common::sage(&[
         "scenario",
         "graph",
         "scenarios/telecom_package.yaml",
@@ -231,7 +225,7 @@ fn graph_exports_dot_and_mermaid() {
     assert!(dot.contains("start -> stage_0;"));
     // 1 start edge + 14 stage edges (1+3+1+2+2+3+2) in the Telecom SOP.
     assert_eq!(dot.matches(" -> ").count(), 15);
-    let mermaid = stdout(&sage(&[
+    let mermaid = stdout(&common::sage(&[
         "scenario",
         "graph",
         "scenarios/telecom_package.yaml",
@@ -244,7 +238,7 @@ fn graph_exports_dot_and_mermaid() {
         "{mermaid}"
     );
     assert_eq!(mermaid.matches("-->").count(), 15);
-    let oe = stdout(&sage(&[
+    let oe = stdout(&common::sage(&[
         "scenario",
         "graph",
         "scenarios/online_education.yaml",
@@ -473,7 +467,7 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
     )
     .unwrap();
     let out = tmp.path().join("out").display().to_string();
-    let o = sage(&[
+    let o = common::sage(&[
         "run",
         "--config",
         &config.display().to_string(),
@@ -494,7 +488,7 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
         ),
     )
     .unwrap();
-    let o = sage(&[
+    let o = common::sage(&[
         "run",
         "--config",
         &config.display().to_string(),
@@ -510,7 +504,7 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
         stderr(&o)
     );
     // Usage errors exit 2 (docs/cli.md): a score that is not a number from 0 to 100.
-    let o = sage(&[
+    let o = common::sage(&[
         "export",
         "results/x",
         "--format",
@@ -525,7 +519,7 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
         stderr(&o)
     );
     // A key set twice.
-    let o = sage(&[
+    let o = common::sage(&[
         "scenario",
         "route",
         "scenarios/telecom_package.yaml",
@@ -541,7 +535,7 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
         stderr(&o)
     );
     // A folder that is no support-desk store.
-    let o = sage(&["scenario", "validate", "scenarios"]);
+    let o = common::sage(&["scenario", "validate", "scenarios"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("a store folder holds store.yaml and cases.yaml")

@@ -18,25 +18,7 @@ use sage::scoring::Bootstrap;
 use sage::scoring::stats::{Cluster, RatioFold};
 use sage::sop::Route;
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn sage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .output()
-        .expect("the sage binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = sage(args);
-    assert!(
-        out.status.success(),
-        "sage {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A run configuration of two scenarios and two simulated agents; `strong_skills` is put into
 /// sim-strong's `skills`.
@@ -74,7 +56,7 @@ seed: 11
 fn run(dir: &Path, name: &str, strong_skills: &str, scenarios: &[&str]) {
     let config = config(dir, name, strong_skills, scenarios);
     let out = dir.display().to_string();
-    ok(&[
+    common::sage_ok(&[
         "run", "--config", &config, "--run-id", name, "--out", &out, "--quiet",
     ]);
 }
@@ -181,7 +163,7 @@ fn a_planted_regression_is_listed_first_with_an_interval_below_zero() {
 fn the_terminal_and_html_comparison() {
     let dir = runs();
     let (worse, base) = (dir.join("worse"), dir.join("base"));
-    let text = ok(&[
+    let text = common::sage_ok(&[
         "report",
         worse.to_str().unwrap(),
         "--compare",
@@ -196,7 +178,7 @@ fn the_terminal_and_html_comparison() {
     assert!(text.contains("Pass to fail"));
     assert!(!worse.join("compare-base.html").exists());
 
-    let text = ok(&[
+    let text = common::sage_ok(&[
         "report",
         worse.to_str().unwrap(),
         "--compare",
@@ -227,7 +209,7 @@ fn the_terminal_and_html_comparison() {
 
     // Elsewhere with --out: both links relative to that file.
     let out = dir.join("cmp.html");
-    ok(&[
+    common::sage_ok(&[
         "report",
         worse.to_str().unwrap(),
         "--compare",
@@ -244,7 +226,7 @@ fn the_terminal_and_html_comparison() {
 #[test]
 fn runs_sharing_nothing_are_refused() {
     let dir = runs();
-    let out = sage(&[
+    let out = common::sage(&[
         "report",
         dir.join("worse").to_str().unwrap(),
         "--compare",
@@ -283,10 +265,10 @@ fn runs_judging_different_turns_are_compared_with_a_note() {
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, format!("{text}judge_turns: every\n")).unwrap();
     let out = dir.display().to_string();
-    ok(&[
+    common::sage_ok(&[
         "run", "--config", &config, "--run-id", "every", "--out", &out, "--quiet",
     ]);
-    let printed = ok(&[
+    let printed = common::sage_ok(&[
         "report",
         dir.join("every").to_str().unwrap(),
         "--compare",
@@ -299,7 +281,7 @@ fn runs_judging_different_turns_are_compared_with_a_note() {
         "{printed}"
     );
     // Runs judging the same turns get no such note.
-    let same = ok(&[
+    let same = common::sage_ok(&[
         "report",
         runs().join("worse").to_str().unwrap(),
         "--compare",
@@ -315,7 +297,7 @@ fn sage_show_prints_one_transcript() {
     let flipped = compare(&worse, &dir.join("base")).flips[0]
         .dialogue_id
         .clone();
-    let text = ok(&["show", worse.to_str().unwrap(), &flipped]);
+    let text = common::sage_ok(&["show", worse.to_str().unwrap(), &flipped]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], format!("Dialogue {flipped}"));
     assert!(lines[1].starts_with("  model sim-strong (simulated) · scenario "));
@@ -331,7 +313,7 @@ fn sage_show_prints_one_transcript() {
         "{text}"
     );
 
-    let out = sage(&["show", worse.to_str().unwrap(), "telecom_package/9999/x/r0"]);
+    let out = common::sage(&["show", worse.to_str().unwrap(), "telecom_package/9999/x/r0"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -341,7 +323,7 @@ fn sage_show_prints_one_transcript() {
         )),
         "{err}"
     );
-    let out = sage(&["show", worse.to_str().unwrap(), "a\nb"]);
+    let out = common::sage(&["show", worse.to_str().unwrap(), "a\nb"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("dialogue id `a\\nb`"));
 }
 

@@ -15,7 +15,8 @@
 
 mod common;
 
-use common::cluster::{Nats, Sage, free_port, http_get, promtool_check, sage_ok, wait_status};
+use common::cluster::{Nats, Sage, free_port, http_get, promtool_check, wait_status};
+use common::sage_ok;
 use common::{write_config, write_desk_config};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;

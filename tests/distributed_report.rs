@@ -10,7 +10,8 @@
 mod common;
 
 use base64::Engine;
-use common::cluster::{Nats, Sage, sage_ok, test_dir, wait_status};
+use common::cluster::{Nats, Sage, test_dir, wait_status};
+use common::sage_ok;
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};

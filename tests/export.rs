@@ -6,17 +6,10 @@
 //! implementation that preceded streaming (commit 7c49964) on it, kept to check that the
 //! streamed output is the same bytes.
 
+mod common;
+
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn sage(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("sage runs")
-}
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,7 +30,7 @@ fn export(args: &[&str]) -> Vec<u8> {
     let run = fixture_run();
     let mut all = vec!["export", run.as_str()];
     all.extend_from_slice(args);
-    let o = sage(&all);
+    let o = common::sage(&all);
     assert!(o.status.success(), "sage {all:?}: {}", stderr(&o));
     o.stdout
 }
@@ -837,7 +830,7 @@ fn the_command_line_names_the_files_and_counts_what_it_left_out() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("train.jsonl");
     let run = fixture_run();
-    let o = sage(&[
+    let o = common::sage(&[
         "export",
         &run,
         "--format",
@@ -904,7 +897,7 @@ fn the_command_line_names_the_files_and_counts_what_it_left_out() {
     assert!(stats.filtered.model == 96 && stats.duplicates > 0 && stats.over_route_cap > 0);
 
     // Pairs to standard output, with their own counts.
-    let o = sage(&[
+    let o = common::sage(&[
         "export",
         &run,
         "--format",
@@ -1019,11 +1012,11 @@ fn bad_flag_values_are_refused_naming_the_flag() {
     for (args, code, message) in cases {
         let mut all = vec!["export", run.as_str(), "--format", "openai"];
         all.extend(args.iter());
-        let o = sage(&all);
+        let o = common::sage(&all);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
     }
-    let o = sage(&["export", &run, "--format", "dpo", "--min-logic", "90"]);
+    let o = common::sage(&["export", &run, "--format", "dpo", "--min-logic", "90"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--min-logic: applies to the example formats"));
     assert!(
@@ -1037,7 +1030,7 @@ fn bad_flag_values_are_refused_naming_the_flag() {
     std::fs::copy(fixture().join("manifest.json"), empty.join("manifest.json")).unwrap();
     for format in ["dpo", "openai"] {
         let empty = empty.display().to_string();
-        let o = sage(&["export", &empty, "--format", format, "--max-per-route", "3"]);
+        let o = common::sage(&["export", &empty, "--format", format, "--max-per-route", "3"]);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(
             stderr(&o).contains("no dialogues to export"),

@@ -11,7 +11,8 @@
 
 mod common;
 
-use common::cluster::{Nats, Sage, http_get, sage_ok, wait_status};
+use common::cluster::{Nats, Sage, http_get, wait_status};
+use common::sage_ok;
 use common::write_config;
 use std::path::Path;
 use std::process::Command;

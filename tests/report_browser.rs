@@ -9,26 +9,10 @@ mod common;
 use common::browser::{Browser, Tab, screenshot_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How long a page's script may take to decode its embedded data.
 const READY: Duration = Duration::from_secs(20);
-
-/// Runs the `sage` binary, panicking with its output when it fails.
-fn sage(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .output()
-        .expect("sage runs");
-    assert!(
-        out.status.success(),
-        "sage {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A JavaScript string literal of `text`.
 fn js(text: &str) -> String {
@@ -108,7 +92,7 @@ fn number(value: &Value) -> f64 {
 #[test]
 fn the_desk_report_reads_in_a_browser_equal_to_its_summary() {
     let dir = tempfile::tempdir().expect("dir");
-    let printed = sage(&[
+    let printed = common::sage_ok(&[
         "run",
         "--suite",
         "support-desk",
@@ -258,7 +242,7 @@ fn sage_runs() -> &'static Path {
             ("base", base.as_str()),
             ("worse", worse.to_str().expect("utf-8")),
         ] {
-            sage(&[
+            common::sage_ok(&[
                 "run",
                 "--config",
                 config,
@@ -279,7 +263,7 @@ fn sage_runs() -> &'static Path {
 fn the_compare_report_lists_the_planted_regression_first() {
     let runs = sage_runs();
     let out = runs.join("compare.html");
-    sage(&[
+    common::sage_ok(&[
         "report",
         runs.join("worse").to_str().expect("utf-8"),
         "--compare",

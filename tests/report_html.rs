@@ -4,16 +4,9 @@
 //! sections of the DOM contract, the leaderboard's values equal summary.json's. The browser
 //! checks are in the headless-Chromium test.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn sage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run sage")
-}
+use std::path::Path;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -24,7 +17,7 @@ fn text(bytes: &[u8]) -> String {
 fn small_run_with(out: &Path, id: &str, repeats: u32) -> (std::path::PathBuf, String) {
     let out_s = out.display().to_string();
     let repeats = repeats.to_string();
-    let o = sage(&[
+    let o = common::sage(&[
         "run",
         "--quiet",
         "--dialogues",
@@ -190,7 +183,7 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
 
     // `sage report --html` rebuilds the same file from dialogues.jsonl, in one pass.
     let again = tmp.path().join("again.html");
-    let o = sage(&[
+    let o = common::sage(&[
         "report",
         &dir.display().to_string(),
         "--html",
@@ -208,7 +201,7 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
 
 #[test]
 fn html_needs_the_flag_and_out_needs_html() {
-    let o = sage(&["report", "nowhere", "--out", "x.html"]);
+    let o = common::sage(&["report", "nowhere", "--out", "x.html"]);
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("--html"), "{}", text(&o.stderr));
 }

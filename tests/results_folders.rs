@@ -4,6 +4,8 @@
 //! refuses records of another configuration or another suite's folder, and a run whose agent
 //! never answered fails, labelled by its configuration.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -34,14 +36,6 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-fn sage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("sage runs")
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -51,7 +45,7 @@ fn run(config: &str, out: &Path, args: &[&str]) -> Output {
     let out_s = out.display().to_string();
     let mut all = vec!["run", "--config", config, "--out", &out_s, "--quiet"];
     all.extend(args);
-    let o = sage(&all);
+    let o = common::sage(&all);
     assert!(o.status.success(), "sage {all:?}: {}", stderr(&o));
     o
 }
@@ -70,7 +64,7 @@ fn a_run_id_names_one_folder_under_out() {
         ".hidden",
         &long,
     ] {
-        let o = sage(&[
+        let o = common::sage(&[
             "run",
             "--config",
             &config,
@@ -119,7 +113,7 @@ fn one_process_writes_a_folder_at_a_time_and_default_ids_never_collide() {
     run(&config, &out, &["--run-id", "held"]);
     let held = out.join("held");
     let claim = sage::store::RunDir::open(&held).unwrap().claim().unwrap();
-    let o = sage(&["run", "--resume", &held.display().to_string(), "--quiet"]);
+    let o = common::sage(&["run", "--resume", &held.display().to_string(), "--quiet"]);
     assert_eq!(o.status.code(), Some(1));
     let message = stderr(&o);
     assert!(
@@ -128,7 +122,7 @@ fn one_process_writes_a_folder_at_a_time_and_default_ids_never_collide() {
         "{message}"
     );
     drop(claim);
-    let o = sage(&["run", "--resume", &held.display().to_string(), "--quiet"]);
+    let o = common::sage(&["run", "--resume", &held.display().to_string(), "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -144,7 +138,7 @@ fn report_keeps_the_first_record_of_a_repeated_dialogue_id_and_says_which() {
     let text = std::fs::read_to_string(&records).unwrap();
     let first: Vec<&str> = text.lines().take(2).collect();
     std::fs::write(&records, format!("{text}{}\n", first.join("\n"))).unwrap();
-    let o = sage(&["report", &folder.display().to_string()]);
+    let o = common::sage(&["report", &folder.display().to_string()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let id = |line: &str| {
         serde_json::from_str::<serde_json::Value>(line).unwrap()["job"]["dialogue_id"]
@@ -178,7 +172,7 @@ fn resume_refuses_records_of_another_configuration_and_a_desk_folder() {
     let (a, b) = (tmp.path().join("a/same"), tmp.path().join("b/same"));
     // Run a's folder with run b's records (the same ids, other seeds).
     std::fs::copy(b.join("dialogues.jsonl"), a.join("dialogues.jsonl")).unwrap();
-    let o = sage(&["run", "--resume", &a.display().to_string(), "--quiet"]);
+    let o = common::sage(&["run", "--resume", &a.display().to_string(), "--quiet"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("was played from another job than this run's"),
@@ -193,7 +187,7 @@ fn resume_refuses_records_of_another_configuration_and_a_desk_folder() {
         r#"{"run_id": "d", "suite": "support-desk"}"#,
     )
     .unwrap();
-    let o = sage(&["run", "--resume", &desk.display().to_string()]);
+    let o = common::sage(&["run", "--resume", &desk.display().to_string()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("resume it with `sage run --suite support-desk --resume"),
@@ -215,7 +209,7 @@ fn a_run_whose_agent_never_answered_fails_and_is_labelled_by_its_configuration()
         .replace("sim: {kind: user}", "sim: {kind: user, empty_rate: 1.0}");
     let config = write(tmp.path(), "run.yaml", &text);
     let out = tmp.path().join("out");
-    let o = sage(&[
+    let o = common::sage(&[
         "run",
         "--config",
         &config,

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::cluster::{Nats, Sage, sage_ok, wait_status};
+use common::cluster::{Nats, Sage, wait_status};
+use common::sage_ok;
 use common::write_config;
 use std::process::Command;
 use std::time::{Duration, Instant};

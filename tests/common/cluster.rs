@@ -394,21 +394,6 @@ impl Drop for Prometheus {
     }
 }
 
-/// Runs `sage ARGS` to its end in the repository root; its standard output (panics on failure).
-pub fn sage_ok(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("sage runs");
-    assert!(
-        out.status.success(),
-        "sage {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Polls `sage status --json RUN` until `done` holds for the run's status or `within` passes.
 pub fn wait_status(
     url: &str,

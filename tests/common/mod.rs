@@ -14,6 +14,28 @@ pub const SCENARIOS: [&str; 6] = [
     "telecom_package",
 ];
 
+/// Runs `sage ARGS` to its end in the repository root.
+pub fn sage(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("sage runs")
+}
+
+/// Runs `sage ARGS` to its end in the repository root; its standard output (panics, with its
+/// output, on failure).
+pub fn sage_ok(args: &[&str]) -> String {
+    let out = sage(args);
+    assert!(
+        out.status.success(),
+        "sage {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The sections of a support-desk report.html, in order (docs/report.md).
 pub const DESK_SECTIONS: [&str; 7] = [
     "desk-run",
