@@ -205,6 +205,19 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         .push(json!({"turn": 1, "tool": "reship", "order": order}));
     planted["verdict"]["unsafe_action"] = json!("free_goods");
     planted["verdict"]["resolved"] = json!(false);
+    // The page the run folded as it wrote the records is the one rebuilt from desk.jsonl.
+    let same = dir.path().join("same.html");
+    common::sage_ok(&[
+        "report",
+        folder.to_str().expect("utf-8"),
+        "--html",
+        "--out",
+        same.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        std::fs::read(&same).expect("rebuilt") == std::fs::read(&report).expect("the run's"),
+        "the run's report.html differs from the one rebuilt from desk.jsonl"
+    );
     let mut jsonl = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
     jsonl.push_str(&planted.to_string());
     jsonl.push('\n');

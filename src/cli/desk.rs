@@ -158,9 +158,11 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     // Conversations already stored are kept (a resumed run plays only the rest), read once:
     // checked to be of these jobs and folded into the run's report.
     let mut report = crate::store::desk::DeskFold::default();
+    let mut page = crate::store::desk::DeskPage::new(&run);
     let mut stored = crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id);
     run.resume_records(DESK_RECORDS, &mut stored, &run_id, |r| {
         report.add(&r);
+        page.add(&r);
     })?;
     let done = stored.done();
     let todo: Vec<_> = jobs
@@ -189,6 +191,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
                 failed.get_or_insert(e);
             }
             report.add(&record);
+            page.add(&record);
             if let Some(p) = &progress {
                 p.inc(1);
             }
@@ -221,7 +224,8 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     println!("{}", report.reported.table);
     println!("results: {}", run.path().display());
-    write_desk_html(&run, None)?;
+    // Folded as the records were written too: desk.jsonl is not read again.
+    println!("report: {}", page.write(&run, None)?.display());
     Ok(())
 }
 

@@ -178,41 +178,58 @@ pub fn run_info(manifest: &DeskManifest) -> DeskRunInfo {
     }
 }
 
-/// The HTML report of a support-desk run folder (report.html's text), from its manifest and
-/// desk.jsonl, read once and folded one record at a time. A folder without a readable
-/// manifest gets a header with its folder name only.
-pub fn desk_html(run: &RunDir) -> Result<String, DeskHtmlError> {
-    let info = match run.read_json::<DeskManifest>("manifest.json") {
-        Ok(manifest) => run_info(&manifest),
-        Err(_) => DeskRunInfo {
-            run_id: run
-                .path()
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            ..DeskRunInfo::default()
-        },
-    };
-    let mut fold = DeskReportFold::new(info);
-    let mut failed = None;
-    run.scan_desk(|r: DeskRecord| {
-        if failed.is_none()
-            && let Err(e) = fold.add(&r)
-        {
-            failed = Some(e);
-        }
-    })?;
-    if let Some(e) = failed {
-        return Err(e.into());
-    }
-    Ok(fold.page()?.render())
+/// A support-desk run's HTML report being folded, one record at a time, as the run writes its
+/// records or as desk.jsonl is read.
+pub struct DeskPage {
+    fold: DeskReportFold,
+    failed: Option<crate::report::desk::DeskReportError>,
 }
 
-/// Writes the HTML report of the support-desk run in `run` ([`desk_html`]: desk.jsonl read
-/// once) to `out`, by default report.html in the folder, atomically; its path. `sage run
-/// --suite support-desk`, `sage report DIR --html` and the aggregator (when a run completes)
-/// all write it here.
+impl DeskPage {
+    /// An empty report of the run in `run`, its header from the folder's manifest (a folder
+    /// without a readable manifest gets a header with its folder name only).
+    pub fn new(run: &RunDir) -> DeskPage {
+        let info = match run.read_json::<DeskManifest>("manifest.json") {
+            Ok(manifest) => run_info(&manifest),
+            Err(_) => DeskRunInfo {
+                run_id: run
+                    .path()
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                ..DeskRunInfo::default()
+            },
+        };
+        DeskPage {
+            fold: DeskReportFold::new(info),
+            failed: None,
+        }
+    }
+
+    /// Folds a record in (the first error is kept and reported by [`DeskPage::write`]).
+    pub fn add(&mut self, record: &DeskRecord) {
+        if self.failed.is_none()
+            && let Err(e) = self.fold.add(record)
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Writes the page to `out`, by default report.html in the folder, atomically; its path.
+    pub fn write(self, run: &RunDir, out: Option<&Path>) -> Result<PathBuf, DeskHtmlError> {
+        if let Some(e) = self.failed {
+            return Err(e.into());
+        }
+        Ok(run.write_report_html(&self.fold.page()?.render(), out)?)
+    }
+}
+
+/// Writes the HTML report of the support-desk run in `run` (desk.jsonl read once, folded by
+/// [`DeskPage`]) to `out`, by default report.html in the folder, atomically; its path. `sage
+/// report DIR --html` and the aggregator (when a run completes) write it here; `sage run
+/// --suite support-desk` folds the same page as it writes the records.
 pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> Result<PathBuf, DeskHtmlError> {
-    let html = desk_html(run)?;
-    Ok(run.write_report_html(&html, out)?)
+    let mut page = DeskPage::new(run);
+    run.scan_desk(|r: DeskRecord| page.add(&r))?;
+    page.write(run, out)
 }
