@@ -4,7 +4,12 @@
 //! scenarios, two cases each, three simulated agents, two repeats, at most four turns (72
 //! dialogues). `openai-min90.jsonl` and `sharegpt-min90.json` are the outputs of the in-memory
 //! implementation that preceded streaming (commit 7c49964) on it, kept to check that the
-//! streamed output is the same bytes.
+//! streamed output is the same bytes. When the prompts were laid out for prefix caching (the
+//! job's values moved to a last [Current System Information] section) both files were written
+//! again by `sage export`, after checking that they differ from the old ones in that layout only
+//! (every system prompt, with its values section removed, equals the old one with its
+//! `. Current value: V` suffixes and [Other System Information] block removed; every other
+//! message is the same bytes).
 
 mod common;
 
@@ -60,12 +65,12 @@ fn the_existing_formats_give_the_bytes_the_in_memory_export_gave() {
     for (args, sha, lines) in [
         (
             &["--format", "openai"][..],
-            "2843d4af3b125c27dfabaf6c4871c102896aa424dbe63cc25a78d98b5cc3a1db",
+            "3cc43f780f0cfccd476d71a3841a0cc3b0c8d2035a9582affcb666c73d1544ef",
             276,
         ),
         (
             &["--format", "sharegpt"][..],
-            "9dfcf5ad3e98c37aa322d346921938fab1ee350cdb576d71c7366b3c3cf3d611",
+            "da5730b9d5cf683a1308040ab75170f0ae4a384e310a7b76ca38f014e9d11eef",
             0,
         ),
     ] {

@@ -140,7 +140,7 @@ fn agent_prompt_carries_the_whole_graph_of_every_scenario() {
         for key in sc.variables() {
             let current = variables[&key.name].to_string();
             assert!(
-                prompt.contains(&format!("Current value: {current}")),
+                current_values(&prompt).contains(&format!("- {}: {current}\n", key.name)),
                 "{id}: {} value",
                 key.name
             );
@@ -217,9 +217,9 @@ fn telecom_agent_prompt_reads_like_the_paper() {
         "- Discontent→ACTION=TransHuman→END",
         "- always→step2",
         "- ConsumptionType: the user's purpose in this dialogue (Enquiry/Change/Cancel)",
-        "PackageStatus: whether the user's current package is under contract \
-         (Contracted/NoContract). Current value: Contracted",
-        "Current value: 200",
+        "- PackageStatus: whether the user's current package is under contract \
+         (Contracted/NoContract)\n",
+        "[Current System Information]\n- PackageStatus: Contracted\n- Penalty: 200\n",
         "\"ConsumptionType\": \"Enquiry\"/\"Change\"/\"Cancel\"",
         "\"Action\": \"ChangeOrder\"/\"GoodBye\"/\"TransHuman\"",
         "\"now_path\": [\"step1\", ...]",
@@ -258,6 +258,91 @@ fn online_education_prompt_sets_plan_and_shows_context() {
             prompt.contains(expected),
             "missing {expected:?} in\n{prompt}"
         );
+    }
+}
+
+/// The last section of a system prompt, the job's values ([Current System Information]).
+fn current_values(prompt: &str) -> &str {
+    let (_, values) = prompt
+        .split_once("\n[Current System Information]\n")
+        .expect("a [Current System Information] section");
+    assert!(!values.contains("\n\n["), "the job's values come last");
+    values
+}
+
+/// Laid out for a provider's prefix cache: the agent's and the judges' system prompts of two
+/// dialogues of a scenario differ only in their last section (the job's values), which is a
+/// small part of them; and every turn of a dialogue sends the previous turn's messages again,
+/// unchanged, as its start (the system prompt, then the history it grew), for the agent and
+/// the customer alike.
+#[test]
+fn prompts_keep_the_stable_part_first() {
+    for id in SCENARIOS {
+        let sop = load(id);
+        let (a, b) = (job(&sop, 0, 0), job(&sop, 1, 1));
+        for (role, pa, pb) in [
+            (
+                "agent",
+                agent_system_prompt(&sop, &system_information(&sop, &a)),
+                agent_system_prompt(&sop, &system_information(&sop, &b)),
+            ),
+            (
+                "judge",
+                judge_system_prompt(&sop, &a),
+                judge_system_prompt(&sop, &b),
+            ),
+        ] {
+            let shared = pa.len() - current_values(&pa).len();
+            assert_eq!(pa[..shared], pb[..shared], "{id} {role}: the stable start");
+            assert!(
+                shared * 10 >= pa.len() * 8,
+                "{id} {role}: the stable start is {shared} of {} bytes",
+                pa.len()
+            );
+        }
+        let system: std::sync::Arc<str> =
+            agent_system_prompt(&sop, &system_information(&sop, &a)).into();
+        // Three exchanges: the customer's line t, then the agent's answer.
+        let lines: Vec<Line> = (1..=3)
+            .flat_map(|t| {
+                [
+                    Line {
+                        speaker: Speaker::User,
+                        text: format!("customer line {t}"),
+                    },
+                    Line {
+                        speaker: Speaker::Agent,
+                        text: format!("agent answer {t}"),
+                    },
+                ]
+            })
+            .collect();
+        let customer: std::sync::Arc<str> = user_system_prompt(&sop, &a).into();
+        for turn in 1..=2 {
+            // Turn t: the history before the customer's line t, then that line.
+            let at = |t: usize| {
+                agent_messages(
+                    system.clone(),
+                    &lines[..2 * (t - 1)],
+                    &lines[2 * (t - 1)].text,
+                )
+            };
+            let (earlier, later) = (at(turn), at(turn + 1));
+            assert!(later.len() > earlier.len());
+            assert_eq!(
+                earlier[..],
+                later[..earlier.len()],
+                "{id}: agent turn {turn}"
+            );
+            let asks = |t: usize| user_messages(customer.clone(), &lines[..2 * (t - 1)]);
+            let (earlier, later) = (asks(turn), asks(turn + 1));
+            assert!(later.len() > earlier.len());
+            assert_eq!(
+                earlier[..],
+                later[..earlier.len()],
+                "{id}: customer turn {turn}"
+            );
+        }
     }
 }
 
@@ -398,7 +483,7 @@ fn judge_prompt_has_the_rubric_and_every_field() {
             let current = job.variables[&key.name].to_string();
             assert!(prompt.contains(&format!("- {}: ", key.name)), "{id}");
             assert!(
-                prompt.contains(&format!("Current value: {current}")),
+                current_values(&prompt).contains(&format!("- {}: {current}\n", key.name)),
                 "{id}"
             );
         }

@@ -1,7 +1,8 @@
 //! The service agent's prompt (appendix B.3.2, "Customer Service Agent Prompt"): role, system
-//! variables with their current values, the SOP flow rendered from the compiled graph, action
+//! variables, the SOP flow rendered from the compiled graph, action
 //! descriptions, and the JSON output contract that [`crate::protocol::parse_agent_output`]
-//! checks.
+//! checks, then the job's current system information (last, so that the rest is a prefix every
+//! dialogue of the scenario shares).
 //!
 //! The [SOP Flow] section is generated from [`Sop::transitions`], the edges the rule engine
 //! walks, so the instructions and the reference can never disagree: every stage in file order,
@@ -9,8 +10,8 @@
 //! `Penalty == 0→ACTION=ChangeOrder→END`, `...→set PLAN=PLAN_A→step7`).
 
 use super::{
-    classification_template, field_lines, push_history, push_merged, quoted_alternatives,
-    system_information_section,
+    classification_template, current_information_section, field_lines, push_history, push_merged,
+    quoted_alternatives, variables_section,
 };
 use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
@@ -31,8 +32,11 @@ pub fn system_information(sop: &Sop, job: &DialogueJob) -> Assignment {
 }
 
 /// The agent's system prompt for a job whose system information is `variables` (see
-/// [`system_information`]): declared variables are listed with their description, values and
-/// current value; any other entry is listed as extra system information.
+/// [`system_information`]): the paper's sections (role, system variables with their
+/// descriptions and values, SOP flow, actions, output format, key requirements), then the job's
+/// current values and any other entry as extra system information. Laid out for prefix caching:
+/// everything before the last section is the same for every dialogue of the scenario, and the
+/// whole prompt is the same on every turn of a dialogue.
 pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
     let sc = sop.scenario();
     let mut p = String::new();
@@ -45,7 +49,7 @@ pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
     );
     let _ = writeln!(p, "Scenario: {}", sc.description);
     p.push('\n');
-    p.push_str(&system_information_section(sop, variables));
+    p.push_str(&variables_section(sop));
     p.push('\n');
     p.push_str(&sop_flow_section(sop));
     p.push('\n');
@@ -54,6 +58,9 @@ pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
     p.push_str(&output_format_section(sop));
     p.push('\n');
     p.push_str(&key_requirements_section(sop));
+    // The job's values last: everything above is the same for every dialogue of the scenario.
+    p.push('\n');
+    p.push_str(&current_information_section(sop, variables));
     p
 }
 

@@ -5,7 +5,7 @@
 //! [`crate::protocol::parse::parse_judge_output`].
 
 use super::agent::system_information;
-use super::{classification_template, field_lines, system_information_section};
+use super::{classification_template, current_information_section, field_lines, variables_section};
 use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
 use crate::sop::Sop;
@@ -80,7 +80,9 @@ pub const DIMENSIONS: [Dimension; 5] = [
 ];
 
 /// The judges' system prompt for a job: the task, every field with its values, the system
-/// information, the five dimensions with weights and 3/6/9 rubrics, and the JSON output format.
+/// variables, the five dimensions with weights and 3/6/9 rubrics, the JSON output format, then
+/// the job's system information (last: the rest is the same for every dialogue of the
+/// scenario, a prefix a provider's cache can hold).
 pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
     let sc = sop.scenario();
     let field_names: Vec<&str> = sc.fields().map(|k| k.name.as_str()).collect();
@@ -100,10 +102,7 @@ pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
         field_names.join(", "),
         field_lines(sop, "")
     );
-    p.push_str(&system_information_section(
-        sop,
-        &system_information(sop, job),
-    ));
+    p.push_str(&variables_section(sop));
     p.push_str("\n[Chat Quality Dimensions]\nEach dimension is scored on a 3-level scale:\n");
     for (i, d) in DIMENSIONS.iter().enumerate() {
         let _ = writeln!(p, "{}. {} (Weight: {}%)", i + 1, d.name, d.weight);
@@ -130,6 +129,12 @@ pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
         classification_template(sop),
         dimensions.join(",\n")
     );
+    // The job's values last: everything above is the same for every dialogue of the scenario.
+    p.push('\n');
+    p.push_str(&current_information_section(
+        sop,
+        &system_information(sop, job),
+    ));
     p
 }
 

@@ -80,11 +80,35 @@ fn classification_template(sop: &Sop) -> String {
     format!("{{\n{}\n  }}", lines.join(",\n"))
 }
 
-/// The system information S: each declared variable with its description, values and current
-/// value (`unknown` when absent), then any other entry (an intent's context) as extra
-/// information.
-fn system_information_section(sop: &Sop, variables: &Assignment) -> String {
+/// [System Variables Introduction]: each declared variable with its description and values, as
+/// the paper's prompt has it. The same for every job of a scenario, so it belongs to the stable
+/// start of a prompt (a provider's prefix cache reads it instead of billing it again); the
+/// job's values come last, in [`current_information_section`].
+fn variables_section(sop: &Sop) -> String {
     let mut s = String::from("[System Variables Introduction]\n");
+    let mut declared = sop.scenario().variables().peekable();
+    if declared.peek().is_none() {
+        s.push_str("(none)\n");
+    }
+    for key in declared {
+        let _ = writeln!(
+            s,
+            "- {}: {} ({})",
+            key.name,
+            key.description,
+            values_text(key)
+        );
+    }
+    s
+}
+
+/// [Current System Information]: the job's system information S, the part of a prompt that
+/// changes from one dialogue to the next (and never within one), placed at the end of the
+/// system prompt so that everything before it is a prefix shared by every dialogue of the
+/// scenario. Each declared variable's current value (`unknown` when absent), then any other
+/// entry (an intent's context) under [Other System Information].
+fn current_information_section(sop: &Sop, variables: &Assignment) -> String {
+    let mut s = String::from("[Current System Information]\n");
     let declared: Vec<&Key> = sop.scenario().variables().collect();
     if declared.is_empty() {
         s.push_str("(none)\n");
@@ -93,14 +117,7 @@ fn system_information_section(sop: &Sop, variables: &Assignment) -> String {
         let current = variables
             .get(&key.name)
             .map_or_else(|| "unknown".to_string(), |v| v.to_string());
-        let _ = writeln!(
-            s,
-            "- {}: {} ({}). Current value: {}",
-            key.name,
-            key.description,
-            values_text(key),
-            current
-        );
+        let _ = writeln!(s, "- {}: {current}", key.name);
     }
     let extra: Vec<_> = variables
         .iter()
