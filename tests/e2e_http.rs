@@ -366,6 +366,7 @@ fn every_model_call_made_is_recorded_the_closing_one_included() {
         m.price = sage::llm::Price {
             input_per_million: 1.0,
             output_per_million: 2.0,
+            ..Default::default()
         };
     }
     let records = run(&config);

@@ -58,13 +58,17 @@ fn cli_run(dir: &Path, extra: &str) -> std::path::PathBuf {
     dir.join("out/r")
 }
 
-/// summary.json without what `judge_turns` added (`judged_turns`, `unjudged_turns`), hashed.
+/// summary.json without what was added since [`EVERY_GOLDEN`] was taken (`judge_turns`'s
+/// `judged_turns` and `unjudged_turns`; the calls' `scored_turns` and `per_scored_turn`),
+/// hashed.
 fn canonical(summary: &Path) -> String {
     fn strip(v: &mut Json) {
         match v {
             Json::Object(map) => {
                 map.remove("judged_turns");
                 map.remove("unjudged_turns");
+                map.remove("scored_turns");
+                map.remove("per_scored_turn");
                 map.values_mut().for_each(strip);
             }
             Json::Array(items) => items.iter_mut().for_each(strip),

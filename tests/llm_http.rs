@@ -85,6 +85,64 @@ async fn received(server: &MockServer) -> Vec<Request> {
         .expect("request recording is on")
 }
 
+/// OpenAI reports the prompt tokens read from its prompt cache under
+/// `usage.prompt_tokens_details.cached_tokens`: they are part of the prompt, priced at the
+/// cached rate when one is configured, at the input rate when not; a count above the prompt
+/// (a hostile body) is capped at the prompt.
+#[tokio::test]
+async fn openai_cached_prompt_tokens_are_priced_at_the_cached_rate() {
+    init();
+    let server = MockServer::start().await;
+    let mut body = completion("Let me check.", 1000, 200, "stop");
+    body["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 768});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    let price = |cached| Price {
+        input_per_million: 2.0,
+        output_per_million: 10.0,
+        cached_input_per_million: cached,
+        ..Default::default()
+    };
+    let cost = |config: ModelConfig| async move {
+        let called = Endpoint::new(config, None)
+            .expect("endpoint")
+            .call(&request(false))
+            .await;
+        let usage = called.result.expect("success").usage;
+        assert_eq!(usage.input_tokens, 1000);
+        assert_eq!(usage.cached_input_tokens, 768);
+        (called.record.cost_usd, called.record.usage)
+    };
+    let mut config = openai_config(&server);
+    // (232 x 2 + 768 x 0.5 + 200 x 10) / 1e6 dollars.
+    config.price = price(Some(0.5));
+    let (usd, usage) = cost(config.clone()).await;
+    assert!((usd - 0.002848).abs() < 1e-12, "cost {usd}");
+    assert_eq!(usage.cached_input_tokens, 768);
+    // Without a cached price, every prompt token at the input price: (1000 x 2 + 200 x 10) / 1e6.
+    config.price = price(None);
+    let (usd, _) = cost(config).await;
+    assert!((usd - 0.004).abs() < 1e-12, "cost {usd}");
+
+    let hostile = MockServer::start().await;
+    let mut body = completion("ok", 10, 1, "stop");
+    body["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 1_000_000});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&hostile)
+        .await;
+    let mut config = openai_config(&hostile);
+    config.price = price(Some(0.5));
+    let called = Endpoint::new(config, None)
+        .expect("endpoint")
+        .call(&request(false))
+        .await;
+    assert_eq!(called.record.usage.cached_input_tokens, 10);
+    assert!((called.record.cost_usd - 15e-6).abs() < 1e-15);
+}
+
 #[tokio::test]
 async fn valid_answer_with_usage_and_cost() {
     init();
@@ -107,6 +165,7 @@ async fn valid_answer_with_usage_and_cost() {
     config.price = Price {
         input_per_million: 2.0,
         output_per_million: 10.0,
+        ..Default::default()
     };
     let endpoint = Endpoint::new(config, None).expect("endpoint");
     let called = endpoint.call(&request(false)).await;
@@ -559,6 +618,7 @@ async fn cache_serves_identical_calls_without_the_server() {
     config.price = Price {
         input_per_million: 1.0,
         output_per_million: 1.0,
+        ..Default::default()
     };
     let endpoint = Endpoint::new(config.clone(), Some(dir.path().to_path_buf())).expect("endpoint");
 
@@ -722,7 +782,9 @@ async fn anthropic_request_shape_and_truncation() {
             "id": "msg_1", "type": "message", "role": "assistant",
             "content": [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "I am cut"}],
             "stop_reason": "max_tokens",
-            "usage": {"input_tokens": 12, "output_tokens": 4}
+            // 2 tokens after the cache breakpoint, 8 read from the cache, 2 written to it.
+            "usage": {"input_tokens": 2, "cache_read_input_tokens": 8,
+                      "cache_creation_input_tokens": 2, "output_tokens": 4}
         })))
         .expect(1)
         .mount(&server)
@@ -732,6 +794,12 @@ async fn anthropic_request_shape_and_truncation() {
     config.model = Some("claude-test".into());
     config.api_key_env = Some(ANTHROPIC_VAR.into());
     config.temperature = Some(0.0);
+    config.price = Price {
+        input_per_million: 3.0,
+        output_per_million: 15.0,
+        cached_input_per_million: Some(0.3),
+        cache_write_per_million: Some(3.75),
+    };
     let endpoint = Endpoint::new(config, None).expect("endpoint");
     let mut req = request(true);
     req.messages
@@ -742,13 +810,24 @@ async fn anthropic_request_shape_and_truncation() {
     let response = called.result.expect("success");
     assert_eq!(response.text, "Hello, I am cut");
     assert_eq!(response.finish_reason.as_deref(), Some("length"));
+    // The prompt is every input token; the cached and written ones are priced at their rates:
+    // (2 x 3 + 8 x 0.3 + 2 x 3.75 + 4 x 15) / 1e6 dollars.
     assert_eq!(response.usage.input_tokens, 12);
+    assert_eq!(response.usage.cached_input_tokens, 8);
+    assert_eq!(response.usage.cache_write_input_tokens, 2);
     assert_eq!(response.usage.output_tokens, 4);
+    let cost = called.record.cost_usd;
+    assert!((cost - 75.9e-6).abs() < 1e-15, "cost {cost}");
 
     let reqs = received(&server).await;
     let body: Value = reqs[0].body_json().expect("json");
     assert_eq!(body["model"], "claude-test");
-    assert_eq!(body["system"], "You are a helpful agent.");
+    // The system prompt is one text block, marked as the prompt-cache breakpoint.
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are a helpful agent.",
+                "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(body["max_tokens"], 1024);
     let messages = body["messages"].as_array().expect("messages");
     assert_eq!(messages.len(), 3);

@@ -200,7 +200,12 @@ impl Respond for FakeAnthropic {
         assert!(body.get("response_format").is_none(), "{body}");
         assert!(body.get("max_completion_tokens").is_none(), "{body}");
         let max = body["max_tokens"].as_u64().expect("max_tokens is required");
-        let system = body["system"].as_str().unwrap_or_default();
+        // A string or text blocks, as the API takes either (the probe sends a string, the
+        // backend one block marked for caching).
+        let system = body["system"]
+            .as_str()
+            .or(body["system"][0]["text"].as_str())
+            .unwrap_or_default();
         let (content, tokens) = if body.get("tools").is_some() {
             (
                 json!([{"type": "tool_use", "id": "toolu_1", "name": "get_weather",

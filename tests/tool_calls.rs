@@ -154,7 +154,10 @@ async fn anthropic_tool_use() {
     assert_eq!(tools.len(), 7);
     assert_eq!(tools[6]["name"], "close_ticket");
     assert_eq!(tools[0]["input_schema"]["type"], "object");
-    assert_eq!(sent[0]["system"], "You run the Northline support desk.");
+    assert_eq!(
+        sent[0]["system"][0]["text"],
+        "You run the Northline support desk."
+    );
     // The follow-up: a tool_use block in the assistant's turn, a tool_result block in a user turn.
     let messages = sent[1]["messages"].as_array().expect("messages");
     assert_eq!(

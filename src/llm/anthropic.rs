@@ -1,7 +1,9 @@
 //! Anthropic messages API (`POST {base_url}/messages`, default `https://api.anthropic.com/v1`).
 //!
 //! System messages go to the top-level `system` field (joined by a blank line when there are
-//! several); `max_tokens` is required by the API and defaults to [`DEFAULT_MAX_TOKENS`]. The
+//! several) as one text block with `cache_control: {"type": "ephemeral"}`, so that the prompt
+//! every turn repeats is read from Anthropic's prompt cache (`cache_read_input_tokens`, priced
+//! at `price.cached_input_per_million`) rather than paid in full; `max_tokens` is required by the API and defaults to [`DEFAULT_MAX_TOKENS`]. The
 //! `stop_reason` is reported in the OpenAI vocabulary so that truncation is detected the same way
 //! for every backend: `max_tokens` becomes `length`, `end_turn` and `stop_sequence` become `stop`.
 //! The messages API has no JSON mode and no seed: `request.json` and `seed` are not sent.
@@ -86,13 +88,29 @@ impl AnthropicMessages {
 struct MessagesRequest<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemBlock>,
     messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolDef<'a>>,
+}
+
+/// The system prompt as one text block marked as a prompt-cache breakpoint: Anthropic caches
+/// the prefix up to it (tools and system), which every turn of a role repeats unchanged.
+#[derive(Serialize)]
+struct SystemBlock {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: String,
+    cache_control: CacheControl,
+}
+
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -214,6 +232,10 @@ struct MessagesUsage {
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
 }
 
 /// Anthropic's `stop_reason` in the OpenAI vocabulary (`length` for truncation).
@@ -232,7 +254,14 @@ impl ChatModel for AnthropicMessages {
         let body = MessagesRequest {
             model: &self.model,
             max_tokens: self.max_tokens,
-            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            system: (!system.is_empty())
+                .then(|| SystemBlock {
+                    kind: "text",
+                    text: system.join("\n\n"),
+                    cache_control: CacheControl { kind: "ephemeral" },
+                })
+                .into_iter()
+                .collect(),
             messages,
             temperature: self.temperature,
             tools: request
@@ -268,9 +297,21 @@ pub fn parse_message(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse,
         .collect();
     let usage = answer
         .usage
-        .map(|u| Usage {
-            input_tokens: u.input_tokens.unwrap_or(0),
-            output_tokens: u.output_tokens.unwrap_or(0),
+        .map(|u| {
+            // Anthropic's `input_tokens` are those after the last cache breakpoint: the prompt
+            // is those plus the ones read from and written to the cache.
+            let read = u.cache_read_input_tokens.unwrap_or(0);
+            let write = u.cache_creation_input_tokens.unwrap_or(0);
+            Usage {
+                input_tokens: u
+                    .input_tokens
+                    .unwrap_or(0)
+                    .saturating_add(read)
+                    .saturating_add(write),
+                output_tokens: u.output_tokens.unwrap_or(0),
+                cached_input_tokens: read,
+                cache_write_input_tokens: write,
+            }
         })
         .unwrap_or_default();
     let tool_calls = answer

@@ -213,6 +213,7 @@ mod tests {
             usage: Usage {
                 input_tokens: 3,
                 output_tokens: 1,
+                ..Usage::default()
             },
             tool_calls: Vec::new(),
         };

@@ -108,6 +108,7 @@ pub fn parse_reply(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse, L
         usage: Usage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+            ..Usage::default()
         },
     })
 }

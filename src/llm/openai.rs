@@ -684,6 +684,15 @@ struct CompletionUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// OpenAI's breakdown of the prompt tokens: `cached_tokens` were read from its prompt cache.
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[async_trait::async_trait]
@@ -772,9 +781,19 @@ pub fn parse_completion(bytes: &[u8], secret: Option<&str>) -> Result<ChatRespon
     };
     let usage = completion
         .usage
-        .map(|u| Usage {
-            input_tokens: u.prompt_tokens.unwrap_or(0),
-            output_tokens: u.completion_tokens.unwrap_or(0),
+        .map(|u| {
+            let input_tokens = u.prompt_tokens.unwrap_or(0);
+            Usage {
+                input_tokens,
+                output_tokens: u.completion_tokens.unwrap_or(0),
+                // Never more than the prompt: a hostile body cannot make the cost negative.
+                cached_input_tokens: u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0)
+                    .min(input_tokens),
+                cache_write_input_tokens: 0,
+            }
         })
         .unwrap_or_default();
     Ok(ChatResponse {

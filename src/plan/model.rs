@@ -48,13 +48,32 @@ pub struct Price {
     pub input_per_million: f64,
     /// Per million output (completion) tokens.
     pub output_per_million: f64,
+    /// Per million prompt tokens read from the provider's prompt cache (OpenAI: half the input
+    /// price or less; Anthropic: a tenth). Absent: the input price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_million: Option<f64>,
+    /// Per million prompt tokens written to the provider's prompt cache (Anthropic: 1.25 times
+    /// the input price for the 5-minute cache). Absent: the input price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_million: Option<f64>,
 }
 
 impl Price {
-    /// The cost of a call's usage.
+    /// The cost of a call's usage: the prompt tokens read from or written to the provider's
+    /// cache at their rates, the other prompt tokens at the input rate, the output tokens at
+    /// the output rate.
     pub fn cost(&self, usage: crate::protocol::Usage) -> f64 {
-        usage.input_tokens as f64 * self.input_per_million / 1e6
-            + usage.output_tokens as f64 * self.output_per_million / 1e6
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let written = usage
+            .cache_write_input_tokens
+            .min(usage.input_tokens - cached);
+        let plain = usage.input_tokens - cached - written;
+        let input = self.input_per_million;
+        (plain as f64 * input
+            + cached as f64 * self.cached_input_per_million.unwrap_or(input)
+            + written as f64 * self.cache_write_per_million.unwrap_or(input)
+            + usage.output_tokens as f64 * self.output_per_million)
+            / 1e6
     }
 }
 
@@ -494,6 +513,14 @@ impl ModelConfig {
         for (key, p) in [
             ("price.input_per_million", self.price.input_per_million),
             ("price.output_per_million", self.price.output_per_million),
+            (
+                "price.cached_input_per_million",
+                self.price.cached_input_per_million.unwrap_or(0.0),
+            ),
+            (
+                "price.cache_write_per_million",
+                self.price.cache_write_per_million.unwrap_or(0.0),
+            ),
         ] {
             at_most(
                 &format!("{key} is {p}"),

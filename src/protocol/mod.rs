@@ -124,16 +124,36 @@ pub struct DialogueJob {
 /// Token usage of model calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, all of them (those read from the provider's prompt cache and those written
+    /// to it included).
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the provider read from its prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`), priced at the
+    /// cached rate. Absent from the records when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those the provider wrote to its prompt cache (Anthropic
+    /// `cache_creation_input_tokens`), priced at the cache-write rate. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(o.cached_input_tokens);
+        self.cache_write_input_tokens = self
+            .cache_write_input_tokens
+            .saturating_add(o.cache_write_input_tokens);
     }
 }
 

@@ -1379,6 +1379,7 @@ mod tests {
             usage: Usage {
                 input_tokens: input,
                 output_tokens: 1,
+                ..Usage::default()
             },
             cost_usd: cost,
             cached: false,

@@ -410,12 +410,13 @@ impl SageReport {
                 t.cost_usd
             );
         }
-        out.push_str("</table><h3>Calls by role, per model under test</h3><p class=\"note\">The calls made in each model's dialogues: its own (service), the customer's and the judges'.</p><table class=\"data calls\"><tr><th>Model under test</th><th>Role</th><th class=\"num\">Calls</th><th class=\"num\">Errors</th><th class=\"num\">Input tokens</th><th class=\"num\">Output tokens</th><th class=\"num\">Cost (USD)</th></tr>");
+        out.push_str("</table><h3>Calls by role, per model under test</h3><p class=\"note\">The calls made in each model's dialogues: its own (service), the customer's and the judges'.</p><table class=\"data calls\"><tr><th>Model under test</th><th>Role</th><th class=\"num\">Calls</th><th class=\"num\">Errors</th><th class=\"num\">Input tokens</th><th class=\"num\">Of which cached</th><th class=\"num\">Output tokens</th><th class=\"num\">Cost (USD)</th><th class=\"num\">Tokens / scored turn</th><th class=\"num\">Cost / scored turn (USD)</th></tr>");
         for m in &summary.models {
             for (role, t) in &m.calls.by_role {
+                let per_turn = m.calls.per_scored_turn.get(role);
                 let _ = write!(
                     out,
-                    "<tr data-model=\"{}\" data-role=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\" data-value=\"{}\">{:.4}</td></tr>",
+                    "<tr data-model=\"{}\" data-role=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\" data-value=\"{}\">{:.4}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     escape(&m.model),
                     escape(role),
                     escape(&m.model),
@@ -423,9 +424,15 @@ impl SageReport {
                     t.calls,
                     t.errors,
                     t.input_tokens,
+                    t.cached_input_tokens,
                     t.output_tokens,
                     raw(t.cost_usd),
-                    t.cost_usd
+                    t.cost_usd,
+                    per_turn.map_or("-".into(), |p| format!(
+                        "{:.0}",
+                        p.input_tokens + p.output_tokens
+                    )),
+                    per_turn.map_or("-".into(), |p| format!("{:.6}", p.cost_usd)),
                 );
             }
         }

@@ -464,10 +464,13 @@ fn cost_table(models: &[&ModelSummary]) -> Table {
         "Judge cost ($)",
         "All tokens",
         "All cost ($)",
+        "Tokens / scored turn",
+        "Cost / scored turn ($)",
     ]);
     for m in models {
         let role = |r: &str| m.calls.by_role.get(r).copied().unwrap_or_default();
         let (service, t) = (role("service"), &m.calls.total);
+        let per_turn = m.calls.per_scored_turn.get("all");
         table.rows.push(vec![
             model_name(m),
             service.calls.to_string(),
@@ -478,6 +481,10 @@ fn cost_table(models: &[&ModelSummary]) -> Table {
             format!("{:.4}", role("judge").cost_usd),
             (t.input_tokens + t.output_tokens).to_string(),
             format!("{:.4}", t.cost_usd),
+            per_turn.map_or("-".into(), |p| {
+                format!("{:.0}", p.input_tokens + p.output_tokens)
+            }),
+            per_turn.map_or("-".into(), |p| format!("{:.6}", p.cost_usd)),
         ]);
     }
     table

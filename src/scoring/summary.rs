@@ -202,10 +202,48 @@ pub struct CallTotals {
     pub cached: u64,
     /// Prompt tokens.
     pub input_tokens: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache (priced at the cached
+    /// rate); left out of summary.json when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
     /// Cost in US dollars.
     pub cost_usd: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The tokens and money one scored turn took, on average: a role's totals over the scored
+/// turns (valid and scored, or a format error) of the model's dialogues. Turns not judged
+/// (`judge_turns`) are not scored turns, yet the calls they made are counted: this is what a
+/// scored turn costs as the run was configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnCost {
+    /// Prompt tokens per scored turn.
+    pub input_tokens: f64,
+    /// Completion tokens per scored turn.
+    pub output_tokens: f64,
+    /// US dollars per scored turn.
+    pub cost_usd: f64,
+}
+
+impl TurnCost {
+    fn of(totals: &CallTotals, turns: usize) -> TurnCost {
+        let per = |x: f64| round4(x / turns as f64);
+        TurnCost {
+            input_tokens: per(totals.input_tokens as f64),
+            output_tokens: per(totals.output_tokens as f64),
+            cost_usd: totals.cost_usd / turns as f64,
+        }
+    }
+}
+
+/// Rounded to 4 decimals (token means: no float noise in summary.json).
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }
 
 /// The calls made in one service model's dialogues.
@@ -220,6 +258,14 @@ pub struct ModelCalls {
     pub by_role: IndexMap<String, CallTotals>,
     /// Per model name.
     pub by_model: BTreeMap<String, CallTotals>,
+    /// Scored turns of the model's dialogues (valid and scored, or a format error): the
+    /// denominator of `per_scored_turn`.
+    #[serde(default)]
+    pub scored_turns: usize,
+    /// Tokens and cost per scored turn, for every call (`all`) and per role as in `by_role`;
+    /// empty without a scored turn.
+    #[serde(default)]
+    pub per_scored_turn: IndexMap<String, TurnCost>,
 }
 
 /// Per-case medians across repeats (as SupportAgentBench publishes): a case is the dialogue id
@@ -592,6 +638,7 @@ struct CallSums {
     errors: u64,
     cached: u64,
     input_tokens: u64,
+    cached_input_tokens: u64,
     output_tokens: u64,
     cost: Money,
 }
@@ -602,6 +649,9 @@ impl CallSums {
         self.errors += u64::from(c.error.is_some());
         self.cached += u64::from(c.cached);
         self.input_tokens = self.input_tokens.saturating_add(c.usage.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(c.usage.cached_input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(c.usage.output_tokens);
         self.cost.add(c.cost_usd);
     }
@@ -612,6 +662,7 @@ impl CallSums {
             errors: self.errors,
             cached: self.cached,
             input_tokens: self.input_tokens,
+            cached_input_tokens: self.cached_input_tokens,
             output_tokens: self.output_tokens,
             cost_usd: self.cost.usd(),
         }
@@ -733,6 +784,7 @@ impl ModelFold {
             .filter(|(role, sums)| **role != "other" || sums.calls > 0)
             .map(|(role, sums)| (role.to_string(), sums.totals()))
             .collect();
+        let scored_turns = self.all.valid + self.all.format_errors;
         ModelSummary {
             model: model.to_string(),
             simulated: self.simulated,
@@ -770,6 +822,15 @@ impl ModelFold {
             end_reasons,
             calls: ModelCalls {
                 total: self.calls_total.totals(),
+                scored_turns,
+                per_scored_turn: if scored_turns == 0 {
+                    IndexMap::new()
+                } else {
+                    std::iter::once(("all", self.calls_total.totals()))
+                        .chain(by_role.iter().map(|(r, t)| (r.as_str(), *t)))
+                        .map(|(r, t)| (r.to_string(), TurnCost::of(&t, scored_turns)))
+                        .collect()
+                },
                 by_role,
                 by_model: self
                     .calls_by_model

@@ -203,6 +203,7 @@ fn call(model: &str, input: u64, output: u64, cost: f64) -> CallRecord {
         usage: Usage {
             input_tokens: input,
             output_tokens: output,
+            ..Usage::default()
         },
         cost_usd: cost,
         cached: false,
@@ -685,6 +686,47 @@ fn calls_are_summed_per_role_and_model() {
     assert_eq!(c.by_role["judge"].calls, 2);
     assert_eq!(c.by_role["user"].output_tokens, 5);
     assert_eq!(s.calls_by_model["judge-1"].input_tokens, 50);
+    // No prompt-cache reads: none in summary.json.
+    assert_eq!(c.total.cached_input_tokens, 0);
+    assert!(
+        !serde_json::to_string(&c.total)
+            .unwrap()
+            .contains("cached_input")
+    );
+}
+
+/// Per scored turn: `m` has 3 scored turns (D1: valid, format error; the infra turn is not
+/// scored; D2: valid), so its 210 input / 45 output tokens and $0.015 make 70 / 15 / $0.005
+/// a turn; the service's 100 / 20 / $0.01 make 33.3333 / 6.6667 / $0.00333. Prompt tokens read
+/// from the provider's cache are summed per role and model.
+#[test]
+fn tokens_and_cost_per_scored_turn_per_role() {
+    let mut records = records();
+    records[1].turns[0].calls[3].usage.cached_input_tokens = 30;
+    let s = summarize(&records, &Bootstrap::default());
+    let c = &model(&s, "m").calls;
+    assert_eq!(c.scored_turns, 3);
+    assert_eq!(
+        c.per_scored_turn.keys().collect::<Vec<_>>(),
+        ["all", "service", "user", "judge"]
+    );
+    let all = c.per_scored_turn["all"];
+    assert_eq!((all.input_tokens, all.output_tokens), (70.0, 15.0));
+    assert_close!(all.cost_usd, 0.005);
+    let service = c.per_scored_turn["service"];
+    assert_eq!(
+        (service.input_tokens, service.output_tokens),
+        (33.3333, 6.6667)
+    );
+    assert_close!(service.cost_usd, 0.01 / 3.0);
+    assert_eq!(c.per_scored_turn["judge"].input_tokens, 33.3333);
+    assert_eq!(c.by_role["judge"].cached_input_tokens, 30);
+    assert_eq!(c.total.cached_input_tokens, 30);
+    assert_eq!(s.calls_by_model["judge-2"].cached_input_tokens, 30);
+    // `sim`'s dialogues made no call: three scored turns of nothing.
+    let sim = &model(&s, "sim").calls;
+    assert_eq!(sim.scored_turns, 3);
+    assert_eq!(sim.per_scored_turn["all"], Default::default());
 }
 
 #[test]

@@ -641,6 +641,7 @@ mod tests {
             usage: Usage {
                 input_tokens: tokens,
                 output_tokens: tokens / 2,
+                ..Usage::default()
             },
             cost_usd: cost,
             cached,

@@ -256,6 +256,7 @@ fn answer(text: String, tool_calls: Vec<ToolCall>, request: &ChatRequest) -> Cha
         usage: Usage {
             input_tokens: (input / 4) as u64,
             output_tokens: (text.len() / 4 + 20 * tool_calls.len()) as u64,
+            ..Usage::default()
         },
         finish_reason: Some(
             if tool_calls.is_empty() {

@@ -200,6 +200,7 @@ impl<P: Play> ChatModel for Simulated<P> {
             usage: Usage {
                 input_tokens: (input / 4) as u64,
                 output_tokens: (text.len() / 4) as u64,
+                ..Usage::default()
             },
             text,
             finish_reason: Some(finish.to_string()),
