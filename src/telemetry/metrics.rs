@@ -80,6 +80,7 @@ struct CallSeries {
     cached: IntCounter,
     latency: Histogram,
     input_tokens: IntCounter,
+    cached_input_tokens: IntCounter,
     output_tokens: IntCounter,
     cost: prometheus::Counter,
 }
@@ -252,7 +253,8 @@ impl Metrics {
             model_tokens: counter(
                 &r,
                 "sage_model_tokens_total",
-                "Tokens of model calls, by direction (input, output).",
+                "Tokens of model calls, by direction (input, output; cached_input: the part of \
+                 input read from the provider's prompt cache).",
                 &["model", "role", "direction"],
             ),
             model_cost: cost,
@@ -483,6 +485,7 @@ impl Metrics {
             cached: requests("cached"),
             latency: self.model_latency.with_label_values(&[model, r]),
             input_tokens: tokens("input"),
+            cached_input_tokens: tokens("cached_input"),
             output_tokens: tokens("output"),
             cost: self.model_cost.with_label_values(&[model, r]),
         }
@@ -526,6 +529,8 @@ impl CallSeries {
         }
         self.latency.observe(call.latency_ms as f64 / 1000.0);
         self.input_tokens.inc_by(call.usage.input_tokens);
+        self.cached_input_tokens
+            .inc_by(call.usage.cached_input_tokens);
         self.output_tokens.inc_by(call.usage.output_tokens);
         if call.cost_usd > 0.0 {
             self.cost.inc_by(call.cost_usd);
@@ -661,7 +666,9 @@ mod tests {
             ],
         );
         m.observe_calls(Role::Judge, &[call(model, false, true, 10, 0.0)]);
-        m.observe_calls(Role::User, &[call(model, false, false, 4, 0.25)]);
+        let mut cached = call(model, false, false, 4, 0.25);
+        cached.usage.cached_input_tokens = 3;
+        m.observe_calls(Role::User, &[cached]);
         let requests = |role, outcome| {
             m.model_requests
                 .with_label_values(&[model, role, outcome])
@@ -675,6 +682,8 @@ mod tests {
         assert_eq!(tokens("judge", "input"), 110);
         assert_eq!(tokens("judge", "output"), 55);
         assert_eq!(tokens("user", "input"), 4);
+        assert_eq!(tokens("user", "cached_input"), 3);
+        assert_eq!(tokens("judge", "cached_input"), 0);
         assert_eq!(m.model_cost.with_label_values(&[model, "judge"]).get(), 0.5);
         assert_eq!(m.model_cost.with_label_values(&[model, "user"]).get(), 0.25);
         let latency = m.model_latency.with_label_values(&[model, "judge"]);
