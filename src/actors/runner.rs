@@ -1,6 +1,6 @@
 //! Runs a set of dialogue jobs embedded in this process: the role actors, the dialogue driver
 //! and the aggregator, with at most `concurrency` dialogues in flight. Jobs whose dialogue is
-//! already stored are skipped (resume).
+//! already stored are skipped (resume), and so are those a cost budget keeps from starting.
 
 use super::aggregator::{Aggregator, Counts, Finished, Progress, TakeReport};
 use super::roles::Registry;
@@ -8,6 +8,7 @@ use super::{DialogueActor, RunDialogue, start_local_roles};
 use crate::llm::{Endpoint, LlmError};
 use crate::plan::RunConfig;
 use crate::protocol::DialogueJob;
+use crate::scoring::budget::BudgetFold;
 use crate::sop::Sop;
 use crate::store::{RunDir, SageFold, StoreError};
 use crate::telemetry::metrics::RunLabels;
@@ -97,6 +98,13 @@ pub struct Embedded {
 /// (those already stored, read once, and the new ones as they are written) into the run's
 /// report. The jobs are made one at a time and at most `concurrency` dialogues are in memory,
 /// so the run's memory does not grow with its size. Must run inside an actix `System`.
+///
+/// Cost budgets (`max_cost_usd` of the run and of each model under test): a job starts only
+/// while neither the run's stored dialogues (those stored before a resume included) nor those
+/// of its agent under test have cost their budget; the others are left unplayed (the summary's
+/// `budget` counts them) for a resume with a higher budget. Dialogues in flight when a budget
+/// is reached finish and are stored, so the spending can overshoot by at most
+/// `concurrency` dialogues.
 pub async fn run_embedded(
     config: &RunConfig,
     sops: &[Arc<Sop>],
@@ -104,7 +112,8 @@ pub async fn run_embedded(
     run_dir: &RunDir,
     progress: Option<indicatif::ProgressBar>,
 ) -> Result<Embedded, RunError> {
-    let mut report = SageFold::for_run(config, run_dir, sops);
+    let mut report = SageFold::for_run(config, jobs.count(), run_dir, sops);
+    let mut budget = BudgetFold::new(config);
     // Records already stored are kept, once checked to be of these jobs (read once).
     let mut stored = None;
     if run_dir.path().join("dialogues.jsonl").exists() {
@@ -115,15 +124,20 @@ pub async fn run_embedded(
             &mut set,
             &run_id,
             |r: crate::protocol::DialogueRecord| {
-                report.add(&r);
+                if report.add(&r) {
+                    budget.add(&r);
+                }
             },
         )?;
         stored = Some(set);
     }
     let done = stored.as_ref().map_or(0, |s| s.done());
+    // Read when the next job is asked for: after every record finished so far was added.
+    let budget = std::cell::RefCell::new(budget);
     let todo = jobs
         .jobs()
-        .filter(|j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)));
+        .filter(|j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)))
+        .filter(|j| budget.borrow().admits(&j.service_model));
     if let Some(p) = &progress {
         p.set_length(jobs.count() as u64);
         p.set_position(done as u64);
@@ -186,6 +200,7 @@ pub async fn run_embedded(
         .buffer_unordered(config.concurrency.max(1));
     while let Some(record) = finished.next().await {
         let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
+        budget.borrow_mut().add(&record);
         if tx.send(record).await.is_err() {
             break; // the writer stopped on an error, reported below
         }

@@ -308,6 +308,11 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
                 None => crate::plan::RunConfig::default(),
             };
             config.check("sweep")?;
+            if crate::scoring::budget::BudgetFold::new(&config).is_set() {
+                anyhow::bail!(
+                    "max_cost_usd: cost budgets are enforced by `sage run` only, not yet by the distributed mode; expected no max_cost_usd in a configuration given to `sage sweep`"
+                );
+            }
             let scenarios = super::run::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
             config.check_jobs(&sops, "sweep")?;

@@ -56,6 +56,48 @@ pub struct RunArgs {
     /// docs/support-desk.md).
     #[arg(long, value_enum, default_value = "sage")]
     suite: Suite,
+    /// The most the run's dialogues may cost, US dollars: once they have, no new dialogue
+    /// starts (docs/run-config.md, "Cost budgets"). With --resume it replaces the run's budget
+    /// (resume with a higher one to play the dialogues it kept from starting).
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// The most the dialogues of one model under test may cost (agent, customer and judge
+    /// calls), NAME=USD; repeatable. With --resume it replaces that model's budget.
+    #[arg(long, value_name = "NAME=USD", value_parser = model_budget)]
+    max_cost_usd_per_model: Vec<(String, f64)>,
+}
+
+/// A `--max-cost-usd-per-model` value: NAME=USD (the amount checked with the configuration).
+fn model_budget(text: &str) -> Result<(String, f64), String> {
+    let expected = || format!("`{text}`: expected NAME=USD, e.g. gpt-4o=2.5");
+    let (name, usd) = text.split_once('=').ok_or_else(expected)?;
+    let usd = usd.trim().parse::<f64>().map_err(|_| expected())?;
+    Ok((name.trim().to_string(), usd))
+}
+
+impl RunArgs {
+    /// Whether a cost budget is given on the command line.
+    fn sets_budget(&self) -> bool {
+        self.max_cost_usd.is_some() || !self.max_cost_usd_per_model.is_empty()
+    }
+
+    /// Sets the budgets given on the command line in `config` (checked with it by
+    /// [`RunConfig::check`]).
+    fn apply_budgets(&self, config: &mut RunConfig) -> anyhow::Result<()> {
+        if let Some(usd) = self.max_cost_usd {
+            config.max_cost_usd = Some(usd);
+        }
+        for (name, usd) in &self.max_cost_usd_per_model {
+            let Some(model) = config.models.iter_mut().find(|m| &m.name == name) else {
+                bail!(
+                    "--max-cost-usd-per-model: unknown model `{name}`; expected one of the models under test: {}",
+                    config.service_models.join(", ")
+                );
+            };
+            model.max_cost_usd = Some(*usd);
+        }
+        Ok(())
+    }
 }
 
 /// The suites `sage run` runs.
@@ -175,6 +217,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         if args.dialogues.is_some() {
             bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
         }
+        if args.sets_budget() {
+            bail!(
+                "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
+            );
+        }
         return super::desk::run(super::desk::DeskArgs {
             config: args.config.as_deref(),
             repeats: args.repeats,
@@ -204,6 +251,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             if let Some(c) = args.concurrency {
                 config.concurrency = c;
             }
+            args.apply_budgets(&mut config)?;
             (config, Some((run, manifest)))
         }
         None => {
@@ -229,6 +277,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             if let Some(out) = &args.out {
                 config.output_dir = out.clone();
             }
+            args.apply_budgets(&mut config)?;
             (config, None)
         }
     };
@@ -246,8 +295,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     run.path().display()
                 );
             }
+            let run = run.claim()?;
+            // A budget given on resuming is the run's from now on: the manifest records it,
+            // so that the summary (and `sage report`) tells the budget in force.
+            if args.sets_budget() {
+                let mut manifest = manifest.clone();
+                args.apply_budgets(&mut manifest.config)?;
+                run.write_manifest(&manifest)?;
+            }
             // The manifest's id (checked when read), whatever the folder is called now.
-            (run.claim()?, manifest.run_id)
+            (run, manifest.run_id)
         }
         None => {
             let run_id = args
@@ -294,6 +351,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         eprintln!("warning: {warning}");
     }
     println!("{}", reported.table);
+    if let Some(budget) = &reported.budget {
+        println!("{}", budget.line(run_dir.path()));
+    }
     println!("results: {}", run_dir.path().display());
     if let Some(html) = &reported.html {
         println!("report: {}", html.display());

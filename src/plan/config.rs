@@ -69,6 +69,12 @@ pub struct RunConfig {
     /// Keep every model request's full messages in dialogues.jsonl (large); by default only
     /// their SHA-256 (prompts are rendered again from the scenario, the job and the history).
     pub record_prompts: bool,
+    /// The most, in US dollars, the run's dialogues may cost (every call in them, by
+    /// [`crate::protocol::DialogueRecord::cost_usd`]): once they have, no new dialogue starts,
+    /// those in flight finish and are kept, and the run can be resumed with a higher budget
+    /// (docs/run-config.md, "Cost budgets"). None when absent (left out of manifest.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// A simulated model of this name.
@@ -131,6 +137,7 @@ impl Default for RunConfig {
             cache_dir: None,
             content_attempts: 3,
             record_prompts: false,
+            max_cost_usd: None,
         }
     }
 }
@@ -271,6 +278,20 @@ impl RunConfig {
                     "service_models: `{m}` is listed twice; expected each model once"
                 ));
             }
+        }
+        if let Some(usd) = self.max_cost_usd {
+            super::model::cost_budget("max_cost_usd", usd).or_else(err)?;
+        }
+        // A model's budget bounds its dialogues as the agent under test.
+        if let Some(m) = self
+            .models
+            .iter()
+            .find(|m| m.max_cost_usd.is_some() && !self.service_models.contains(&m.name))
+        {
+            return err(format!(
+                "model {}: max_cost_usd bounds the dialogues of a model under test, and `{}` is not in service_models; expected it on a model under test (or the run's max_cost_usd)",
+                m.name, m.name
+            ));
         }
         known("user_model", &self.user_model)?;
         if !JUDGE_PANEL_SIZES.contains(&self.judge_models.len()) {

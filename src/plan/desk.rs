@@ -129,6 +129,12 @@ impl DeskConfig {
         }
         for model in &self.models {
             model.check().map_err(err)?;
+            if model.max_cost_usd.is_some() {
+                return Err(err(format!(
+                    "model {}: max_cost_usd is not enforced by the support desk; expected it only in a SAGE run configuration",
+                    model.name
+                )));
+            }
         }
         let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
         super::config::unique_names(&declared).map_err(err)?;

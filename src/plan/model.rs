@@ -129,6 +129,11 @@ pub struct ModelConfig {
     /// For `provider: simulated`: which simulated model and its settings.
     #[serde(default)]
     pub sim: Option<SimSpec>,
+    /// The most, in US dollars, that the dialogues with this model as the agent under test may
+    /// cost (every call in them: agent, customer, judges); no new one starts once they have
+    /// (docs/run-config.md, "Cost budgets"). Only on a model under test; none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -163,6 +168,7 @@ impl ModelConfig {
             requests_per_minute: None,
             price: Price::default(),
             sim: None,
+            max_cost_usd: None,
         }
     }
 
@@ -409,6 +415,21 @@ pub mod limits {
     pub const LATENCY_MS: u64 = 600_000;
     /// Longest URL, model id or variable name, in bytes.
     pub const TEXT: usize = 2048;
+    /// Largest cost budget, in US dollars (`max_cost_usd`, of a run or a model).
+    pub const COST_USD: f64 = 1_000_000_000.0;
+}
+
+/// Checks a cost budget (`max_cost_usd`): a finite number of US dollars above 0 and at most
+/// [`limits::COST_USD`]; `Err` names `key` and says what is expected.
+pub fn cost_budget(key: &str, usd: f64) -> Result<(), String> {
+    if usd.is_finite() && usd > 0.0 && usd <= limits::COST_USD {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} is {usd}; expected a budget in US dollars above 0 and at most {}",
+            limits::COST_USD
+        ))
+    }
 }
 
 /// Checks that a setting is a probability: `Err` says which and what is expected.
@@ -471,6 +492,9 @@ impl ModelConfig {
                 (1..=limits::MAX_TOKENS).contains(&n),
                 format!("1 to {}", limits::MAX_TOKENS),
             )?;
+        }
+        if let Some(usd) = self.max_cost_usd {
+            cost_budget(&format!("model {name}: max_cost_usd"), usd)?;
         }
         let t = self.timeout_secs;
         at_most(

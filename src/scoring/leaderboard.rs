@@ -62,6 +62,13 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     if models.iter().any(|m| m.structured_output.is_some()) {
         out.push_str(STRUCTURED_NOTE);
     }
+    if let Some(b) = summary.budget.as_ref().filter(|b| b.not_started > 0) {
+        let _ = writeln!(
+            out,
+            "\nCost budget reached (summary.json `budget`): {} dialogues not started, {} played; spent ${:.4}.",
+            b.not_started, summary.dialogues, b.spent_usd
+        );
+    }
     let sections = [
         (
             "Execution gap (Acc_cls - Acc_action, per scenario)",

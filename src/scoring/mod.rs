@@ -5,7 +5,9 @@
 //! * [`summary`]: a run's records folded into a [`Summary`] ([`summarize`]).
 //! * [`stats`]: means with seeded cluster-bootstrap intervals ([`Metric`], [`Bootstrap`]).
 //! * [`leaderboard`]: the summary as Markdown tables and a terminal table.
+//! * [`budget`]: cost budgets, what was spent against them ([`budget::BudgetFold`]).
 
+pub mod budget;
 pub mod desk;
 pub mod leaderboard;
 pub mod stats;

@@ -50,6 +50,10 @@ pub struct Summary {
     /// judged on different turns (or there are none).
     #[serde(default)]
     pub judged_turns: Option<JudgeTurns>,
+    /// The run's cost budgets and what was spent against them (see
+    /// [`super::budget::BudgetSummary`]); absent when the run has no budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<super::budget::BudgetSummary>,
 }
 
 /// Everything about one service model.
@@ -1098,6 +1102,8 @@ impl SummaryFold {
                 [one] => Some(one.clone()),
                 _ => None,
             },
+            // Known from the run's plan, not from its records: the store adds it.
+            budget: None,
         }
     }
 }

@@ -82,7 +82,7 @@ fn all(x: u8) -> ChatScores {
     scores(x, x, x, x, x)
 }
 
-fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> DialogueJob {
+pub(super) fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> DialogueJob {
     DialogueJob {
         run_id: "run".into(),
         dialogue_id: id.into(),

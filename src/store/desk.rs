@@ -129,6 +129,7 @@ impl DeskFold {
                 file: run.path().join(DESK_RECORDS),
                 unreached: Vec::new(),
                 html: None,
+                budget: None,
             },
             infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
             truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),

@@ -7,6 +7,7 @@ use super::{Manifest, RunDir, StoreError};
 use crate::plan::RunConfig;
 use crate::protocol::{DialogueRecord, ServiceOutcome};
 use crate::report::{RunInfo, SageReport};
+use crate::scoring::budget::{BudgetFold, BudgetSummary};
 use crate::scoring::{Bootstrap, SummaryFold};
 use crate::sop::Sop;
 use std::collections::{BTreeMap, HashSet};
@@ -72,6 +73,8 @@ pub struct Reported {
     pub unreached: Vec<Unreached>,
     /// The HTML report written, if one was.
     pub html: Option<PathBuf>,
+    /// The run's cost budgets and what was spent (summary.json's `budget`), when it has one.
+    pub budget: Option<BudgetSummary>,
 }
 
 /// A model under test that never answered in a run.
@@ -125,6 +128,10 @@ pub struct SageFold {
     duplicates: Duplicates,
     reached: BTreeMap<String, Reach>,
     html: Option<Box<SageReport>>,
+    /// What the dialogues cost against the run's budgets.
+    budget: BudgetFold,
+    /// Dialogues in the run's plan.
+    jobs: usize,
 }
 
 /// What the HTML report says about a run from its manifest.
@@ -141,9 +148,10 @@ pub fn run_info(manifest: &Manifest) -> RunInfo {
 }
 
 impl SageFold {
-    /// An empty report of a run of `config` (its seed draws the intervals; its repeats say
-    /// whether per-case medians are kept).
-    pub fn new(config: &RunConfig) -> SageFold {
+    /// An empty report of a run of `config` planned as `jobs` dialogues (its seed draws the
+    /// intervals; its repeats say whether per-case medians are kept; its budgets and `jobs` make
+    /// the summary's `budget` section).
+    pub fn new(config: &RunConfig, jobs: usize) -> SageFold {
         let bootstrap = Bootstrap {
             seed: config.seed,
             ..Default::default()
@@ -153,6 +161,8 @@ impl SageFold {
             duplicates: Duplicates::default(),
             reached: BTreeMap::new(),
             html: None,
+            budget: BudgetFold::new(config),
+            jobs,
         }
     }
 
@@ -163,9 +173,10 @@ impl SageFold {
         self
     }
 
-    /// A fold of the run in `run`: with the HTML report when the folder has its manifest.
-    pub fn for_run(config: &RunConfig, run: &RunDir, sops: &[Arc<Sop>]) -> SageFold {
-        let fold = SageFold::new(config);
+    /// A fold of the run in `run`, planned as `jobs` dialogues: with the HTML report when the
+    /// folder has its manifest.
+    pub fn for_run(config: &RunConfig, jobs: usize, run: &RunDir, sops: &[Arc<Sop>]) -> SageFold {
+        let fold = SageFold::new(config, jobs);
         match run.read_manifest() {
             Ok(manifest) => fold.with_html(&manifest, sops.to_vec()),
             Err(_) => fold,
@@ -191,6 +202,7 @@ impl SageFold {
             }
         }
         self.summary.add(record);
+        self.budget.add(record);
         if let Some(html) = &mut self.html {
             html.add(record);
         }
@@ -204,7 +216,10 @@ impl SageFold {
 
     /// The summary of the records folded so far.
     pub fn summary(&self) -> crate::scoring::Summary {
-        self.summary.summary()
+        crate::scoring::Summary {
+            budget: self.budget.summary(self.jobs),
+            ..self.summary.summary()
+        }
     }
 
     /// Writes summary.json and leaderboard.md of the records folded so far, and report.html
@@ -216,7 +231,7 @@ impl SageFold {
     /// As [`SageFold::write`], the HTML report going to `html` when given (else into the
     /// folder).
     pub fn write_to(&mut self, run: &RunDir, html: Option<&Path>) -> Result<Reported, StoreError> {
-        let summary = self.summary.summary();
+        let summary = self.summary();
         run.write_json("summary.json", &summary)?;
         run.write_text(
             "leaderboard.md",
@@ -241,6 +256,7 @@ impl SageFold {
                 })
                 .collect(),
             html,
+            budget: summary.budget,
         })
     }
 }
@@ -268,7 +284,7 @@ impl RunDir {
 /// summary.json and leaderboard.md.
 pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config);
+    let mut fold = SageFold::new(&manifest.config, manifest.jobs);
     run.scan_dialogues(|r| {
         fold.add(&r);
     })?;
@@ -284,7 +300,7 @@ pub fn report_html(
     out: Option<&Path>,
 ) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config).with_html(&manifest, sops);
+    let mut fold = SageFold::new(&manifest.config, manifest.jobs).with_html(&manifest, sops);
     run.scan_dialogues(|r| {
         fold.add(&r);
     })?;

@@ -240,7 +240,8 @@ impl Report {
                 // compile here, it is written without its graphs.
                 let sops = spec.sops().unwrap_or_default();
                 Report::Sage(Box::new(
-                    crate::store::SageFold::new(&manifest.config).with_html(manifest, sops),
+                    crate::store::SageFold::new(&manifest.config, manifest.jobs)
+                        .with_html(manifest, sops),
                 ))
             }
             RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
