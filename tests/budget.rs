@@ -266,6 +266,31 @@ fn a_model_budget_stops_that_model_only_and_a_resume_lifts_it() {
     );
 }
 
+#[test]
+fn the_dialogues_in_flight_finish_so_the_overshoot_is_bounded_by_the_concurrency() {
+    let tmp = fresh_dir("budget-in-flight");
+    let reference = whole(&tmp);
+    // A budget any one dialogue reaches: the first to finish stops the run, and the other three
+    // started with it (concurrency 4) finish and are kept; nothing else starts.
+    let cheapest = reference.iter().map(cost).fold(f64::INFINITY, f64::min);
+    let budget = (cheapest / 2.0).to_string();
+    let config = write_config(&tmp, "run.yaml", &config("", ""));
+    let stdout = run(
+        &tmp,
+        &config,
+        "cut",
+        &["--max-cost-usd", &budget, "--concurrency", "4"],
+    );
+    let played = records(&tmp.join("cut"));
+    let (mut got, mut first) = (ids(&played), ids(&reference)[..4].to_vec());
+    got.sort();
+    first.sort();
+    assert_eq!(got, first, "the four started first");
+    let spent: f64 = played.iter().map(cost).sum();
+    assert!(spent > 4.0 * cheapest - 1e-12, "{spent}");
+    assert!(stdout.contains("; 4 dialogues not started;"), "{stdout}");
+}
+
 /// `sage ARGS` fails; its standard error.
 fn refused(args: &[&str]) -> String {
     let out = sage(args);

@@ -203,3 +203,21 @@ pub fn jobs(config: &DeskConfig, run_id: &str, desk: &Desk) -> Vec<DeskJob> {
     }
     jobs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cost_budget_is_refused_on_a_desk_model() {
+        let mut config = DeskConfig::default();
+        config.models[0].max_cost_usd = Some(1.0);
+        let name = config.models[0].name.clone();
+        assert_eq!(
+            config.check("desk.yaml").unwrap_err().problem,
+            format!(
+                "model {name}: max_cost_usd is not enforced by the support desk; expected it only in a SAGE run configuration"
+            )
+        );
+    }
+}
