@@ -9,7 +9,9 @@
 //! ```
 //!
 //! The model is a small base model that does not follow instructions, so only structure and HTTP
-//! behaviour are asserted, never content.
+//! behaviour are asserted, never content. The tests that need the instruction-tuned
+//! SmolLM2-135M-Instruct (`sage models check`, a structured run) are run by `.ci/local-model`,
+//! which sets `SAGE_LOCAL_MODEL=smollm2-135m-instruct`.
 
 mod common;
 
