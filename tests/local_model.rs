@@ -9,7 +9,11 @@
 //! ```
 //!
 //! The model is a small base model that does not follow instructions, so only structure and HTTP
-//! behaviour are asserted, never content.
+//! behaviour are asserted, never content. The tests that need the instruction-tuned
+//! SmolLM2-135M-Instruct (`sage models check`, a structured run) are run by `.ci/local-model`,
+//! which sets `SAGE_LOCAL_MODEL=smollm2-135m-instruct`.
+
+mod common;
 
 use sage::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint, ModelConfig, Provider, RetryConfig};
 use std::path::{Path, PathBuf};
@@ -274,6 +278,16 @@ fn a_support_desk_run_against_a_real_local_model() {
     }
 }
 
+/// The model the server was asked to serve: the instruction-tuned SmolLM2 (panics otherwise).
+fn smollm2() -> String {
+    let model = std::env::var("SAGE_LOCAL_MODEL").unwrap_or_default();
+    assert_eq!(
+        model, "smollm2-135m-instruct",
+        "run with SAGE_LOCAL_MODEL=smollm2-135m-instruct (.ci/local-model does)"
+    );
+    model
+}
+
 /// `sage models check` against the real server with SmolLM2-135M-Instruct (run by
 /// `.ci/local-model`, which sets `SAGE_LOCAL_MODEL=smollm2-135m-instruct`): the table reports
 /// what this server really does: OpenAI `json_schema` rejected, llama.cpp's `json_object` +
@@ -281,11 +295,7 @@ fn a_support_desk_run_against_a_real_local_model() {
 #[test]
 #[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
 fn models_check_against_a_real_local_model() {
-    let model = std::env::var("SAGE_LOCAL_MODEL").unwrap_or_default();
-    assert_eq!(
-        model, "smollm2-135m-instruct",
-        "run with SAGE_LOCAL_MODEL=smollm2-135m-instruct (.ci/local-model does)"
-    );
+    let model = smollm2();
     let (base_url, _guard) = start();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("run.yaml");
@@ -340,4 +350,175 @@ fn models_check_against_a_real_local_model() {
     assert_eq!(cell("verdict"), "ok");
     assert!(stdout.contains("structured_output: json_object_schema\n"));
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// Most completion tokens of the agent's answer: the scenario's schema (four fields, `cot`,
+/// `now_path`, `finals`, `chat`) written by SmolLM2 under the server's schema-constrained
+/// decoding took 110 to 138 tokens (docs/models.md, "Servers tried"); about twice that.
+const AGENT_MAX_TOKENS: u32 = 256;
+/// Most completion tokens of the judge's verdict (four fields, five dimensions, two reasoning
+/// texts): 110 to 189 measured.
+const JUDGE_MAX_TOKENS: u32 = 320;
+
+/// A short SAGE run as a user makes one (`sage run --config FILE --out DIR`) against the real
+/// server with SmolLM2-135M-Instruct (run by `.ci/local-model`): the model is the agent under test
+/// with `structured_output: json_object_schema` (llama.cpp's `json_object` + schema) and the
+/// single judge (structured output on by default for judges, `auto` resolving to the same form
+/// for a server other than OpenAI's); the customer is simulated. The smallest scenario
+/// (telecom_package), two dialogues of at most two turns, temperature 0, the paper's judged
+/// turns. Every turn is valid or a format error (never an infrastructure error), at least one is
+/// valid, every judged turn has the real judge's parsed verdict, and the leaderboard labels the
+/// agent "(structured)".
+#[test]
+#[ignore = "starts a real llama.cpp server; builds it on first use (minutes)"]
+fn a_structured_run_against_a_real_local_model() {
+    use sage::protocol::ServiceOutcome;
+    use sage::scoring::Summary;
+    let model = smollm2();
+    let (base_url, _guard) = start();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/telecom_package.yaml");
+    let config = dir.path().join("run.yaml");
+    // One server, two names: the agent and the judge get their own max_tokens and their calls
+    // are told apart in the records. One request at a time (the server serves one at a time),
+    // no retry of a 5xx (a validation error, not an overload), no second try of an answer that
+    // does not parse (temperature 0 would give the same answer).
+    let endpoint = |name: &str, max_tokens: u32, extra: &str| {
+        format!(
+            "  - {{name: {name}, provider: openai, base_url: \"{base_url}\", model: {model}, \
+             temperature: 0, max_tokens: {max_tokens}, timeout_secs: 120, max_concurrency: 1, \
+             retries: {{max_attempts: 2, base_delay_ms: 200, max_delay_ms: 1000}}{extra}}}\n"
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "models:\n{}{}  - {{name: sim-user, provider: simulated, sim: {{kind: user}}}}\n\
+             service_models: [smollm2]\nuser_model: sim-user\njudge_models: [smollm2-judge]\n\
+             judge_turns: paper\nscenarios: [\"{}\"]\ndialogues_per_scenario: 2\n\
+             min_per_route: 0\nmax_turns: 2\nconcurrency: 1\ncontent_attempts: 1\n",
+            endpoint(
+                "smollm2",
+                AGENT_MAX_TOKENS,
+                ", structured_output: json_object_schema"
+            ),
+            endpoint("smollm2-judge", JUDGE_MAX_TOKENS, ""),
+            scenario.display()
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = common::sage(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--run-id",
+        "local",
+        "--quiet",
+    ]);
+    let wall = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "sage run failed");
+    let run_dir = dir.path().join("local");
+    let records = sage::store::RunDir::open(&run_dir)
+        .unwrap()
+        .read_dialogues()
+        .unwrap();
+    assert_eq!(records.len(), 2);
+
+    let (mut valid, mut format_errors, mut judged) = (0, 0, 0);
+    for r in &records {
+        assert_eq!(
+            r.structured_output.map(|f| f.as_str()),
+            Some("json_object_schema")
+        );
+        let last = r.turns.last().expect("a played turn").turn;
+        for t in &r.turns {
+            let what = format!("{} turn {}", r.job.dialogue_id, t.turn);
+            assert_eq!(t.infra_error, None, "{what}");
+            match &t.outcome {
+                ServiceOutcome::Valid { turn } => {
+                    valid += 1;
+                    eprintln!(
+                        "{what}: valid: action {}, path {:?}, chat {:?}",
+                        turn.action, turn.path, turn.chat
+                    );
+                }
+                ServiceOutcome::FormatError { error, .. } => {
+                    format_errors += 1;
+                    eprintln!("{what}: format error: {error:?}\n  raw: {:?}", t.raw_output);
+                }
+                ServiceOutcome::InfraError { error } => panic!("{what}: infrastructure: {error}"),
+            }
+            for c in &t.calls {
+                if !c.simulated {
+                    eprintln!(
+                        "  {}: {} ms, {} prompt + {} completion tokens, finish {:?}",
+                        c.model,
+                        c.latency_ms,
+                        c.usage.input_tokens,
+                        c.usage.output_tokens,
+                        c.finish_reason
+                    );
+                    assert_eq!(c.error, None, "{what}: {c:?}");
+                }
+            }
+            if r.job.judge_turns.judges(t.turn, t.turn == last) {
+                judged += 1;
+                let panel = t
+                    .judges
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{what}: not judged"));
+                assert_eq!(panel.judgments.len(), 1, "{what}");
+                let verdict = panel.judgments[0]
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("{what}: the judge failed: {e}"));
+                eprintln!("  judged: {verdict:?}");
+                assert!(panel.consensus.is_some(), "{what}");
+                let scores = t.scores.unwrap_or_else(|| panic!("{what}: no scores"));
+                eprintln!("  scores: {scores:?}");
+            } else {
+                assert_eq!(t.judges, None, "{what}: judged off the paper's turns");
+                assert_eq!(t.scores, None, "{what}");
+            }
+        }
+    }
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let agent = summary
+        .models
+        .iter()
+        .find(|m| m.model == "smollm2")
+        .expect("the agent in summary.json");
+    let fer = agent.all.format_error_rate.expect("a format error rate");
+    let oa = agent.all.overall.map(|m| m.mean);
+    let calls = &summary.calls_by_model;
+    eprintln!(
+        "structured run: {} dialogues, {} turns ({valid} valid, {format_errors} format errors), \
+         {judged} judged turns parsed, format error rate {:.1}%, OA {oa:?}, wall {:.1} s; \
+         calls {:?}",
+        records.len(),
+        valid + format_errors,
+        fer.mean,
+        wall.as_secs_f64(),
+        calls
+    );
+    assert!(valid >= 1, "no valid agent turn: every turn a format error");
+    assert!(fer.mean < 100.0, "format error rate {}", fer.mean);
+    assert_eq!(agent.all.infra_error_turns, 0);
+    assert_eq!(
+        agent.all.valid_turns + agent.all.format_error_turns,
+        valid + format_errors
+    );
+    assert!(judged >= 2, "the paper's turn 1 of each dialogue is judged");
+    assert_eq!(calls["smollm2-judge"].errors, 0);
+    assert_eq!(calls["smollm2-judge"].calls, judged as u64);
+    assert_eq!(calls["smollm2"].calls, (valid + format_errors) as u64);
+    assert!(stdout.contains("smollm2 (structured)"), "{stdout}");
+    let board = std::fs::read_to_string(run_dir.join("leaderboard.md")).unwrap();
+    assert!(board.contains("smollm2 (structured)"), "{board}");
 }

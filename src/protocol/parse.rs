@@ -154,8 +154,12 @@ pub fn parse_agent_output(sop: &Sop, raw: &str, truncated: bool) -> Result<Agent
 /// Parses a judge's verdict (appendix B.3.2's judge output): `classification` holds every field
 /// with one of its values (as in [`parse_agent_output`]), and `chat_quality_dimensions` holds
 /// the five dimensions, each exactly 3, 6 or 9 (a number or a numeric string). The reasoning
-/// texts are not required; unknown extra keys are ignored.
+/// texts are not required; unknown extra keys are ignored. Raw control characters inside a
+/// string (a line break in a reasoning text) are read as their escapes: llama.cpp's
+/// schema-constrained decoding lets a model write them, and a verdict is parsed, not measured
+/// (the agent's answer stays strict JSON, [`parse_agent_output`]).
 pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
+    let raw = &*escape_raw_controls(raw);
     // Fast path for the common case, an answer that is exactly the object of the contract:
     // read only the two keys that matter (the reasoning texts are checked, not copied).
     // Anything else (other keys included) takes the general path below, which gives the
@@ -293,6 +297,47 @@ pub fn extract_object(raw: &str, truncated: bool) -> Result<Map<String, Json>, F
         Some(message) => Err(FormatError::InvalidJson { message }),
         None => Err(FormatError::NoJsonObject),
     }
+}
+
+/// The text with every raw control character (U+0000 to U+001F) inside a JSON string replaced
+/// by its escape (`\n`, `\r`, `\t`, else `\u00XX`), which strict JSON requires; borrowed when
+/// there is none. Outside strings such characters are whitespace (or invalid) and are left.
+fn escape_raw_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut out: Option<String> = None;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        let replacement = if !in_string {
+            in_string = c == '"';
+            None
+        } else if escaped {
+            escaped = false;
+            None
+        } else {
+            match c {
+                '\\' => {
+                    escaped = true;
+                    None
+                }
+                '"' => {
+                    in_string = false;
+                    None
+                }
+                '\n' => Some("\\n".to_string()),
+                '\r' => Some("\\r".to_string()),
+                '\t' => Some("\\t".to_string()),
+                c if c < ' ' => Some(format!("\\u{:04x}", c as u32)),
+                _ => None,
+            }
+        };
+        match (replacement, &mut out) {
+            (Some(r), Some(o)) => o.push_str(&r),
+            (Some(r), None) => out = Some(format!("{}{r}", &text[..i])),
+            (None, Some(o)) => o.push(c),
+            (None, None) => {}
+        }
+    }
+    out.map_or(std::borrow::Cow::Borrowed(text), std::borrow::Cow::Owned)
 }
 
 /// The end (exclusive) of the object opening at `start`, counting braces outside JSON strings;
@@ -483,5 +528,45 @@ mod tests {
         }
         let valid = format!(r#"{{{classification}, {dims}, "classification_reasoning": "ok"}}"#);
         assert!(parse_judge_output(&sop, &valid).is_ok());
+    }
+
+    #[test]
+    fn a_judges_raw_line_break_in_a_string_is_read_as_its_escape() {
+        // Seen with llama.cpp's schema-constrained decoding (SmolLM2 as the judge,
+        // tests/local_model.rs): a line break written raw inside a reasoning text, which strict
+        // JSON refuses ("control character found while parsing a string").
+        let text = crate::scenario::bundled::BUNDLED[5].1;
+        let sop = crate::sop::from_yaml(text, "telecom_package.yaml").expect("sop");
+        let head = "{\n  \"classification\": {\"ApplicationTendency\": \"Agree\", \"ConsumptionProfile\": \"Data\", \"ConsumptionType\": \"Enquiry\", \"EmotionTag\": \"Calm\"},\n  \"chat_quality_dimensions\": {\"linguistic_quality\": 3, \"anthropomorphism_emotion\": 6, \"content_utility\": 9, \"user_satisfaction\": 9, \"instruction_compliance\": 3},\n";
+        let raw = format!(
+            "{head}  \"classification_reasoning\": \"one\ntwo\tthree\u{1}\\\"\", \"chat_quality_reasoning\": \"\"}}"
+        );
+        let escaped = format!(
+            "{head}  \"classification_reasoning\": \"one\\ntwo\\tthree\\u0001\\\"\", \"chat_quality_reasoning\": \"\"}}"
+        );
+        assert_eq!(escape_raw_controls(&raw), escaped);
+        let judgment = parse_judge_output(&sop, &raw).expect("parsed");
+        assert_eq!(Ok(judgment.clone()), parse_judge_output(&sop, &escaped));
+        assert_eq!(
+            judgment.classification["ConsumptionType"],
+            Value::Str("Enquiry".into())
+        );
+        assert_eq!(judgment.chat.content_utility, 9);
+        // The same text after prose takes the general path: read the same way.
+        assert_eq!(
+            Ok(judgment),
+            parse_judge_output(&sop, &format!("Verdict: {raw}"))
+        );
+        // Line breaks between keys are whitespace and stay; nothing to escape is borrowed.
+        assert!(matches!(
+            escape_raw_controls(&escaped),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // The agent's answer stays strict JSON: a raw control character is a format error.
+        let agent = "{\"classification_output\": {}, \"cot\": \"a\nb\"}";
+        assert!(matches!(
+            parse_agent_output(&sop, agent, false),
+            Err(FormatError::InvalidJson { .. })
+        ));
     }
 }
