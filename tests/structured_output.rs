@@ -9,7 +9,10 @@ use sage::llm::{
     ChatMessage, ChatRequest, ChatRole, Endpoint, ModelConfig, Provider, RetryConfig, Structured,
     StructuredOutput,
 };
-use sage::protocol::schema::{agent_answer_schema, judge_answer_schema, validate};
+use sage::protocol::schema::{
+    FREE_TEXT_MAX_CHARS, JsonSchema, agent_answer_schema, bounded_strings, judge_answer_schema,
+    validate,
+};
 use sage::protocol::{Role, parse_agent_output};
 use serde_json::{Value, json};
 use std::sync::{Arc, Once};
@@ -129,6 +132,12 @@ async fn a_simulated_agents_valid_answers_validate_against_the_schema() {
     assert!(valid >= 40, "only {valid} valid answers");
 }
 
+/// The schema as `json_object` + `schema` sends it: free-text strings bounded to
+/// [`FREE_TEXT_MAX_CHARS`] characters.
+fn bounded(schema: &JsonSchema) -> Value {
+    bounded_strings(&schema.schema, FREE_TEXT_MAX_CHARS).to_json()
+}
+
 #[test]
 fn each_form_has_its_exact_response_format() {
     let sop = telecom();
@@ -143,7 +152,7 @@ fn each_form_has_its_exact_response_format() {
     );
     assert_eq!(
         rf(StructuredOutput::JsonObjectSchema),
-        Some(json!({"type": "json_object", "schema": s}))
+        Some(json!({"type": "json_object", "schema": bounded(&schema)}))
     );
     assert_eq!(
         rf(StructuredOutput::JsonObject),
@@ -204,6 +213,7 @@ async fn requests_carry_the_form_of_their_role_and_configuration() {
     let sop = telecom();
     let schema = agent_answer_schema(&sop);
     let s = schema.schema.to_json();
+    let b = bounded(&schema);
     // (configured form, role default on, json_mode) -> response_format sent.
     let cases = [
         (
@@ -216,7 +226,7 @@ async fn requests_carry_the_form_of_their_role_and_configuration() {
             Some(StructuredOutput::JsonObjectSchema),
             false,
             true,
-            json!({"type": "json_object", "schema": s}),
+            json!({"type": "json_object", "schema": b}),
         ),
         (
             Some(StructuredOutput::JsonObject),
@@ -231,7 +241,7 @@ async fn requests_carry_the_form_of_their_role_and_configuration() {
             None,
             true,
             true,
-            json!({"type": "json_object", "schema": s}),
+            json!({"type": "json_object", "schema": b}),
         ),
         (None, true, false, Value::Null),
         // A configured form wins over json_mode.
@@ -239,7 +249,7 @@ async fn requests_carry_the_form_of_their_role_and_configuration() {
             Some(StructuredOutput::JsonObjectSchema),
             false,
             false,
-            json!({"type": "json_object", "schema": s}),
+            json!({"type": "json_object", "schema": b}),
         ),
     ];
     for (form, default_on, json_mode, expected) in cases {
@@ -291,7 +301,7 @@ async fn auto_falls_back_once_on_400_and_remembers() {
         assert!(called.result.is_ok(), "{:?}", called.result);
         assert_eq!(called.record.attempts, 1);
     }
-    let s = schema.schema.to_json();
+    let s = bounded(&schema);
     assert_eq!(
         formats(&server).await,
         vec![
@@ -326,7 +336,7 @@ async fn a_400_that_is_not_about_the_form_is_reported_and_not_remembered() {
         );
         assert!(!called.record.error.unwrap_or_default().contains(KEY_VALUE));
     }
-    let s = schema.schema.to_json();
+    let s = bounded(&schema);
     let with_schema = json!({"type": "json_object", "schema": s});
     let plain = json!({"type": "json_object"});
     // Each call tried the schema form, then the weaker one once; nothing was remembered.

@@ -455,9 +455,17 @@ pub fn response_format(form: StructuredOutput, schema: &JsonSchema) -> Option<Or
                 ]),
             ),
         ])),
+        // Grammar-compiling servers (llama.cpp, vLLM) honour maxLength: the answer's length is
+        // bounded by the schema.
         StructuredOutput::JsonObjectSchema | StructuredOutput::Auto => Some(Ordered::Obj(vec![
             kind("json_object"),
-            ("schema".into(), schema.schema.clone()),
+            (
+                "schema".into(),
+                crate::protocol::schema::bounded_strings(
+                    &schema.schema,
+                    crate::protocol::schema::FREE_TEXT_MAX_CHARS,
+                ),
+            ),
         ])),
         StructuredOutput::JsonObject => Some(Ordered::Obj(vec![kind("json_object")])),
         StructuredOutput::None => None,

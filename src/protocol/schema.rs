@@ -98,6 +98,43 @@ pub const AGENT_SCHEMA_NAME: &str = "sage_agent_answer";
 /// The name of the judges' verdict schema.
 pub const JUDGE_SCHEMA_NAME: &str = "sage_judge_verdict";
 
+/// The most characters a free-text string of an answer (the agent's `cot` and `chat`, the
+/// judges' reasonings) may hold under a grammar-constrained decoder ([`bounded_strings`]): the
+/// paper asks for brief reasoning and a chat of at most 40 words, and a bound keeps a small model
+/// from writing on until `max_tokens` cuts the JSON off (seen with SmolLM2 on llama.cpp).
+pub const FREE_TEXT_MAX_CHARS: i64 = 300;
+
+/// `schema` with `maxLength: max_chars` on every string property that has no `enum`: for the
+/// servers whose schema-constrained JSON (`json_object` + `schema`: llama.cpp, vLLM) compiles the
+/// schema into a grammar and honours `maxLength`. OpenAI's strict `json_schema` is sent without
+/// it. The answer's length is then bounded by the schema, so a `max_tokens` can be chosen that
+/// never cuts it off.
+pub fn bounded_strings(schema: &Ordered, max_chars: i64) -> Ordered {
+    match schema {
+        Ordered::Obj(entries) => {
+            let free_text = entries
+                .iter()
+                .any(|(k, v)| k == "type" && matches!(v, Ordered::Str(t) if t == "string"))
+                && !entries.iter().any(|(k, _)| k == "enum");
+            let mut out: Vec<(String, Ordered)> = entries
+                .iter()
+                .map(|(k, v)| (k.clone(), bounded_strings(v, max_chars)))
+                .collect();
+            if free_text {
+                out.push(("maxLength".into(), Ordered::Int(max_chars)));
+            }
+            Ordered::Obj(out)
+        }
+        Ordered::Arr(items) => Ordered::Arr(
+            items
+                .iter()
+                .map(|v| bounded_strings(v, max_chars))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn s(text: &str) -> Ordered {
     Ordered::Str(text.to_string())
 }
@@ -309,6 +346,40 @@ mod tests {
             r#"{{"type":"object","properties":{{"classification":{fields},"chat_quality_dimensions":{{"type":"object","properties":{{"linguistic_quality":{dim},"anthropomorphism_emotion":{dim},"content_utility":{dim},"user_satisfaction":{dim},"instruction_compliance":{dim}}},"required":["linguistic_quality","anthropomorphism_emotion","content_utility","user_satisfaction","instruction_compliance"],"additionalProperties":false}},"classification_reasoning":{{"type":"string"}},"chat_quality_reasoning":{{"type":"string"}}}},"required":["classification","chat_quality_dimensions","classification_reasoning","chat_quality_reasoning"],"additionalProperties":false}}"#
         );
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn free_text_strings_get_a_max_length_and_enums_do_not() {
+        let sop = telecom();
+        let bounded = bounded_strings(&agent_answer_schema(&sop).schema, 300).to_json();
+        let props = &bounded["properties"];
+        assert_eq!(props["cot"], json!({"type": "string", "maxLength": 300}));
+        assert_eq!(props["chat"], json!({"type": "string", "maxLength": 300}));
+        assert!(props["now_path"]["items"].get("maxLength").is_none());
+        assert!(
+            props["finals"]["properties"]["Action"]
+                .get("maxLength")
+                .is_none()
+        );
+        let judge = bounded_strings(&judge_answer_schema(&sop).schema, 300).to_json();
+        assert_eq!(
+            judge["properties"]["classification_reasoning"]["maxLength"],
+            300
+        );
+        assert!(
+            judge["properties"]["classification"]["properties"]["EmotionTag"]
+                .get("maxLength")
+                .is_none()
+        );
+        // Everything else is the schema as it was.
+        let mut stripped = bounded.clone();
+        for key in ["cot", "chat"] {
+            stripped["properties"][key]
+                .as_object_mut()
+                .unwrap()
+                .remove("maxLength");
+        }
+        assert_eq!(stripped, agent_answer_schema(&sop).schema.to_json());
     }
 
     #[test]
