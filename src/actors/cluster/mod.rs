@@ -824,6 +824,57 @@ mod tests {
     }
 
     #[test]
+    fn a_status_admits_by_the_budgets_it_holds_and_ends_when_they_stop_the_rest() {
+        use crate::scoring::budget::{BudgetSummary, ModelBudget};
+        let model = |reached, dialogues, not_started| ModelBudget {
+            max_cost_usd: Some(1.0),
+            spent_usd: if reached { 1.0 } else { 0.5 },
+            reached,
+            dialogues,
+            not_started,
+        };
+        let mut status = RunStatus::submitted("r1", 8, "2026-01-01T00:00:00Z");
+        status.stored = 5;
+        assert!(status.admits("a") && !status.ended(), "no budget");
+        status.budget = Some(BudgetSummary {
+            max_cost_usd: None,
+            spent_usd: 1.5,
+            reached: false,
+            not_started: 3,
+            models: [
+                ("a".into(), model(true, 1, 3)),
+                ("b".into(), model(false, 4, 0)),
+            ]
+            .into_iter()
+            .collect(),
+        });
+        assert!(!status.admits("a") && status.admits("b") && status.admits("other"));
+        assert!(
+            status.ended(),
+            "only a has dialogues left, and its budget is reached"
+        );
+        let budget = status.budget.as_mut().unwrap();
+        budget.models.insert("b".into(), model(false, 3, 1));
+        assert!(
+            !status.ended(),
+            "b has one left and its budget is not reached"
+        );
+        status.budget.as_mut().unwrap().reached = true;
+        assert!(
+            !status.admits("b") && status.ended(),
+            "the run's budget stops every model"
+        );
+        // What the status table calls a run its budgets ended.
+        status.state = RunState::Complete;
+        let table = submit::status_table(std::slice::from_ref(&status));
+        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[..3], ["r1", "budget", "5/8"]);
+        status.stored = 8;
+        let table = submit::status_table(&[status]);
+        assert!(table.lines().nth(1).unwrap().contains("complete"));
+    }
+
+    #[test]
     fn only_runs_no_worker_can_load_are_given_up() {
         assert!(ClusterError::UnknownRun("r".into()).is_permanent());
         let codec = NatsError::Codec {
