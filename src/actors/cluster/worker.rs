@@ -622,7 +622,7 @@ impl Job {
                 Ok(false) => {
                     // Not played: a resume with a higher budget queues it again (a Nak would
                     // bring it back for ever).
-                    tracing::info!(dialogue = %job.dialogue_id, model, "cost budget reached; job not started");
+                    tracing::debug!(dialogue = %job.dialogue_id, model, "cost budget reached; job not started");
                     let _ = message.ack_with(AckKind::Term).await;
                     return;
                 }
