@@ -6,9 +6,12 @@
 
 mod common;
 
+use common::cluster::{Nats, Sage, wait_status};
 use common::{fresh_dir, sage, sage_ok};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 /// Two models under test, priced, one scenario; `concurrency: 1`, so the dialogues are played
 /// one after the other in the plan's order (each case with `a`, then with `b`) and where a
@@ -357,28 +360,240 @@ fn wrong_budgets_are_refused_with_the_key_and_what_is_expected() {
         err.contains(&format!("command line: max_cost_usd is 0; {expected}")),
         "{err}"
     );
-    // The distributed mode does not enforce budgets: refused before connecting.
-    let err = refused(&["sweep", "--config", &config, "--nats", "nats://127.0.0.1:1"]);
-    assert!(err.contains("max_cost_usd"), "{err}");
-    let budgeted = write_config(
-        &tmp,
-        "budgeted.yaml",
-        &self::config("", "max_cost_usd: 1\n"),
+    // A sweep resumed without a budget, or with a configuration, is refused before connecting.
+    let err = refused(&["sweep", "--resume", "r1", "--nats", "nats://127.0.0.1:1"]);
+    assert!(
+        err.contains("--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD"),
+        "{err}"
     );
+    let err = refused(&["sweep", "--resume", "r1", "--config", &config]);
+    assert!(err.contains("cannot be used with"), "{err}");
     let err = refused(&[
         "sweep",
         "--config",
-        &budgeted,
+        &plain,
+        "--max-cost-usd-per-model",
+        "zz=1",
         "--nats",
         "nats://127.0.0.1:1",
     ]);
     assert!(
-        err.contains("max_cost_usd: cost budgets are enforced by `sage run` only"),
+        err.contains("--max-cost-usd-per-model: unknown model `zz`"),
         "{err}"
     );
     let err = refused(&["run", "--suite", "support-desk", "--max-cost-usd", "1"]);
     assert!(
         err.contains("--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite"),
         "{err}"
+    );
+}
+
+/// [`config`] with 24 dialogues, the judge taking 40 ms a call (so that a dialogue takes
+/// longer than the aggregator takes to store a record and tell the workers the budget).
+fn sweep_config(extra_a: &str) -> String {
+    config(extra_a, "")
+        .replace("dialogues_per_scenario: 4", "dialogues_per_scenario: 12")
+        .replace(
+            "sim: {kind: judge}",
+            "sim: {kind: judge, latency: {fixed_ms: 40}}",
+        )
+}
+
+/// The distributed mode against a real nats-server, one worker (one dialogue at a time) and an
+/// aggregator: a sweep with a run budget stops early (the dialogues stored kept, the summary's
+/// `budget` reached with the rest not started, the jobs not started dropped from the queue);
+/// one with a model's budget stops that model only; `sage sweep --resume RUN --max-cost-usd`
+/// completes each with the summary of the unbudgeted run. Where a sweep stops is not exact
+/// (the worker learns that a budget is reached from the aggregator's status, a few dialogues
+/// late at most), so the test has 24 dialogues and stops at the third.
+#[test]
+fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
+    let dir = common::cluster::test_dir();
+    let tmp = dir.path();
+    let plain = write_config(tmp, "sweep.yaml", &sweep_config(""));
+    // The unbudgeted reference, run embedded under each run id the sweeps use.
+    let embedded = tmp.join("embedded");
+    let mut reference = BTreeMap::new();
+    for id in ["d-run", "d-model"] {
+        run(&embedded, &plain, id, &[]);
+        let recs = records(&embedded.join(id));
+        assert_eq!(recs.len(), 24);
+        reference.insert(id, recs);
+    }
+    let ref_run = &reference["d-run"];
+    let spent: Vec<f64> = ref_run
+        .iter()
+        .scan(0.0, |sum, r| {
+            *sum += cost(r);
+            Some(*sum)
+        })
+        .collect();
+    let budget = ((spent[1] + spent[2]) / 2.0).to_string();
+
+    let nats = Nats::start(tmp);
+    let url = nats.url();
+    let out = tmp.join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let mut args = vec!["worker", "--concurrency", "1"];
+    args.extend(common);
+    let _worker = Sage::spawn(tmp, "worker", &args);
+    let _aggregator = Sage::aggregator(tmp, &out, &common);
+
+    // The run's budget: reached by the third dialogue, so at least three are stored.
+    sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--config",
+        &plain,
+        "--run-id",
+        "d-run",
+        "--max-cost-usd",
+        &budget,
+    ]);
+    let done = |s: &Value| s["state"] == "complete";
+    wait_status(&url, "d-run", Duration::from_secs(120), done);
+    // A dialogue that was in flight when the budget was reached may still be stored.
+    std::thread::sleep(Duration::from_secs(2));
+    let status = wait_status(&url, "d-run", Duration::from_secs(10), done);
+    let stored = status["stored"].as_u64().unwrap() as usize;
+    assert!((3..24).contains(&stored), "{status}");
+    assert_eq!(status["budget"]["reached"], true, "{status}");
+    assert_eq!(status["budget"]["not_started"], 24 - stored, "{status}");
+    let folder = out.join("d-run");
+    let kept = records(&folder);
+    assert_eq!(kept.len(), stored);
+    for r in &kept {
+        let same = ref_run.iter().find(|x| x["job"] == r["job"]).unwrap();
+        assert_eq!(cost(r), cost(same), "the same dialogue as embedded");
+    }
+    let summary = json(&folder.join("summary.json"));
+    let b = &summary["budget"];
+    assert_eq!(b["max_cost_usd"].as_f64(), Some(budget.parse().unwrap()));
+    assert_eq!(b["reached"], true);
+    assert_eq!(b["not_started"], 24 - stored);
+    let total: f64 = kept.iter().map(cost).sum();
+    assert!(
+        (b["spent_usd"].as_f64().unwrap() - total).abs() < 1e-9,
+        "{b}"
+    );
+    assert!(total >= spent[2] - 1e-12, "{b}");
+    // The jobs not started were dropped, not left in the queue: nothing more comes.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(records(&folder).len(), stored);
+    let table = sage_ok(&["status", "--nats", &url, "d-run"]);
+    let line = table.lines().find(|l| l.starts_with("d-run")).unwrap();
+    let columns: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        columns[1..3],
+        ["budget", &format!("{stored}/24")],
+        "{table}"
+    );
+    // Resumed with a higher budget: the rest is played, each dialogue once, and the summary is
+    // the unbudgeted run's.
+    let followed = sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--resume",
+        "d-run",
+        "--max-cost-usd",
+        "1000",
+        "--follow",
+    ]);
+    assert!(
+        followed.contains(&format!(
+            "budget: spent ${:.4} of $1000.0000 (run); every dialogue played",
+            spent[23]
+        )),
+        "{followed}"
+    );
+    let all = records(&folder);
+    assert_eq!(
+        &all[..stored],
+        &kept[..],
+        "the kept dialogues are untouched"
+    );
+    let mut got = ids(&all);
+    let mut want = ids(ref_run);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "every dialogue once");
+    assert_eq!(
+        json(&folder.join("manifest.json"))["config"]["max_cost_usd"],
+        1000.0
+    );
+    let summary = json(&folder.join("summary.json"));
+    assert_eq!(summary["budget"]["not_started"], 0);
+    assert_eq!(
+        scores(&summary),
+        json(&embedded.join("d-run").join("summary.json")),
+        "the same summary as unbudgeted"
+    );
+    // A complete run is not resumed.
+    let err = sage(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--resume",
+        "d-run",
+        "--max-cost-usd",
+        "2000",
+    ]);
+    assert!(!err.status.success());
+    let stderr = String::from_utf8_lossy(&err.stderr);
+    assert!(
+        stderr.contains("run d-run is complete: every one of its 24 dialogues is stored"),
+        "{stderr}"
+    );
+
+    // A model's budget: model a stops after its second dialogue (or a little later), b plays
+    // all of its twelve.
+    let ref_model = &reference["d-model"];
+    let a_costs: Vec<f64> = ref_model
+        .iter()
+        .filter(|r| r["job"]["service_model"] == "a")
+        .map(cost)
+        .collect();
+    let a_budget = a_costs[0] + a_costs[1] / 2.0;
+    let per_model = write_config(
+        tmp,
+        "per-model.yaml",
+        &sweep_config(&format!(", max_cost_usd: {a_budget}")),
+    );
+    sage_ok(&[
+        "sweep", "--nats", &url, "--config", &per_model, "--run-id", "d-model",
+    ]);
+    wait_status(&url, "d-model", Duration::from_secs(120), done);
+    std::thread::sleep(Duration::from_secs(2));
+    let status = wait_status(&url, "d-model", Duration::from_secs(10), done);
+    let m = &status["budget"]["models"];
+    let a_stored = m["a"]["dialogues"].as_u64().unwrap() as usize;
+    assert!((2..12).contains(&a_stored), "{status}");
+    assert_eq!(m["a"]["reached"], true, "{status}");
+    assert_eq!(m["a"]["not_started"], 12 - a_stored);
+    assert_eq!(m["b"]["dialogues"], 12, "{status}");
+    assert_eq!(m["b"]["reached"], false);
+    assert_eq!(status["budget"]["reached"], false);
+    assert_eq!(status["stored"], 12 + a_stored);
+    sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--resume",
+        "d-model",
+        "--max-cost-usd-per-model",
+        "a=1000",
+        "--follow",
+    ]);
+    let folder = out.join("d-model");
+    assert_eq!(records(&folder).len(), 24);
+    let summary = json(&folder.join("summary.json"));
+    assert_eq!(summary["budget"]["models"]["a"]["max_cost_usd"], 1000.0);
+    assert_eq!(summary["budget"]["not_started"], 0);
+    assert_eq!(
+        scores(&summary),
+        json(&embedded.join("d-model").join("summary.json")),
+        "the same summary as unbudgeted"
     );
 }

@@ -284,6 +284,13 @@ pub struct SweepArgs {
     /// configuration, docs/support-desk.md).
     #[arg(long, value_enum, default_value = "sage")]
     suite: super::run::Suite,
+    /// Resume this run, which its cost budgets stopped, with the budgets given by
+    /// --max-cost-usd / --max-cost-usd-per-model: the aggregator queues its dialogues not
+    /// stored (docs/run-config.md, "Cost budgets").
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "run_id"])]
+    resume: Option<String>,
+    #[command(flatten)]
+    budgets: super::run::BudgetArgs,
 }
 
 /// `sage sweep`.
@@ -301,18 +308,22 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             Box<crate::scenario::desk::Desk>,
         ),
     }
+    if args.suite == Suite::SupportDesk && args.budgets.sets_budget() {
+        bail!(
+            "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
+        );
+    }
+    if let Some(run_id) = args.resume.clone() {
+        return resume(args, run_id);
+    }
     let (submission, default_id) = match args.suite {
         Suite::Sage => {
-            let config = match &args.config {
+            let mut config = match &args.config {
                 Some(path) => super::run::read_config(path)?,
                 None => crate::plan::RunConfig::default(),
             };
+            args.budgets.apply(&mut config)?;
             config.check("sweep")?;
-            if crate::scoring::budget::BudgetFold::new(&config).is_set() {
-                anyhow::bail!(
-                    "max_cost_usd: cost budgets are enforced by `sage run` only, not yet by the distributed mode; expected no max_cost_usd in a configuration given to `sage sweep`"
-                );
-            }
             let scenarios = super::run::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
             config.check_jobs(&sops, "sweep")?;
@@ -344,18 +355,50 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         println!("{run_id}");
         eprintln!("run {run_id}: {} jobs queued", status.jobs);
         if args.follow {
-            follow(&broker, &run_id).await?;
+            follow(&broker, &run_id, 0).await?;
         }
         Ok(())
     })
 }
 
-/// Prints a run's progress until it completes, then its leaderboard and where its results and
-/// its HTML report are on the aggregator.
-async fn follow(broker: &Broker, run_id: &str) -> anyhow::Result<()> {
+/// `sage sweep --resume RUN_ID`: the run's budgets replaced by those given, and the
+/// aggregator asked to queue its dialogues not stored.
+fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
+    use crate::actors::cluster::RunSpec;
+    crate::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
+    if !args.budgets.sets_budget() {
+        bail!(
+            "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD"
+        );
+    }
+    super::system(async move {
+        let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
+        let broker = args.nats.broker("sage-sweep").await?;
+        let mut spec = RunSpec::get(&broker.runs().await?, &run_id).await?;
+        let RunSpec::Sage { manifest, .. } = &mut spec else {
+            bail!("run {run_id}: a support-desk run has no cost budget to resume with");
+        };
+        args.budgets.apply(&mut manifest.config)?;
+        manifest.config.check("command line")?;
+        let resumed = submit::resume(&broker, &spec).await?;
+        println!("{run_id}");
+        eprintln!("run {run_id}: resumed; the aggregator queues the dialogues not stored");
+        if args.follow {
+            follow(&broker, &run_id, resumed).await?;
+        }
+        Ok(())
+    })
+}
+
+/// Prints a run's progress until it completes (after resume `resumed`, when not 0), then its
+/// leaderboard, its budget line (a run with a budget) and where its results and its HTML
+/// report are on the aggregator.
+async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<()> {
     let mut last = None;
     loop {
-        if let Some(s) = submit::status(broker, run_id).await? {
+        if let Some(s) = submit::status(broker, run_id).await?
+            && s.resumes >= resumed
+        {
             let line = (s.stored, s.jobs, s.turns);
             if last != Some(line) {
                 eprintln!(
@@ -373,6 +416,10 @@ async fn follow(broker: &Broker, run_id: &str) -> anyhow::Result<()> {
                 }
                 if let Some(report) = s.report {
                     println!("report (on the aggregator): {report}");
+                }
+                if let Some(budget) = s.budget {
+                    let command = format!("sage sweep --resume {run_id}");
+                    println!("{}", budget.line_resumed_by(&command));
                 }
                 return Ok(());
             }

@@ -56,6 +56,13 @@ pub struct RunArgs {
     /// docs/support-desk.md).
     #[arg(long, value_enum, default_value = "sage")]
     suite: Suite,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+}
+
+/// The cost budget flags of `sage run` and `sage sweep`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BudgetArgs {
     /// The most the run's dialogues may cost, US dollars: once they have, no new dialogue
     /// starts (docs/run-config.md, "Cost budgets"). With --resume it replaces the run's budget
     /// (resume with a higher one to play the dialogues it kept from starting).
@@ -76,14 +83,24 @@ fn model_budget(text: &str) -> Result<(String, f64), String> {
 }
 
 impl RunArgs {
-    /// Whether a cost budget is given on the command line.
     fn sets_budget(&self) -> bool {
+        self.budgets.sets_budget()
+    }
+
+    fn apply_budgets(&self, config: &mut RunConfig) -> anyhow::Result<()> {
+        self.budgets.apply(config)
+    }
+}
+
+impl BudgetArgs {
+    /// Whether a cost budget is given on the command line.
+    pub fn sets_budget(&self) -> bool {
         self.max_cost_usd.is_some() || !self.max_cost_usd_per_model.is_empty()
     }
 
     /// Sets the budgets given on the command line in `config` (checked with it by
     /// [`RunConfig::check`]).
-    fn apply_budgets(&self, config: &mut RunConfig) -> anyhow::Result<()> {
+    pub fn apply(&self, config: &mut RunConfig) -> anyhow::Result<()> {
         if let Some(usd) = self.max_cost_usd {
             config.max_cost_usd = Some(usd);
         }

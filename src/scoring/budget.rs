@@ -172,10 +172,28 @@ fn suggested(spent: f64, dialogues: usize, jobs: usize, limit: f64) -> String {
 }
 
 impl BudgetSummary {
+    /// Whether the budgets keep every dialogue not stored from starting: some are not stored,
+    /// and the run's budget is reached, or each model with dialogues not stored has reached
+    /// its own (the run has then ended, as far as budgets go).
+    pub fn stops_the_rest(&self) -> bool {
+        self.not_started > 0
+            && (self.reached
+                || self
+                    .models
+                    .values()
+                    .all(|m| m.not_started == 0 || m.reached))
+    }
+
     /// The line `sage run` prints at its end: `budget reached: spent $X of $Y (run) [model M:
     /// $x of $y]; N dialogues not started; resume with ...` when a budget kept dialogues from
     /// starting, else what was spent of which budget. `dir` is the run's folder.
     pub fn line(&self, dir: &std::path::Path) -> String {
+        self.line_resumed_by(&format!("sage run --resume {}", dir.display()))
+    }
+
+    /// [`BudgetSummary::line`] for a run resumed by `command` (e.g. `sage sweep --resume ID`),
+    /// which the flags to resume with follow.
+    pub fn line_resumed_by(&self, command: &str) -> String {
         let mut parts = Vec::new();
         if let Some(limit) = self.max_cost_usd {
             parts.push(format!(
@@ -212,9 +230,8 @@ impl BudgetSummary {
             }
         }
         format!(
-            "budget reached: {spent}; {} dialogues not started; resume with `sage run --resume {}{flags}`",
+            "budget reached: {spent}; {} dialogues not started; resume with `{command}{flags}`",
             self.not_started,
-            dir.display()
         )
     }
 }
@@ -270,6 +287,11 @@ mod tests {
         assert_eq!(s.models["sim-strong"].not_started, 3);
         assert_eq!(s.models["sim-weak"].not_started, 2);
         assert_eq!(s.models["sim-weak"].spent_usd, 0.25);
+        assert!(s.stops_the_rest());
+        assert!(
+            !fold.summary(3).unwrap().stops_the_rest(),
+            "every dialogue stored"
+        );
         assert_eq!(
             s.line(std::path::Path::new("results/r1")),
             "budget reached: spent $0.5000 of $0.5000 (run); 5 dialogues not started; resume with `sage run --resume results/r1 --max-cost-usd 1.34`"
@@ -292,6 +314,9 @@ mod tests {
             s.line(std::path::Path::new("d")),
             "budget reached: [model sim-strong: $0.1000 of $0.1000]; 2 dialogues not started; resume with `sage run --resume d --max-cost-usd-per-model sim-strong=0.20`"
         );
+        assert!(!s.stops_the_rest(), "sim-weak has dialogues to play");
+        fold.add(&record("sim-weak", 0.1));
+        assert!(fold.summary(4).unwrap().stops_the_rest());
         let all = fold.summary(2).unwrap();
         assert_eq!(
             all.line(std::path::Path::new("d")),

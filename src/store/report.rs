@@ -214,10 +214,15 @@ impl SageFold {
         self.summary.dialogues()
     }
 
+    /// The `budget` section of the records folded so far (`None` without a budget).
+    pub fn budget(&self) -> Option<BudgetSummary> {
+        self.budget.summary(self.jobs)
+    }
+
     /// The summary of the records folded so far.
     pub fn summary(&self) -> crate::scoring::Summary {
         crate::scoring::Summary {
-            budget: self.budget.summary(self.jobs),
+            budget: self.budget(),
             ..self.summary.summary()
         }
     }

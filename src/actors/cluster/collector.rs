@@ -6,12 +6,15 @@
 //! as the embedded mode) and its status turns complete. A complete run is let go after
 //! [`RUN_IDLE`] without records, so the aggregator's memory follows the runs in progress.
 
-use super::{ClusterError, RunSpec, RunState, RunStatus, get_json, put_json, status_key};
+use super::{
+    CONTROL_HEADER, ClusterError, ResumeRequest, RunSpec, RunState, RunStatus, get_json, put_json,
+    status_key,
+};
 use crate::plan::JobSet;
 use crate::protocol::DialogueEnd;
 use crate::store::{DialogueWriter, RunDir, now_utc};
 use crate::telemetry::{Health, metrics};
-use crate::transport::nats::{Broker, records_subject};
+use crate::transport::nats::{Broker, header, records_subject};
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -49,6 +52,7 @@ struct RunFolder {
 /// The aggregator's state: the folders of the runs it has seen.
 struct Collector {
     out: PathBuf,
+    broker: Broker,
     bucket: kv::Store,
     runs: HashMap<String, RunFolder>,
 }
@@ -88,6 +92,7 @@ impl Collector {
                 }
             })?;
             status.results = Some(dir.path().display().to_string());
+            status.budget = report.budget();
             let writer = dir.jsonl_writer(records)?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
             self.runs.insert(
@@ -184,23 +189,84 @@ impl Collector {
         if folder.status.state == RunState::Submitted {
             folder.status.state = RunState::Running;
         }
-        // Every job stored: the summary is written from the fold (and written again should a
-        // record come after it).
-        if folder.status.stored >= folder.status.jobs {
-            let (table, html) = folder.report.write(run, &folder.dir)?;
-            if folder.status.state != RunState::Complete {
-                tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
-            }
-            folder.status.state = RunState::Complete;
-            folder.status.leaderboard = Some(table);
-            folder.status.report = html.map(|p| p.display().to_string());
-        }
+        // A budget just reached is told to the workers at once.
+        let reached = |s: &RunStatus| {
+            s.budget
+                .as_ref()
+                .map(|b| (b.reached, b.models.values().filter(|m| m.reached).count()))
+        };
+        let before = reached(&folder.status);
+        folder.status.budget = folder.report.budget();
+        let budget_news = before != reached(&folder.status);
+        settle(run, folder)?;
         if folder.status.state == RunState::Complete
+            || budget_news
             || folder.status_written.elapsed() >= STATUS_EVERY
         {
             write_status(&bucket, folder).await;
         }
         Ok(true)
+    }
+
+    /// Resumes a run its budgets stopped (`sage sweep --resume`): its folder is read again
+    /// with the budgets of its spec now in the bucket (manifest.json rewritten with them), its
+    /// status written (not complete unless those budgets still keep the rest from starting),
+    /// and its jobs not stored queued again, marked with the resume's number.
+    async fn resume(&mut self, request: &ResumeRequest) -> Result<(), ClusterError> {
+        let run = request.run_id.as_str();
+        let spec = RunSpec::get(&self.bucket, run).await?;
+        let RunSpec::Sage { manifest, .. } = &spec else {
+            return Err(ClusterError::Invalid(format!(
+                "run {run}: a support-desk run cannot be resumed"
+            )));
+        };
+        let (bucket, broker) = (self.bucket.clone(), self.broker.clone());
+        self.runs.remove(run);
+        let folder = self.folder(run).await?;
+        if folder.status.resumes > request.resume {
+            tracing::warn!(
+                run,
+                resume = request.resume,
+                "a stale resume request dropped"
+            );
+            return Ok(());
+        }
+        folder.dir.write_manifest(manifest)?;
+        folder.status.resumes = request.resume;
+        folder.status.state = if folder.status.stored > 0 {
+            RunState::Running
+        } else {
+            RunState::Submitted
+        };
+        folder.status.leaderboard = None;
+        folder.status.report = None;
+        settle(run, folder)?;
+        // Written before the jobs are queued: a worker that takes one sees the new budgets.
+        folder.status.updated_at = now_utc().0;
+        put_json(&bucket, &status_key(run), &folder.status).await?;
+        folder.status_written = Instant::now();
+        folder.dirty = false;
+        if folder.status.state == RunState::Complete {
+            tracing::info!(
+                run,
+                "resumed, but its budgets still keep the rest from starting"
+            );
+            return Ok(());
+        }
+        let sops = spec.sops()?;
+        let plan = crate::plan::Plan::new(&manifest.config, run, &sops);
+        let jobs = &folder.jobs;
+        let todo = plan.jobs().filter(|j| !jobs.is_done(&j.dialogue_id));
+        let queued = super::submit::publish_jobs(
+            &broker,
+            run,
+            todo,
+            |j| &j.dialogue_id,
+            Some(request.resume),
+        )
+        .await?;
+        tracing::info!(run, resume = request.resume, queued, "run resumed");
+        Ok(())
     }
 
     /// Lets go of the complete runs that had no record for [`RUN_IDLE`] (their status written).
@@ -224,6 +290,28 @@ impl Collector {
             }
         }
     }
+}
+
+/// Once a run has ended (every dialogue stored, or its budgets keep the rest from starting),
+/// writes its summary files from the fold and turns it complete (written again should a
+/// record come after).
+fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
+    if !folder.status.ended() {
+        return Ok(());
+    }
+    let (table, html) = folder.report.write(run, &folder.dir)?;
+    if folder.status.state != RunState::Complete {
+        let (stored, jobs) = (folder.status.stored, folder.status.jobs);
+        if stored < jobs {
+            tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run stopped by its cost budget");
+        } else {
+            tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
+        }
+    }
+    folder.status.state = RunState::Complete;
+    folder.status.leaderboard = Some(table);
+    folder.status.report = html.map(|p| p.display().to_string());
+    Ok(())
 }
 
 /// A run's report as the aggregator folds it.
@@ -250,6 +338,14 @@ impl Report {
 
     fn is_desk(&self) -> bool {
         matches!(self, Report::Desk(_))
+    }
+
+    /// The `budget` section of what is folded (a SAGE run with a budget).
+    fn budget(&self) -> Option<crate::scoring::budget::BudgetSummary> {
+        match self {
+            Report::Sage(fold) => fold.budget(),
+            Report::Desk(_) => None,
+        }
     }
 
     fn add(&mut self, record: &Record) {
@@ -446,6 +542,7 @@ pub async fn run_aggregator(
     let consumer = broker.records_consumer().await?;
     let mut collector = Collector {
         out,
+        broker: broker.clone(),
         bucket: broker.runs().await?,
         runs: HashMap::new(),
     };
@@ -544,6 +641,23 @@ async fn handle(
             .with_label_values(&["record", reason])
             .inc()
     };
+    if header(message.headers.as_ref(), CONTROL_HEADER) == Some("resume") {
+        let request: ResumeRequest = match serde_json::from_slice(&message.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "undecodable resume request dropped");
+                rejected("invalid");
+                return Ok(false);
+            }
+        };
+        if message.subject.as_str() != records_subject(&request.run_id) {
+            tracing::error!(run = %request.run_id, "resume request on another run's subject dropped");
+            rejected("foreign");
+            return Ok(false);
+        }
+        collector.resume(&request).await?;
+        return Ok(false);
+    }
     let head: RecordHead = match serde_json::from_slice(&message.payload) {
         Ok(r) => r,
         Err(e) => {

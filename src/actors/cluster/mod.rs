@@ -34,7 +34,7 @@ use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the runs bucket holds for a run under `manifest.<run>`: everything a process needs to
 /// serve it, for either suite.
@@ -211,6 +211,15 @@ pub struct RunStatus {
     /// The HTML report on the aggregator (report.html in the results folder), once written.
     #[serde(default)]
     pub report: Option<String>,
+    /// A run with a cost budget: what its stored dialogues cost against it (the summary's
+    /// `budget`), as the aggregator last folded them. Workers start no dialogue of a model
+    /// whose budget (or the run's) is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::scoring::budget::BudgetSummary>,
+    /// How many times the run was resumed (`sage sweep --resume`); the jobs a resume queues
+    /// carry its number in [`RESUME_HEADER`].
+    #[serde(default)]
+    pub resumes: u32,
 }
 
 impl RunStatus {
@@ -228,7 +237,142 @@ impl RunStatus {
             leaderboard: None,
             results: None,
             report: None,
+            budget: None,
+            resumes: 0,
         }
+    }
+
+    /// Whether a new dialogue with `model` as the agent under test may start: no budget of
+    /// the run, or neither the run's nor the model's is reached.
+    pub fn admits(&self, model: &str) -> bool {
+        self.budget
+            .as_ref()
+            .is_none_or(|b| !b.reached && !b.models.get(model).is_some_and(|m| m.reached))
+    }
+
+    /// Whether the run has ended: every dialogue stored, or the budgets keep every dialogue
+    /// not stored from starting.
+    pub fn ended(&self) -> bool {
+        self.stored >= self.jobs || self.budget.as_ref().is_some_and(|b| b.stops_the_rest())
+    }
+}
+
+/// Header of a job queued by a resume (`sage sweep --resume`): the resume's number (see
+/// [`RunStatus::resumes`]).
+pub const RESUME_HEADER: &str = "Sage-Resume";
+
+/// Header of a message on a run's records subject that is no record but a request to the
+/// aggregator: `resume` (its payload a [`ResumeRequest`]).
+pub const CONTROL_HEADER: &str = "Sage-Control";
+
+/// `sage sweep --resume`'s request to the aggregator (on the run's records subject, so that it
+/// is kept until an aggregator handles it): fold the run again with the budgets of its
+/// manifest in the bucket, and queue its jobs not stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRequest {
+    /// The run.
+    #[serde(deserialize_with = "crate::protocol::id::run_id")]
+    pub run_id: String,
+    /// The resume's number (the run's `resumes` + 1 when it was asked for).
+    pub resume: u32,
+}
+
+/// What a worker knows of a budgeted run's status: the latest value of its `status.<run>`
+/// key, kept by a watch on it (no bucket read per job).
+pub struct BudgetWatch {
+    run: String,
+    latest: Arc<std::sync::RwLock<Option<(u64, RunStatus)>>>,
+    /// Whether the watch is live (else each job reads the status from the bucket).
+    watching: Arc<AtomicBool>,
+    _task: AbortOnDrop,
+}
+
+impl BudgetWatch {
+    /// Watches the status of `run` in the runs bucket (from the task's runtime).
+    pub fn start(broker: Broker, run: &str) -> BudgetWatch {
+        let latest: Arc<std::sync::RwLock<Option<(u64, RunStatus)>>> = Default::default();
+        let watching = Arc::new(AtomicBool::new(false));
+        let (key, into, live) = (status_key(run), latest.clone(), watching.clone());
+        let task = tokio::spawn(async move {
+            use futures::StreamExt;
+            loop {
+                let watch = async {
+                    let bucket = broker.runs().await?;
+                    bounded(format!("watching {key}"), bucket.watch_with_history(&key)).await
+                };
+                let mut entries = match watch.await {
+                    Ok(w) => w,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot watch the run status; retrying");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                live.store(true, Ordering::Relaxed);
+                while let Some(Ok(entry)) = entries.next().await {
+                    if let Ok(status) = serde_json::from_slice::<RunStatus>(&entry.value) {
+                        keep(&into, entry.revision, status);
+                    }
+                }
+                live.store(false, Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        });
+        BudgetWatch {
+            run: run.to_string(),
+            latest,
+            watching,
+            _task: AbortOnDrop(task),
+        }
+    }
+
+    /// Whether a job of `model` queued by resume `resume` (0: by the submission) may start.
+    /// The status is read from the bucket when the watch is not live or has not yet seen that
+    /// resume (or any value).
+    pub async fn admits(
+        &self,
+        broker: &Broker,
+        model: &str,
+        resume: u32,
+    ) -> Result<bool, NatsError> {
+        let seen = |latest: &Option<(u64, RunStatus)>| {
+            latest
+                .as_ref()
+                .filter(|(_, s)| s.resumes >= resume)
+                .map(|(_, s)| s.admits(model))
+        };
+        if self.watching.load(Ordering::Relaxed)
+            && let Some(admits) = seen(&self.latest.read().unwrap_or_else(|e| e.into_inner()))
+        {
+            return Ok(admits);
+        }
+        let bucket = broker.runs().await?;
+        let key = status_key(&self.run);
+        let entry = bounded(format!("reading {key}"), bucket.entry(&key)).await?;
+        if let Some(entry) = entry
+            && let Ok(status) = serde_json::from_slice::<RunStatus>(&entry.value)
+        {
+            keep(&self.latest, entry.revision, status);
+        }
+        let latest = self.latest.read().unwrap_or_else(|e| e.into_inner());
+        Ok(latest.as_ref().is_none_or(|(_, s)| s.admits(model)))
+    }
+}
+
+/// Keeps `status` of bucket revision `revision` unless a later one is kept.
+fn keep(into: &std::sync::RwLock<Option<(u64, RunStatus)>>, revision: u64, status: RunStatus) {
+    let mut latest = into.write().unwrap_or_else(|e| e.into_inner());
+    if latest.as_ref().is_none_or(|(r, _)| *r < revision) {
+        *latest = Some((revision, status));
+    }
+}
+
+/// Aborts a task when dropped.
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -340,6 +484,8 @@ pub struct ServedRun {
     pub transport: Arc<dyn crate::transport::Transport>,
     /// When it was last asked for (milliseconds since its `Runs` began).
     last_used: std::sync::atomic::AtomicU64,
+    /// A run with a cost budget, on a worker that plays dialogues: its status, watched.
+    pub budget: Option<BudgetWatch>,
 }
 
 /// The roles a worker serves, and for the service role which models (all when empty).
@@ -579,11 +725,15 @@ impl Runs {
                     driver: Driver::Desk(driver),
                     transport,
                     last_used: self.now_ms().into(),
+                    budget: None,
                 });
             }
             (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
         };
         let config = manifest.config;
+        let budget = (self.served.roles.contains(&crate::protocol::Role::Dialogue)
+            && crate::scoring::budget::BudgetFold::new(&config).is_set())
+        .then(|| BudgetWatch::start(self.broker.clone(), id));
         let sops: HashMap<String, Arc<Sop>> = sops
             .into_iter()
             .map(|sop| (sop.scenario().id.clone(), sop))
@@ -624,6 +774,7 @@ impl Runs {
             driver: Driver::Sage(driver),
             transport,
             last_used: self.now_ms().into(),
+            budget,
         })
     }
 
@@ -670,6 +821,57 @@ mod tests {
         assert_eq!(read.run_id(), "r1");
         assert!(!read.is_desk() && read.jobs() == 3);
         assert!(RunSpec::from_value(serde_json::json!({"suite": "other"})).is_err());
+    }
+
+    #[test]
+    fn a_status_admits_by_the_budgets_it_holds_and_ends_when_they_stop_the_rest() {
+        use crate::scoring::budget::{BudgetSummary, ModelBudget};
+        let model = |reached, dialogues, not_started| ModelBudget {
+            max_cost_usd: Some(1.0),
+            spent_usd: if reached { 1.0 } else { 0.5 },
+            reached,
+            dialogues,
+            not_started,
+        };
+        let mut status = RunStatus::submitted("r1", 8, "2026-01-01T00:00:00Z");
+        status.stored = 5;
+        assert!(status.admits("a") && !status.ended(), "no budget");
+        status.budget = Some(BudgetSummary {
+            max_cost_usd: None,
+            spent_usd: 1.5,
+            reached: false,
+            not_started: 3,
+            models: [
+                ("a".into(), model(true, 1, 3)),
+                ("b".into(), model(false, 4, 0)),
+            ]
+            .into_iter()
+            .collect(),
+        });
+        assert!(!status.admits("a") && status.admits("b") && status.admits("other"));
+        assert!(
+            status.ended(),
+            "only a has dialogues left, and its budget is reached"
+        );
+        let budget = status.budget.as_mut().unwrap();
+        budget.models.insert("b".into(), model(false, 3, 1));
+        assert!(
+            !status.ended(),
+            "b has one left and its budget is not reached"
+        );
+        status.budget.as_mut().unwrap().reached = true;
+        assert!(
+            !status.admits("b") && status.ended(),
+            "the run's budget stops every model"
+        );
+        // What the status table calls a run its budgets ended.
+        status.state = RunState::Complete;
+        let table = submit::status_table(std::slice::from_ref(&status));
+        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[..3], ["r1", "budget", "5/8"]);
+        status.stored = 8;
+        let table = submit::status_table(&[status]);
+        assert!(table.lines().nth(1).unwrap().contains("complete"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the jobs work queue) and read runs' progress.
 
 use super::{
-    ClusterError, RunSpec, RunState, RunStatus, get_json, manifest_key, put_json, status_key,
+    CONTROL_HEADER, ClusterError, RESUME_HEADER, ResumeRequest, RunSpec, RunState, RunStatus,
+    get_json, manifest_key, put_json, status_key,
 };
 use crate::plan::desk::DeskConfig;
 use crate::plan::{self, RunConfig};
@@ -11,7 +12,7 @@ use crate::sop::Sop;
 use crate::store::Manifest;
 use crate::store::desk::DeskManifest;
 use crate::transport::nats::{
-    BROKER_WAIT, Broker, NatsError, bounded, header_value, jobs_subject, js_error,
+    BROKER_WAIT, Broker, NatsError, bounded, header_value, jobs_subject, js_error, records_subject,
 };
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -87,20 +88,37 @@ async fn queue<J: serde::Serialize>(
     .await?;
     let status = RunStatus::submitted(run_id, total, spec.created_at());
     put_json(&bucket, &status_key(run_id), &status).await?;
+    publish_jobs(broker, run_id, jobs, dialogue_id, None).await?;
+    Ok(status)
+}
+
+/// Queues jobs of `run_id` in the work queue. Each job's message id is its dialogue id (a
+/// second copy within the stream's window is dropped by the server); jobs queued by resume `n`
+/// carry it in their id and in [`RESUME_HEADER`].
+pub(super) async fn publish_jobs<J: serde::Serialize>(
+    broker: &Broker,
+    run_id: &str,
+    jobs: impl Iterator<Item = J>,
+    dialogue_id: impl Fn(&J) -> &str,
+    resume: Option<u32>,
+) -> Result<usize, ClusterError> {
     broker.jobs_stream().await?;
     let subject = jobs_subject(run_id);
     let mut pending = FuturesUnordered::new();
+    let mut queued = 0;
     for job in jobs {
         let payload = serde_json::to_vec(&job).map_err(|e| NatsError::Codec {
             what: subject.clone(),
             message: e.to_string(),
         })?;
         let mut headers = async_nats::HeaderMap::new();
+        let mut id = format!("{run_id}/{}", dialogue_id(&job));
+        if let Some(n) = resume {
+            id.push_str(&format!("/resume-{n}"));
+            headers.insert(RESUME_HEADER, header_value(&n.to_string()));
+        }
         // A second submission of the same job within the window is dropped by the server.
-        headers.insert(
-            "Nats-Msg-Id",
-            header_value(&format!("{run_id}/{}", dialogue_id(&job))),
-        );
+        headers.insert("Nats-Msg-Id", header_value(&id));
         let what = || format!("queueing jobs on {subject}");
         let ack = bounded(
             what(),
@@ -110,6 +128,7 @@ async fn queue<J: serde::Serialize>(
         )
         .await?;
         pending.push(bounded(what(), ack.into_future()));
+        queued += 1;
         if pending.len() >= PUBLISH_WINDOW
             && let Some(done) = pending.next().await
         {
@@ -119,7 +138,53 @@ async fn queue<J: serde::Serialize>(
     while let Some(done) = pending.next().await {
         done?;
     }
-    Ok(status)
+    Ok(queued)
+}
+
+/// Resumes a SAGE run that its cost budgets stopped, with `spec` (the run's spec from the
+/// bucket, its budgets raised): the spec replaces the bucket's, and the aggregator is asked
+/// (on the run's records subject) to fold the run again with those budgets and to queue the
+/// jobs not stored. Refuses a run that has not ended. Returns the resume's number.
+pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError> {
+    let run_id = spec.run_id();
+    if spec.is_desk() {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is a support-desk run: it has no cost budget to resume with"
+        )));
+    }
+    let bucket = broker.runs().await?;
+    let status: RunStatus = get_json(&bucket, &status_key(run_id))
+        .await?
+        .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
+    if status.state != RunState::Complete {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} has not ended ({}/{} dialogues stored); resume it once a budget has stopped it (`sage status {run_id}`)",
+            status.stored, status.jobs
+        )));
+    }
+    if status.stored >= status.jobs {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is complete: every one of its {} dialogues is stored, there is nothing to resume",
+            status.jobs
+        )));
+    }
+    put_json(&bucket, &manifest_key(run_id), spec).await?;
+    broker.records_stream().await?;
+    let request = ResumeRequest {
+        run_id: run_id.to_string(),
+        resume: status.resumes + 1,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(CONTROL_HEADER, "resume");
+    broker
+        .publish_json(
+            records_subject(run_id),
+            &format!("{run_id}/resume-{}", request.resume),
+            Some(headers),
+            &request,
+        )
+        .await?;
+    Ok(request.resume)
 }
 
 /// Removes a run from the runs bucket (its manifest and status): `sage status` no longer lists
@@ -201,6 +266,8 @@ pub fn status_table(runs: &[RunStatus]) -> String {
         let state = match r.state {
             RunState::Submitted => "submitted",
             RunState::Running => "running",
+            // Ended with dialogues a cost budget kept from starting.
+            RunState::Complete if r.stored < r.jobs => "budget",
             RunState::Complete => "complete",
         };
         out.push_str(&format!(

@@ -15,7 +15,7 @@
 //! back the rest, then stop answering role requests once this process's own dialogues no
 //! longer need them.
 
-use super::{ClusterError, Driver, Runs, Served, ServedRun};
+use super::{AbortOnDrop, ClusterError, Driver, Runs, Served, ServedRun};
 use crate::actors::RunDialogue;
 use crate::actors::desk::PlayCase;
 use crate::protocol::desk::{
@@ -613,6 +613,27 @@ impl Job {
                 return;
             }
         };
+        if let (Some(budget), Some(model)) = (&served.budget, &job.service_model) {
+            let resume = header(message.headers.as_ref(), super::RESUME_HEADER)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            match budget.admits(&self.broker, model, resume).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Not played: a resume with a higher budget queues it again (a Nak would
+                    // bring it back for ever).
+                    tracing::debug!(dialogue = %job.dialogue_id, model, "cost budget reached; job not started");
+                    let _ = message.ack_with(AckKind::Term).await;
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(run = %job.run_id, error = %e, "cannot read the run's budget yet");
+                    self.hand_back(&message, "transport_error", Some(Duration::from_secs(5)))
+                        .await;
+                    return;
+                }
+            }
+        }
         // Progress signals keep the job ours while it plays and while its record is stored.
         let ticker = {
             let message = message.clone();
@@ -632,6 +653,7 @@ impl Job {
         let JobHead {
             run_id,
             dialogue_id,
+            ..
         } = job;
         let through: Arc<dyn Transport> = tripwire.clone();
         let played = match play(&served.driver, &message.payload, through) {
@@ -730,6 +752,9 @@ struct JobHead {
     run_id: String,
     #[serde(deserialize_with = "crate::protocol::id::dialogue_id")]
     dialogue_id: String,
+    /// The agent under test (a SAGE job), whose budget applies.
+    #[serde(default)]
+    service_model: Option<String>,
 }
 
 impl JobHead {
@@ -785,13 +810,4 @@ fn play(driver: &Driver, payload: &[u8], through: Arc<dyn Transport>) -> Result<
                 .boxed()
         }
     })
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
