@@ -339,7 +339,9 @@ fn wrong_budgets_are_refused_with_the_key_and_what_is_expected() {
         "judge=1",
     ]);
     assert!(
-        err.contains("model judge: max_cost_usd bounds the dialogues of a model under test"),
+        err.contains(
+            "--max-cost-usd-per-model: `judge` is not a model under test; expected one of: a, b"
+        ),
         "{err}"
     );
     let err = refused(&[
@@ -350,9 +352,12 @@ fn wrong_budgets_are_refused_with_the_key_and_what_is_expected() {
         "nobody=1",
     ]);
     assert!(
-        err.contains("--max-cost-usd-per-model: unknown model `nobody`; expected one of the models under test: a, b"),
+        err.contains(
+            "--max-cost-usd-per-model: `nobody` is not a model under test; expected one of: a, b"
+        ),
         "{err}"
     );
+
     let err = refused(&["run", "--config", &plain, "--max-cost-usd-per-model", "a"]);
     assert!(err.contains("`a`: expected NAME=USD"), "{err}");
     let err = refused(&["run", "--config", &plain, "--max-cost-usd", "0"]);
@@ -378,7 +383,7 @@ fn wrong_budgets_are_refused_with_the_key_and_what_is_expected() {
         "nats://127.0.0.1:1",
     ]);
     assert!(
-        err.contains("--max-cost-usd-per-model: unknown model `zz`"),
+        err.contains("--max-cost-usd-per-model: `zz` is not a model under test"),
         "{err}"
     );
     let err = refused(&["run", "--suite", "support-desk", "--max-cost-usd", "1"]);

@@ -141,6 +141,32 @@ async fn openai_cached_prompt_tokens_are_priced_at_the_cached_rate() {
         .await;
     assert_eq!(called.record.usage.cached_input_tokens, 10);
     assert!((called.record.cost_usd - 15e-6).abs() < 1e-15);
+
+    // An odd breakdown (a negative or fractional count, a string) is no cached tokens, and the
+    // answer is kept.
+    for details in [
+        json!({"cached_tokens": -5}),
+        json!({"cached_tokens": 2.5}),
+        json!("n/a"),
+    ] {
+        let odd = MockServer::start().await;
+        let mut body = completion("ok", 10, 1, "stop");
+        body["usage"]["prompt_tokens_details"] = details.clone();
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .mount(&odd)
+            .await;
+        let called = Endpoint::new(openai_config(&odd), None)
+            .expect("endpoint")
+            .call(&request(false))
+            .await;
+        let usage = called.result.expect("the answer is kept").usage;
+        assert_eq!(
+            (usage.input_tokens, usage.cached_input_tokens),
+            (10, 0),
+            "{details}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -105,9 +105,15 @@ impl BudgetArgs {
             config.max_cost_usd = Some(usd);
         }
         for (name, usd) in &self.max_cost_usd_per_model {
-            let Some(model) = config.models.iter_mut().find(|m| &m.name == name) else {
+            let under_test = config.service_models.contains(name);
+            let Some(model) = config
+                .models
+                .iter_mut()
+                .find(|m| &m.name == name)
+                .filter(|_| under_test)
+            else {
                 bail!(
-                    "--max-cost-usd-per-model: unknown model `{name}`; expected one of the models under test: {}",
+                    "--max-cost-usd-per-model: `{name}` is not a model under test; expected one of: {}",
                     config.service_models.join(", ")
                 );
             };

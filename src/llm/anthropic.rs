@@ -1,8 +1,9 @@
 //! Anthropic messages API (`POST {base_url}/messages`, default `https://api.anthropic.com/v1`).
 //!
 //! System messages go to the top-level `system` field (joined by a blank line when there are
-//! several) as one text block with `cache_control: {"type": "ephemeral"}`, so that the prompt
-//! every turn repeats is read from Anthropic's prompt cache (`cache_read_input_tokens`, priced
+//! several) as text blocks with `cache_control: {"type": "ephemeral"}` at the end of the part
+//! every dialogue of a scenario shares (before the job's values), so that the prompt
+//! is read from Anthropic's prompt cache (`cache_read_input_tokens`, priced
 //! at `price.cached_input_per_million`) rather than paid in full; `max_tokens` is required by the API and defaults to [`DEFAULT_MAX_TOKENS`]. The
 //! `stop_reason` is reported in the OpenAI vocabulary so that truncation is detected the same way
 //! for every backend: `max_tokens` becomes `length`, `end_turn` and `stop_sequence` become `stop`.
@@ -97,14 +98,35 @@ struct MessagesRequest<'a> {
     tools: Vec<ToolDef<'a>>,
 }
 
-/// The system prompt as one text block marked as a prompt-cache breakpoint: Anthropic caches
-/// the prefix up to it (tools and system), which every turn of a role repeats unchanged.
+/// A text block of the system prompt; the one marked with `cache_control` is a prompt-cache
+/// breakpoint: Anthropic caches the prefix up to it (tools and system).
 #[derive(Serialize)]
 struct SystemBlock {
     #[serde(rename = "type")]
     kind: &'static str,
     text: String,
-    cache_control: CacheControl,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+/// The system prompt as text blocks with the cache breakpoint at the end of the part every
+/// dialogue of a scenario shares: before the job's values
+/// ([`crate::prompts::CURRENT_INFORMATION_HEADING`]) when the prompt has them, so that one
+/// dialogue reads what another wrote; else at the end (the prompt every turn repeats).
+fn system_blocks(system: String) -> Vec<SystemBlock> {
+    let block = |text: String, cached: bool| SystemBlock {
+        kind: "text",
+        text,
+        cache_control: cached.then_some(CacheControl { kind: "ephemeral" }),
+    };
+    let marker = format!("\n{}\n", crate::prompts::CURRENT_INFORMATION_HEADING);
+    match system.find(&marker) {
+        Some(at) => vec![
+            block(system[..=at].to_string(), true),
+            block(system[at + 1..].to_string(), false),
+        ],
+        None => vec![block(system, true)],
+    }
 }
 
 #[derive(Serialize)]
@@ -232,10 +254,12 @@ struct MessagesUsage {
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    // Read leniently (a count that is not a whole number is none): an odd cache count must
+    // not cost the answer.
     #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<serde_json::Value>,
     #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<serde_json::Value>,
 }
 
 /// Anthropic's `stop_reason` in the OpenAI vocabulary (`length` for truncation).
@@ -254,14 +278,11 @@ impl ChatModel for AnthropicMessages {
         let body = MessagesRequest {
             model: &self.model,
             max_tokens: self.max_tokens,
-            system: (!system.is_empty())
-                .then(|| SystemBlock {
-                    kind: "text",
-                    text: system.join("\n\n"),
-                    cache_control: CacheControl { kind: "ephemeral" },
-                })
-                .into_iter()
-                .collect(),
+            system: if system.is_empty() {
+                Vec::new()
+            } else {
+                system_blocks(system.join("\n\n"))
+            },
             messages,
             temperature: self.temperature,
             tools: request
@@ -300,8 +321,9 @@ pub fn parse_message(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse,
         .map(|u| {
             // Anthropic's `input_tokens` are those after the last cache breakpoint: the prompt
             // is those plus the ones read from and written to the cache.
-            let read = u.cache_read_input_tokens.unwrap_or(0);
-            let write = u.cache_creation_input_tokens.unwrap_or(0);
+            let count = |n: Option<serde_json::Value>| n.and_then(|n| n.as_u64()).unwrap_or(0);
+            let read = count(u.cache_read_input_tokens);
+            let write = count(u.cache_creation_input_tokens);
             Usage {
                 input_tokens: u
                     .input_tokens
@@ -338,6 +360,27 @@ pub fn parse_message(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_breakpoint_ends_the_part_every_dialogue_shares() {
+        let json = |blocks: Vec<SystemBlock>| serde_json::to_value(blocks).unwrap();
+        assert_eq!(
+            json(system_blocks(
+                "Role.\n\n[Key Requirements]\n1. JSON.\n\n[Current System Information]\n- Penalty: 200\n"
+                    .into()
+            )),
+            serde_json::json!([
+                {"type": "text", "text": "Role.\n\n[Key Requirements]\n1. JSON.\n\n",
+                 "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "[Current System Information]\n- Penalty: 200\n"}
+            ])
+        );
+        assert_eq!(
+            json(system_blocks("You run the desk.".into())),
+            serde_json::json!([{"type": "text", "text": "You run the desk.",
+                                "cache_control": {"type": "ephemeral"}}])
+        );
+    }
 
     #[test]
     fn stop_reasons_map_to_openai_vocabulary() {

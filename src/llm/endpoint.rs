@@ -240,7 +240,11 @@ impl Endpoint {
             error,
             attempts,
             usage,
-            cost_usd: self.config.price.cost(usage),
+            cost_usd: self
+                .config
+                .price
+                .for_provider(self.config.provider)
+                .cost(usage),
             cached,
             latency_ms: started.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
         }

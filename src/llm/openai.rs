@@ -692,15 +692,25 @@ struct CompletionUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_details")]
     prompt_tokens_details: Option<PromptTokensDetails>,
 }
 
 /// OpenAI's breakdown of the prompt tokens: `cached_tokens` were read from its prompt cache.
+/// Read leniently (a count that is not a whole number is none): a server's odd breakdown must
+/// not cost the answer.
 #[derive(Deserialize)]
 struct PromptTokensDetails {
     #[serde(default)]
-    cached_tokens: Option<u64>,
+    cached_tokens: Option<serde_json::Value>,
+}
+
+/// `prompt_tokens_details` when it is an object, else none (`null`, a string, ...).
+fn lenient_details<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<PromptTokensDetails>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).ok())
 }
 
 #[async_trait::async_trait]
@@ -798,6 +808,7 @@ pub fn parse_completion(bytes: &[u8], secret: Option<&str>) -> Result<ChatRespon
                 cached_input_tokens: u
                     .prompt_tokens_details
                     .and_then(|d| d.cached_tokens)
+                    .and_then(|n| n.as_u64())
                     .unwrap_or(0)
                     .min(input_tokens),
                 cache_write_input_tokens: 0,

@@ -59,6 +59,25 @@ pub struct Price {
 }
 
 impl Price {
+    /// The price a provider bills when the configuration leaves the cache rates out: Anthropic
+    /// reads from its prompt cache at a tenth of the input price and writes to it at 1.25 times
+    /// (the 5-minute cache; SAGE-RS marks a breakpoint on every call); for the others, the input
+    /// price (OpenAI's discount varies by model: set `cached_input_per_million`).
+    pub fn for_provider(self, provider: Provider) -> Price {
+        match provider {
+            Provider::Anthropic => Price {
+                cached_input_per_million: self
+                    .cached_input_per_million
+                    .or(Some(self.input_per_million * 0.1)),
+                cache_write_per_million: self
+                    .cache_write_per_million
+                    .or(Some(self.input_per_million * 1.25)),
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// The cost of a call's usage: the prompt tokens read from or written to the provider's
     /// cache at their rates, the other prompt tokens at the input rate, the output tokens at
     /// the output rate.
@@ -648,4 +667,37 @@ pub fn structured_agents(
         .iter()
         .filter_map(|m| Some((m.name.clone(), m.agent_structured_label()?)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Usage;
+
+    #[test]
+    fn anthropic_bills_cache_reads_and_writes_at_its_rates_unless_configured() {
+        let price = Price {
+            input_per_million: 3.0,
+            output_per_million: 15.0,
+            ..Price::default()
+        };
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 600_000,
+            cache_write_input_tokens: 200_000,
+            output_tokens: 0,
+        };
+        // 0.2 M plain x 3 + 0.6 M read x 0.3 + 0.2 M written x 3.75.
+        let anthropic = price.for_provider(Provider::Anthropic);
+        assert!((anthropic.cost(usage) - (0.6 + 0.18 + 0.75)).abs() < 1e-9);
+        // Configured rates win; other providers bill every prompt token at the input rate.
+        let set = Price {
+            cached_input_per_million: Some(1.0),
+            cache_write_per_million: Some(3.0),
+            ..price
+        };
+        assert_eq!(set.for_provider(Provider::Anthropic), set);
+        assert_eq!(price.for_provider(Provider::Openai), price);
+        assert!((price.cost(usage) - 3.0).abs() < 1e-9);
+    }
 }

@@ -102,13 +102,18 @@ fn variables_section(sop: &Sop) -> String {
     s
 }
 
+/// The heading of the last section of the agent's and the judges' system prompts, the job's
+/// values: what precedes it is the same for every dialogue of a scenario (a backend may mark
+/// the end of that part as a prompt-cache breakpoint).
+pub const CURRENT_INFORMATION_HEADING: &str = "[Current System Information]";
+
 /// [Current System Information]: the job's system information S, the part of a prompt that
 /// changes from one dialogue to the next (and never within one), placed at the end of the
 /// system prompt so that everything before it is a prefix shared by every dialogue of the
 /// scenario. Each declared variable's current value (`unknown` when absent), then any other
 /// entry (an intent's context) under [Other System Information].
 fn current_information_section(sop: &Sop, variables: &Assignment) -> String {
-    let mut s = String::from("[Current System Information]\n");
+    let mut s = format!("{CURRENT_INFORMATION_HEADING}\n");
     let declared: Vec<&Key> = sop.scenario().variables().collect();
     if declared.is_empty() {
         s.push_str("(none)\n");

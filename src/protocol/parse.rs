@@ -159,7 +159,17 @@ pub fn parse_agent_output(sop: &Sop, raw: &str, truncated: bool) -> Result<Agent
 /// schema-constrained decoding lets a model write them, and a verdict is parsed, not measured
 /// (the agent's answer stays strict JSON, [`parse_agent_output`]).
 pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
-    let raw = &*escape_raw_controls(raw);
+    // Strict first: the escaping guesses where strings are from the quotes, and prose before
+    // the object with an odd number of quotes would make it guess wrong.
+    let strict = parse_judge_strict(sop, raw);
+    match (&strict, escape_raw_controls(raw)) {
+        (Err(_), std::borrow::Cow::Owned(escaped)) => parse_judge_strict(sop, &escaped).or(strict),
+        _ => strict,
+    }
+}
+
+/// [`parse_judge_output`] on the text as it is.
+fn parse_judge_strict(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
     // Fast path for the common case, an answer that is exactly the object of the contract:
     // read only the two keys that matter (the reasoning texts are checked, not copied).
     // Anything else (other keys included) takes the general path below, which gives the
@@ -554,8 +564,14 @@ mod tests {
         assert_eq!(judgment.chat.content_utility, 9);
         // The same text after prose takes the general path: read the same way.
         assert_eq!(
-            Ok(judgment),
+            Ok(judgment.clone()),
             parse_judge_output(&sop, &format!("Verdict: {raw}"))
+        );
+        // Prose with an odd number of quotes before a pretty-printed, valid verdict: read
+        // strictly first, so the escaping's guess of where strings are cannot break it.
+        assert_eq!(
+            Ok(judgment),
+            parse_judge_output(&sop, &format!("I'd rate the \"agent: {escaped}"))
         );
         // Line breaks between keys are whitespace and stay; nothing to escape is borrowed.
         assert!(matches!(

@@ -172,6 +172,13 @@ fn suggested(spent: f64, dialogues: usize, jobs: usize, limit: f64) -> String {
 }
 
 impl BudgetSummary {
+    /// Whether a reached budget (the run's, or a model's with dialogues left) kept dialogues
+    /// from starting: not so for a run killed or still running with no budget reached.
+    pub fn kept_some_from_starting(&self) -> bool {
+        self.not_started > 0
+            && (self.reached || self.models.values().any(|m| m.reached && m.not_started > 0))
+    }
+
     /// Whether the budgets keep every dialogue not stored from starting: some are not stored,
     /// and the run's budget is reached, or each model with dialogues not stored has reached
     /// its own (the run has then ended, as far as budgets go).
@@ -214,6 +221,13 @@ impl BudgetSummary {
         let spent = parts.join(" ");
         if self.not_started == 0 {
             return format!("budget: {spent}; every dialogue played");
+        }
+        if !self.kept_some_from_starting() {
+            // Stopped or still running for another reason (killed, or a resume pending).
+            return format!(
+                "budget: {spent}; {} dialogues not played yet, no budget reached",
+                self.not_started
+            );
         }
         let mut flags = String::new();
         let dialogues: usize = self.models.values().map(|m| m.dialogues).sum();
@@ -295,6 +309,28 @@ mod tests {
         assert_eq!(
             s.line(std::path::Path::new("results/r1")),
             "budget reached: spent $0.5000 of $0.5000 (run); 5 dialogues not started; resume with `sage run --resume results/r1 --max-cost-usd 1.34`"
+        );
+    }
+
+    /// A run with a budget killed (or still running) before reaching it: nothing says the
+    /// budget was reached.
+    #[test]
+    fn dialogues_not_stored_without_a_reached_budget_are_not_called_stopped() {
+        let mut fold = BudgetFold::new(&config(Some(10.0), None));
+        fold.add(&record("sim-strong", 0.1));
+        let s = fold.summary(4).unwrap();
+        assert!(!s.reached);
+        assert_eq!(s.not_started, 3);
+        assert!(!s.kept_some_from_starting());
+        assert!(!s.stops_the_rest());
+        let line = s.line(std::path::Path::new("d"));
+        assert!(
+            line.starts_with("budget: spent $0.1000 of $10.0000"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("; 3 dialogues not played yet, no budget reached"),
+            "{line}"
         );
     }
 

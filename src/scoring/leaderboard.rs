@@ -62,7 +62,11 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     if models.iter().any(|m| m.structured_output.is_some()) {
         out.push_str(STRUCTURED_NOTE);
     }
-    if let Some(b) = summary.budget.as_ref().filter(|b| b.not_started > 0) {
+    if let Some(b) = summary
+        .budget
+        .as_ref()
+        .filter(|b| b.kept_some_from_starting())
+    {
         let _ = writeln!(
             out,
             "\nCost budget reached (summary.json `budget`): {} dialogues not started, {} played; spent ${:.4}.",
