@@ -33,8 +33,14 @@ impl Drop for StopOnDrop {
     }
 }
 
+/// The shared local-model-server tool: `SAGE_LOCAL_MODEL_SERVER` (set by `.ci/local-model`),
+/// else next to the repository.
 fn script() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/local-model-server");
+    let script = std::env::var_os("SAGE_LOCAL_MODEL_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/local-model-server")
+        });
     if !script.is_file() {
         panic!(
             "skipping: {} is absent (this test needs the shared local-model-server tool next to \
