@@ -22,7 +22,7 @@ const BEARER_VALUE: &str = "FAKE-test-bearer-value";
 const ANTHROPIC_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_ANTHROPIC_4d17";
 const ANTHROPIC_VALUE: &str = "FAKE-anthropic-test-value";
 const AGENT_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_AGENT_77ab";
-const AGENT_VALUE: &str = "agent-token-27182818";
+const AGENT_VALUE: &str = "FAKE-agent-token";
 const UNSET_VAR: &str = "SAGE_LLM_HTTP_TEST_KEY_NEVER_SET_5e03";
 
 fn init() {
