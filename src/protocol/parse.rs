@@ -162,10 +162,13 @@ pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError>
     // Strict first: the escaping guesses where strings are from the quotes, and prose before
     // the object with an odd number of quotes would make it guess wrong.
     let strict = parse_judge_strict(sop, raw);
-    match (&strict, escape_raw_controls(raw)) {
-        (Err(_), std::borrow::Cow::Owned(escaped)) => parse_judge_strict(sop, &escaped).or(strict),
-        _ => strict,
+    // The escaping scans the text: only for an answer that did not parse.
+    if strict.is_err()
+        && let std::borrow::Cow::Owned(escaped) = escape_raw_controls(raw)
+    {
+        return parse_judge_strict(sop, &escaped).or(strict);
     }
+    strict
 }
 
 /// [`parse_judge_output`] on the text as it is.
