@@ -304,18 +304,7 @@ pub fn line_panels(
 
 /// Line charts' legends: a click on `g.legend[data-model]` toggles class `bg` (grey, behind)
 /// on that model's line, points and legend entry in that chart.
-pub const SCRIPT: &str = r#"(function(){
-document.querySelectorAll("svg.chart g.legend[data-model]").forEach(function(g){
-  g.addEventListener("click",function(){
-    var svg=g.closest("svg"),m=g.getAttribute("data-model"),off=!g.classList.contains("bg");
-    svg.querySelectorAll("[data-model]").forEach(function(e){
-      if(e.getAttribute("data-model")!==m||e.tagName==="text")return;
-      e.classList.toggle("bg",off);
-      if(!off&&e!==g)e.parentNode.appendChild(e);
-    });
-  });
-});
-})();"#;
+pub const SCRIPT: &str = include_str!("js/charts.js");
 
 /// Style of the charts' grey lines and clickable legends.
 pub const CSS: &str = r#"

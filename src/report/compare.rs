@@ -839,7 +839,7 @@ impl Comparison {
             );
         }
         html.push_str("</tbody></table>");
-        Section::new("compare", "Compare", html)
+        Section::trusted("compare", "Compare", html)
     }
 
     /// The comparison as a whole page (one `compare` section).

@@ -565,4 +565,4 @@ pub const CSS: &str = r#"
 
 /// The explorer's script: filters, lazily rendered rows, transcripts decompressed on demand,
 /// `#dialogue=ID` links.
-pub const SCRIPT: &str = include_str!("explorer.js");
+pub const SCRIPT: &str = include_str!("js/explorer.js");

@@ -435,7 +435,7 @@ pub fn svg(sop: &Sop, used: &GraphUse, index: usize) -> String {
 
 /// The graphs' model view: `select[data-graph-model]` and `#graph-model=NAME` recolour the
 /// graphs and the routes tables by one model (from the `data-*-by-model` attributes).
-pub const SCRIPT: &str = include_str!("graph.js");
+pub const SCRIPT: &str = include_str!("js/graph.js");
 
 /// Style of the graphs.
 pub const CSS: &str = r#"

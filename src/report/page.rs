@@ -1,38 +1,52 @@
-//! The page frame: document head, the Content Security Policy that keeps the file offline, the
-//! shared style sheet, the table of contents and the sections.
+//! The page frame: document head, the Content Security Policy that keeps the file offline and
+//! lets only the report's own scripts run, the shared style sheet, the table of contents and
+//! the sections.
+//!
+//! Every page is built with [`maud`], which escapes every value it is handed: a section's body is
+//! [`Markup`], so text from a record cannot become markup unless a renderer wraps it in
+//! `PreEscaped` on purpose. The scripts are the `.js` files of `src/report/js/`, inlined and
+//! listed by their SHA-256 in the policy (`script-src 'sha256-…'`, no `'unsafe-inline'`): a
+//! script that is not one of them does not run, whatever a record holds.
 //!
 //! DOM contract (checked through a real browser, see docs/report.md): every section is a
 //! `<section id="ID" data-section="ID">` whose first child is its `<h2>`; the table of contents
 //! is `<nav id="toc">` with one link per section; data tables are `<table class="data">` whose
 //! numeric cells carry the raw number in `data-value`.
 
-use std::fmt::Write;
+use base64::Engine;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use sha2::{Digest, Sha256};
 
 /// One part of the page, listed in the table of contents.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Section {
     /// The element id, also the URL fragment that links to it: ASCII letters, digits and `-`.
     pub id: String,
     /// The heading (plain text, escaped when rendered).
     pub title: String,
-    /// The body: trusted HTML built by this module's renderers (every value from a record
-    /// went through [`escape`]).
-    pub html: String,
+    /// The body.
+    pub html: Markup,
 }
 
 impl Section {
-    /// A section with `id`, `title` and an HTML body.
-    pub fn new(id: impl Into<String>, title: impl Into<String>, html: impl Into<String>) -> Self {
+    /// A section with `id`, `title` and a body.
+    pub fn new(id: impl Into<String>, title: impl Into<String>, html: Markup) -> Self {
         Section {
             id: id.into(),
             title: title.into(),
-            html: html.into(),
+            html,
         }
+    }
+
+    /// A section whose body was built as a string by a renderer that escaped every value from
+    /// a record itself. Only for the renderers not yet written with `maud`.
+    pub fn trusted(id: impl Into<String>, title: impl Into<String>, html: String) -> Self {
+        Section::new(id, title, PreEscaped(html))
     }
 }
 
 /// A whole report page.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Page {
     /// The document title (plain text).
     pub title: String,
@@ -40,13 +54,33 @@ pub struct Page {
     pub sections: Vec<Section>,
     /// Extra style rules for the sections (the shared ones are [`BASE_CSS`]).
     pub styles: Vec<String>,
-    /// Inline scripts, run at the end of the body in this order.
-    pub scripts: Vec<String>,
+    /// The page's scripts (the `.js` files of `src/report/js/`), run at the end of the body in
+    /// this order; each is allowed by its hash in the page's Content Security Policy.
+    pub scripts: Vec<&'static str>,
 }
 
-/// The Content Security Policy: nothing may be fetched (no network, no file, no data: fetch);
-/// inline styles, inline scripts and `data:` images are allowed.
-pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+/// The `'sha256-…'` source expression of an inline script or style element's exact text.
+pub fn csp_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
+
+/// The Content Security Policy of a page whose only scripts are `scripts`: nothing may be
+/// fetched (no network, no file, no `data:` fetch), only those scripts run (by hash, never
+/// `'unsafe-inline'`), inline styles and `data:` images are allowed.
+pub fn csp(scripts: &[&str]) -> String {
+    let mut script_src: Vec<String> = scripts.iter().map(|s| csp_hash(s)).collect();
+    if script_src.is_empty() {
+        script_src.push("'none'".into());
+    }
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; script-src {}; img-src data:; base-uri 'none'; form-action 'none'",
+        script_src.join(" ")
+    )
+}
 
 /// The style sheet shared by every section: a readable page in light and dark mode, data tables,
 /// numeric cells, good/bad highlights, charts.
@@ -78,7 +112,8 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-s
 pre{white-space:pre-wrap;background:var(--panel);padding:8px;border-radius:4px}
 "#;
 
-/// HTML-escapes `text` for element content and quoted attribute values.
+/// HTML-escapes `text` for element content and quoted attribute values (for the renderers not
+/// yet written with `maud`, and for text that is not HTML, such as a terminal's).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -96,53 +131,48 @@ pub fn escape(text: &str) -> String {
 
 impl Page {
     /// The whole document.
+    ///
+    /// # Panics
+    ///
+    /// Never on record data; a script file that holds `</script` is a programming error
+    /// (checked by a unit test for every script of the report).
     pub fn render(&self) -> String {
-        let size: usize = self.sections.iter().map(|s| s.html.len()).sum::<usize>()
-            + self.scripts.iter().map(String::len).sum::<usize>();
-        let mut out = String::with_capacity(size + BASE_CSS.len() + 4096);
-        let title = escape(&self.title);
-        let _ = write!(
-            out,
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-             <title>{title}</title><style>{BASE_CSS}"
-        );
-        for style in &self.styles {
-            out.push_str(style);
-        }
-        let _ = write!(
-            out,
-            "</style></head><body><header class=\"page\"><h1>{title}</h1></header><nav id=\"toc\">"
-        );
-        for section in &self.sections {
-            let _ = write!(
-                out,
-                "<a href=\"#{}\">{}</a>",
-                escape(&section.id),
-                escape(&section.title)
-            );
-        }
-        out.push_str("</nav><main>");
-        for section in &self.sections {
-            let id = escape(&section.id);
-            let _ = write!(
-                out,
-                "<section id=\"{id}\" data-section=\"{id}\"><h2>{}</h2>{}</section>",
-                escape(&section.title),
-                section.html
-            );
-        }
-        out.push_str("</main>");
-        for script in &self.scripts {
-            // A script body must not close its own element early.
-            let _ = write!(
-                out,
-                "<script>{}</script>",
-                script.replace("</script", "<\\/script")
-            );
-        }
-        out.push_str("</body></html>\n");
+        let styles: String = std::iter::once(BASE_CSS)
+            .chain(self.styles.iter().map(String::as_str))
+            .collect();
+        let page = html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    meta http-equiv="Content-Security-Policy" content=(csp(&self.scripts));
+                    meta name="viewport" content="width=device-width, initial-scale=1";
+                    title { (self.title) }
+                    style { (PreEscaped(styles)) }
+                }
+                body {
+                    header.page { h1 { (self.title) } }
+                    nav #toc {
+                        @for section in &self.sections {
+                            a href={ "#" (section.id) } { (section.title) }
+                        }
+                    }
+                    main {
+                        @for section in &self.sections {
+                            section id=(section.id) data-section=(section.id) {
+                                h2 { (section.title) }
+                                (section.html)
+                            }
+                        }
+                    }
+                    @for script in &self.scripts {
+                        script { (PreEscaped(*script)) }
+                    }
+                }
+            }
+        };
+        let mut out = page.into_string();
+        out.push('\n');
         out
     }
 }
@@ -160,19 +190,54 @@ mod tests {
     }
 
     #[test]
-    fn a_page_lists_its_sections_and_forbids_fetching() {
+    fn a_page_lists_its_sections_escapes_text_and_allows_only_its_scripts() {
         let page = Page {
             title: "Run <1>".into(),
-            sections: vec![Section::new("leaderboard", "Leaderboard", "<p>x</p>")],
+            sections: vec![Section::new(
+                "leaderboard",
+                "Leaderboard",
+                html! { p { "x" (r#"</p><script>alert(1)</script>"#) } },
+            )],
             styles: vec![],
-            scripts: vec!["let s = '</script>';".into()],
+            scripts: vec!["let s = 1;"],
         };
         let html = page.render();
         assert!(html.contains("<title>Run &lt;1&gt;</title>"));
         assert!(html.contains("default-src 'none'"));
+        let script_src = html
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .unwrap();
+        assert_eq!(
+            script_src.trim(),
+            format!("script-src {}", csp_hash("let s = 1;"))
+        );
         assert!(html.contains("<a href=\"#leaderboard\">Leaderboard</a>"));
-        assert!(html.contains("<section id=\"leaderboard\" data-section=\"leaderboard\"><h2>Leaderboard</h2><p>x</p></section>"));
-        assert!(html.contains("let s = '<\\/script>';"));
-        assert_eq!(html.matches("</script>").count(), 1);
+        assert!(html.contains("<section id=\"leaderboard\" data-section=\"leaderboard\"><h2>Leaderboard</h2><p>x&lt;/p&gt;&lt;script&gt;alert(1)&lt;/script&gt;</p></section>"));
+        assert!(html.contains("<script>let s = 1;</script>"));
+        assert_eq!(html.matches("<script>").count(), 1);
+    }
+
+    #[test]
+    fn a_hash_is_the_base64_sha256_of_the_exact_text() {
+        // `echo -n 'alert(1)' | openssl dgst -sha256 -binary | base64`
+        assert_eq!(
+            csp_hash("alert(1)"),
+            "'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"
+        );
+    }
+
+    #[test]
+    fn no_script_of_the_report_closes_its_element() {
+        for script in [
+            crate::report::sage::SORT_SCRIPT,
+            crate::report::charts::SCRIPT,
+            crate::report::graph::SCRIPT,
+            crate::report::explorer::SCRIPT,
+            crate::report::desk::DESK_JS,
+        ] {
+            assert!(!script.to_ascii_lowercase().contains("</script"));
+            assert!(!script.contains("<!--"));
+        }
     }
 }
