@@ -154,7 +154,7 @@ fn every_turn_gives_the_numbers_of_before_and_paper_judges_the_papers_turns_alik
     assert!(leaderboard.contains(said), "{leaderboard}");
     let report = std::fs::read_to_string(paper_dir.join("report.html")).unwrap();
     assert!(report.contains(
-        "<td data-fact=\"judged-turns\">paper: turns 1, 5, 10, 15 and each dialogue&#39;s final turn</td>"
+        "<td data-fact=\"judged-turns\">paper: turns 1, 5, 10, 15 and each dialogue's final turn</td>"
     ));
     // summary.json says which turns were judged and counts the valid answers not judged.
     let summary: Json = serde_json::from_str(&paper_summary).unwrap();

@@ -108,8 +108,8 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
     assert_eq!(
         sections,
         [
-            "run",
             "leaderboard",
+            "run",
             "charts",
             "sop-graphs",
             "judges",

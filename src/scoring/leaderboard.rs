@@ -130,7 +130,7 @@ pub fn leaderboard_text(summary: &Summary) -> String {
 }
 
 /// Models by OA, best first (models without a score last, then by name).
-fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
+pub fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
     let mut models: Vec<&ModelSummary> = summary.models.iter().collect();
     let oa = |m: &ModelSummary| m.all.overall.map_or(f64::NEG_INFINITY, |x| x.mean);
     models.sort_by(|a, b| oa(b).total_cmp(&oa(a)).then_with(|| a.model.cmp(&b.model)));
@@ -138,7 +138,7 @@ fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
 }
 
 /// Scenario ids in the paper's column order, then any others by id.
-fn scenario_columns(models: &[&ModelSummary]) -> Vec<String> {
+pub fn scenario_columns(models: &[&ModelSummary]) -> Vec<String> {
     let mut ids: Vec<&String> = models.iter().flat_map(|m| m.by_scenario.keys()).collect();
     let rank = |id: &str| {
         SCENARIO_ABBREVIATIONS

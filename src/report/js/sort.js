@@ -1,4 +1,7 @@
 (function(){
+// Click a th[data-sort] heading: the rows are sorted by the data-value of their cell whose
+// data-metric is the heading's key (numbers numerically, missing values last); descending
+// first, again to reverse. aria-sort on the heading says the order.
 document.querySelectorAll("table th[data-sort]").forEach(function(th){
   th.addEventListener("click",function(){
     var table=th.closest("table"),body=table.tBodies[0],key=th.getAttribute("data-sort");
@@ -6,7 +9,11 @@ document.querySelectorAll("table th[data-sort]").forEach(function(th){
     table.querySelectorAll("th[data-sort]").forEach(function(h){h.removeAttribute("aria-sort");});
     th.setAttribute("aria-sort",asc?"ascending":"descending");
     var rows=Array.prototype.slice.call(body.rows);
-    function val(r){var c=r.querySelector('[data-metric="'+key+'"]');return c?c.getAttribute("data-value"):"";}
+    function val(r){
+      var cells=r.querySelectorAll("[data-metric]");
+      for(var i=0;i<cells.length;i++){if(cells[i].getAttribute("data-metric")===key)return cells[i].getAttribute("data-value")||"";}
+      return "";
+    }
     rows.sort(function(a,b){
       var x=val(a),y=val(b);
       if(x===""&&y==="")return 0;if(x==="")return 1;if(y==="")return -1;

@@ -1,166 +1,206 @@
-//! The charts section (`#charts`); the chart primitives are `report::charts`.
+//! The charts section (`#charts`); the chart primitives are `report::charts`. A model has the
+//! same colour in every chart (its position in `summary.models`, [`charts::model_style`]).
 
 use super::*;
+use crate::report::charts::{Axis, BarPanel, ChartModel, Estimate, XAxis};
+use crate::scoring::summary::ModelSummary;
+use maud::{Markup, html};
+
+/// A score axis, 0-100, whose values are means over scored turns.
+fn score_axis(title: &str) -> Axis<'_> {
+    Axis {
+        title,
+        max: 100.0,
+        unit: "",
+        n_of: "scored turns",
+    }
+}
+
+/// A group's statistic with its interval, its turns and the group's dialogues.
+fn estimate(g: &GroupStats, get: fn(&GroupStats) -> Option<Metric>) -> Option<Estimate> {
+    get(g).map(|m| Estimate::of(m, Some(g.dialogues)))
+}
 
 impl SageReport {
-    pub(super) fn charts_html(&self, summary: &Summary) -> String {
-        let models = &summary.models;
-        let mean = |m: &Option<Metric>| m.map(|m| m.mean);
-        let mut out = String::new();
-        out.push_str("<h3>Execution gap</h3><p class=\"note\">Per model: classification accuracy (Acc_cls), path similarity (Sim_path) and action correctness (Acc_action), 0-100. Knowing the answer (classification) but not acting on it shows as the gap between the first and the last bar.</p>");
-        let groups: Vec<BarGroup> = models
+    pub(super) fn charts_html(&self, summary: &Summary) -> Markup {
+        // The leaderboard's order (best first); each model keeps its colour.
+        let ranked = leaderboard::rows(summary);
+        let models: Vec<&ModelSummary> = ranked.iter().map(|(_, m)| *m).collect();
+        let chart_models: Vec<ChartModel<'_>> = ranked
             .iter()
-            .map(|m| BarGroup {
-                model: m.model.clone(),
-                values: vec![
-                    mean(&m.all.acc_cls),
-                    mean(&m.all.sim_path),
-                    mean(&m.all.acc_action),
-                ],
+            .map(|(index, m)| ChartModel {
+                name: &m.model,
+                index: *index,
             })
             .collect();
-        out.push_str(&charts::grouped_bars(
+        let bars = |series: &str, get: fn(&GroupStats) -> Option<Metric>| BarPanel {
+            series: series.into(),
+            values: models.iter().map(|m| estimate(&m.all, get)).collect(),
+        };
+        let execution_gap = charts::bar_panels(
             "execution-gap",
-            &["Acc_cls", "Sim_path", "Acc_action"],
-            &groups,
-            100.0,
-            "",
-        ));
+            &chart_models,
+            &[
+                bars("Acc_cls", |g| g.acc_cls),
+                bars("Sim_path", |g| g.sim_path),
+                bars("Acc_action", |g| g.acc_action),
+            ],
+            &score_axis("% of scored turns, 0-100"),
+        );
+
         let by_oa: Vec<(&str, Option<f64>)> = models
             .iter()
-            .map(|m| (m.model.as_str(), mean(&m.all.overall)))
+            .map(|m| (m.model.as_str(), m.all.overall.map(|x| x.mean)))
             .collect();
         let focus = charts::focus(&by_oa);
-        let focus_note = match &focus {
-            Some(f) => format!(
-                " <span data-chart-focus=\"{}\">{} models: the {} best and {} worst by OA in colour ({}), the others grey; click a model in the legend to colour or grey its line.</span>",
-                f.len(),
-                models.len(),
-                charts::FOCUS_EACH,
-                charts::FOCUS_EACH,
-                escape(&f.join(", "))
-            ),
-            None => String::new(),
+        let focus_note = html! {
+            @if let Some(f) = &focus {
+                " "
+                span data-chart-focus=(f.len()) {
+                    (models.len()) " models: the " (charts::FOCUS_EACH) " best and "
+                    (charts::FOCUS_EACH) " worst by OA in colour (" (f.join(", "))
+                    "), the others grey; click a model in the legend to colour or grey its line."
+                }
+            }
         };
-        let _ = write!(
-            out,
-            "<h3>Turn depth</h3><p class=\"note\">Overall score (OA) at turns 1, 5, 10, 15 and each dialogue's final turn, one line per model.{focus_note}</p>"
-        );
-        let depths = ["t1", "t5", "t10", "t15", "final"];
-        let lines: Vec<Line> = models
-            .iter()
-            .map(|m| Line {
-                model: m.model.clone(),
-                values: depths
-                    .iter()
-                    .map(|d| m.by_turn.get(*d).and_then(|g| mean(&g.overall)))
-                    .collect(),
-            })
-            .collect();
-        out.push_str(&charts::line_panels(
-            "turn-depth",
-            &["T1", "T5", "T10", "T15", "Final"],
-            &[("OA", lines)],
-            100.0,
-            focus.as_deref(),
-        ));
-        let _ = write!(
-            out,
-            "<h3>Adversarial degradation</h3><p class=\"note\">OA, Logic and Chat at each adversarial level. Empathy resilience: Chat holding while Logic falls.{focus_note}</p>"
-        );
-        let levels = ["zero", "weak", "strong"];
-        let panel = |get: fn(&GroupStats) -> Option<Metric>| -> Vec<Line> {
-            models
+        let lines = |keys: &[&str],
+                     groups: fn(&ModelSummary) -> &IndexMap<String, GroupStats>,
+                     get: fn(&GroupStats) -> Option<Metric>|
+         -> Vec<Line> {
+            ranked
                 .iter()
-                .map(|m| Line {
+                .map(|(index, m)| Line {
                     model: m.model.clone(),
-                    values: levels
+                    index: *index,
+                    values: keys
                         .iter()
-                        .map(|l| {
-                            m.by_adversarial
-                                .get(*l)
-                                .and_then(|g| get(g).map(|x| x.mean))
-                        })
+                        .map(|k| groups(m).get(*k).and_then(|g| estimate(g, get)))
                         .collect(),
                 })
                 .collect()
         };
-        out.push_str(&charts::line_panels(
-            "adversarial",
-            &levels,
-            &[
-                ("OA", panel(|g| g.overall)),
-                ("Logic", panel(|g| g.logic)),
-                ("Chat", panel(|g| g.chat)),
-            ],
-            100.0,
+        let depths = ["t1", "t5", "t10", "t15", "final"];
+        let turn_depth = charts::line_panels(
+            "turn-depth",
+            &XAxis {
+                title: "turn of the dialogue",
+                labels: &["T1", "T5", "T10", "T15", "Final"],
+            },
+            &[("OA", lines(&depths, |m| &m.by_turn, |g| g.overall))],
+            &score_axis("OA, 0-100"),
             focus.as_deref(),
-        ));
-        out.push_str("<h3>Format errors by kind</h3><p class=\"note\">Turns whose answer did not parse, per model and kind.</p>");
+        );
+        let levels = ["zero", "weak", "strong"];
+        let adversarial = charts::line_panels(
+            "adversarial",
+            &XAxis {
+                title: "adversarial level of the customer",
+                labels: &levels,
+            },
+            &[
+                ("OA", lines(&levels, |m| &m.by_adversarial, |g| g.overall)),
+                ("Logic", lines(&levels, |m| &m.by_adversarial, |g| g.logic)),
+                ("Chat", lines(&levels, |m| &m.by_adversarial, |g| g.chat)),
+            ],
+            &score_axis("score, 0-100"),
+            focus.as_deref(),
+        );
+
+        // Format errors: per kind met in the run, the share of each model's answered turns.
         let kinds: Vec<usize> = (0..FormatError::KINDS.len())
             .filter(|k| self.format_errors.values().any(|c| c[*k] > 0))
             .collect();
-        let kind_names: Vec<&str> = kinds.iter().map(|k| FormatError::KINDS[*k]).collect();
-        let groups: Vec<BarGroup> = models
+        let panels: Vec<BarPanel> = kinds
             .iter()
-            .map(|m| {
-                let counts = self
-                    .format_errors
-                    .get(&m.model)
-                    .copied()
-                    .unwrap_or_default();
-                BarGroup {
-                    model: m.model.clone(),
-                    values: kinds.iter().map(|k| Some(counts[*k] as f64)).collect(),
-                }
+            .map(|k| BarPanel {
+                series: FormatError::KINDS[*k].to_string(),
+                values: models
+                    .iter()
+                    .map(|m| {
+                        let answered = m.all.format_error_rate?.n;
+                        let count = self.format_errors.get(&m.model).map_or(0, |c| c[*k]);
+                        (answered > 0).then(|| Estimate {
+                            value: count as f64 / answered as f64 * 100.0,
+                            interval: None,
+                            n: Some(answered),
+                            dialogues: None,
+                        })
+                    })
+                    .collect(),
             })
             .collect();
-        let most = groups
+        let most = panels
             .iter()
-            .flat_map(|g| g.values.iter().flatten())
-            .cloned()
+            .flat_map(|p| p.values.iter().flatten())
+            .map(|v| v.value)
             .fold(0.0, f64::max);
-        if kinds.is_empty() {
-            out.push_str("<p data-chart-empty=\"format-errors\">No format errors in this run.</p>");
-        }
-        out.push_str(&charts::grouped_bars(
+        let format_errors = charts::bar_panels(
             "format-errors",
-            &kind_names,
-            &groups,
-            nice_max(most),
-            " turns",
-        ));
-        out.push_str("<h3>Chat sub-dimensions</h3><p class=\"note\">The judges' five chat dimensions, 0-100.</p>");
-        let groups: Vec<BarGroup> = models
-            .iter()
-            .map(|m| {
-                let d = &m.all.chat_dimensions;
-                BarGroup {
-                    model: m.model.clone(),
-                    values: vec![
-                        mean(&d.linguistic_quality),
-                        mean(&d.anthropomorphism_emotion),
-                        mean(&d.content_utility),
-                        mean(&d.user_satisfaction),
-                        mean(&d.instruction_compliance),
-                    ],
-                }
-            })
-            .collect();
-        out.push_str(&charts::grouped_bars(
+            &chart_models,
+            &panels,
+            &Axis {
+                title: "turns with a format error of the kind, % of answered turns",
+                max: nice_max(most),
+                unit: "%",
+                n_of: "answered turns",
+            },
+        );
+
+        let dimensions = charts::bar_panels(
             "chat-dimensions",
+            &chart_models,
             &[
-                "Linguistic",
-                "Anthropomorphism",
-                "Utility",
-                "Satisfaction",
-                "Compliance",
+                bars("Linguistic", |g| g.chat_dimensions.linguistic_quality),
+                bars("Anthropomorphism", |g| {
+                    g.chat_dimensions.anthropomorphism_emotion
+                }),
+                bars("Utility", |g| g.chat_dimensions.content_utility),
+                bars("Satisfaction", |g| g.chat_dimensions.user_satisfaction),
+                bars("Compliance", |g| g.chat_dimensions.instruction_compliance),
             ],
-            &groups,
-            100.0,
-            "",
-        ));
-        out
+            &score_axis("judges' score, 0-100"),
+        );
+
+        html! {
+            p.note {
+                "Each model has one colour in every chart and table. Whiskers: the 95% bootstrap "
+                "interval; hover over a bar or point for its value, interval and n (the turns behind it)."
+            }
+            h3 { "Execution gap" }
+            p.note {
+                "Per model: classification accuracy (Acc_cls), path similarity (Sim_path) and action "
+                "correctness (Acc_action), 0-100. Knowing what the customer wants (classification) but "
+                "not acting on it shows as a longer Acc_cls bar than Acc_action bar."
+            }
+            (execution_gap)
+            h3 { "Turn depth" }
+            p.note {
+                "Overall score (OA) at turns 1, 5, 10, 15 and each dialogue's final turn, one line per "
+                "model. Few dialogues reach the late turns: their points have wide whiskers, and are "
+                "hollow when fewer than " (charts::FEW_TURNS) " turns are behind them."
+                (focus_note)
+            }
+            (turn_depth)
+            h3 { "Adversarial degradation" }
+            p.note {
+                "OA, Logic and Chat at each adversarial level. Empathy resilience: Chat holding while "
+                "Logic falls. Hollow points: fewer than " (charts::FEW_TURNS) " turns."
+                (focus_note)
+            }
+            (adversarial)
+            h3 { "Format errors by kind" }
+            p.note {
+                "Turns whose answer did not parse, per model and kind, as a share of the model's "
+                "answered turns (the count on hover)."
+            }
+            @if kinds.is_empty() {
+                p data-chart-empty="format-errors" { "No format errors in this run." }
+            }
+            (format_errors)
+            h3 { "Chat sub-dimensions" }
+            p.note { "The judges' five chat dimensions, 0-100." }
+            (dimensions)
+        }
     }
 }
 

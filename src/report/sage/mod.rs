@@ -4,7 +4,7 @@
 //! dialogue explorer. Its memory grows with its output only: per route, stage and field a few
 //! counters, a bounded list of split turns, and the explorer's rows and compressed transcripts.
 
-use super::charts::{self, BarGroup, Line, num, raw};
+use super::charts::{self, Line, num, raw};
 use super::explorer::{self, ExplorerFold, dialogue_anchor};
 use super::graph::{self, GraphUse};
 use super::page::{Page, Section, escape};
@@ -26,7 +26,9 @@ mod routes;
 mod run;
 
 use leaderboard::LEADERBOARD_CSS;
-pub use leaderboard::{LEADERBOARD, SORT_SCRIPT, leaderboard_html, pass_ks};
+pub use leaderboard::{
+    Better, Column, LEADERBOARD, SORT_SCRIPT, best_of, leaderboard_html, pass_ks, scenario_matrix,
+};
 pub use routes::route_anchor;
 
 /// What the report says about the run besides its records (from its manifest).
@@ -321,20 +323,24 @@ impl SageReport {
         self.explorer.add(record);
     }
 
-    /// The page's sections (`run`, `leaderboard`, `charts`, `sop-graphs`, `judges`,
-    /// `explorer`) for `summary` (the summary folded from the same records). Closes the
-    /// explorer's open chunk of transcripts.
+    /// The page's sections, the leaderboard first (`leaderboard`, `run`, `charts`,
+    /// `sop-graphs`, `judges`, `explorer`) for `summary` (the summary folded from the same
+    /// records). Closes the explorer's open chunk of transcripts.
     pub fn sections(&mut self, summary: &Summary) -> Vec<Section> {
         vec![
-            Section::trusted("run", "Run", self.run_html(summary)),
-            Section::trusted("leaderboard", "Leaderboard", leaderboard_html(summary)),
-            Section::trusted("charts", "Charts", self.charts_html(summary)),
+            Section::new(
+                "leaderboard",
+                "Leaderboard",
+                self.leaderboard_section(summary),
+            ),
+            Section::new("run", "Run", self.run_html(summary)),
+            Section::new("charts", "Charts", self.charts_html(summary)),
             Section::trusted(
                 "sop-graphs",
                 "SOP graphs and routes",
                 self.graphs_html(summary),
             ),
-            Section::trusted("judges", "Judges", self.judges_html(summary)),
+            Section::new("judges", "Judges", self.judges_html(summary)),
             Section::trusted("explorer", "Dialogue explorer", self.explorer.html()),
         ]
     }

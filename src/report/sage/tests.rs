@@ -147,9 +147,13 @@ fn a_structured_agent_is_tagged_in_the_leaderboard() {
         )],
         &Default::default(),
     );
-    assert!(!leaderboard_html(&summary).contains("tag structured"));
+    assert!(
+        !leaderboard_html(&summary)
+            .into_string()
+            .contains("tag structured")
+    );
     summary.models[0].structured_output = Some(crate::plan::model::StructuredOutput::JsonSchema);
-    let html = leaderboard_html(&summary);
+    let html = leaderboard_html(&summary).into_string();
     assert!(
         html.contains(">m1 <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></td>"),
         "{html}"
@@ -160,7 +164,7 @@ fn a_structured_agent_is_tagged_in_the_leaderboard() {
 fn pass_k_columns_show_summary_values() {
     let mut summary = crate::scoring::summarize(&[], &Default::default());
     assert!(
-        !leaderboard_html(&summary).contains("pass^"),
+        !leaderboard_html(&summary).into_string().contains("pass^"),
         "no repeats, no column"
     );
     let mut model = crate::scoring::summarize(
@@ -187,7 +191,7 @@ fn pass_k_columns_show_summary_values() {
     ];
     summary.models.push(model);
     assert_eq!(pass_ks(&summary), [1, 2]);
-    let html = leaderboard_html(&summary);
+    let html = leaderboard_html(&summary).into_string();
     assert!(html.contains("<th class=\"num\" data-sort=\"pass^2\""));
     assert!(html.contains("<td class=\"num\" data-metric=\"pass^1\" data-value=\"83.51648351648352\" title=\"2 cases ran at least 1 times\">83.52</td><td class=\"num\" data-metric=\"pass^2\" data-value=\"50\""), "{html}");
 }
@@ -231,8 +235,8 @@ fn sections_follow_the_dom_contract() {
     assert_eq!(
         ids,
         [
-            "run",
             "leaderboard",
+            "run",
             "charts",
             "sop-graphs",
             "judges",
@@ -269,7 +273,7 @@ fn sections_follow_the_dom_contract() {
             "{f}"
         );
     }
-    assert!(sections[1].html.0.contains("id=\"leaderboard-table\""));
+    assert!(sections[0].html.0.contains("id=\"leaderboard-table\""));
     let html = report.page(&summary).render();
     assert!(!html.contains("http://") && !html.contains("https://"));
 }
