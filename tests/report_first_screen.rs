@@ -610,3 +610,116 @@ fn a_model_has_one_colour_in_every_chart_legend_and_table() {
         "two models share a colour: {colours:?}"
     );
 }
+
+/// A run of eleven simulated agents (each case of each bundled scenario once, few cases), in a
+/// fresh folder: its report.
+fn crowded_run() -> PathBuf {
+    let dir = common::fresh_dir("report_first_screen_crowded");
+    let mut models = String::new();
+    let names: Vec<String> = (0..11).map(|i| format!("agent-{i:02}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let profile = ["strong", "balanced", "weak"][i % 3];
+        models.push_str(&format!(
+            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: {profile}, \
+             skills: {{action_derivation: {:.2}}}, latency: null}}}}\n",
+            0.3 + 0.06 * i as f64
+        ));
+    }
+    let config = dir.join("run.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "models:\n{models}  - {{name: sim-user, provider: simulated, sim: {{kind: user, latency: null}}}}\n  \
+             - {{name: sim-judge, provider: simulated, sim: {{kind: judge, latency: null}}}}\n\
+             service_models: [{}]\nuser_model: sim-user\njudge_models: [sim-judge]\nscenarios: [bundled]\n\
+             dialogues_per_scenario: 6\nmin_per_route: 1\nmax_turns: 16\nseed: 3\n",
+            names.join(", ")
+        ),
+    )
+    .expect("config");
+    common::sage_ok(&[
+        "run",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--run-id",
+        "crowded",
+        "--out",
+        dir.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    dir.join("crowded/report.html")
+}
+
+#[test]
+fn a_crowded_line_chart_colours_eight_models_and_a_legend_click_colours_another() {
+    let report = crowded_run();
+    let browser = Browser::launch();
+    let tab = browser.open(&report, true).expect("open");
+    tab.set_viewport(1280, 900).expect("viewport");
+    // Three of the eleven are grey, lines, points, whiskers and legend alike.
+    let grey = |chart: &str| -> Vec<String> {
+        let names = tab
+            .eval(&format!(
+                "[...document.querySelectorAll('svg.chart[data-chart={chart}] g.legend.bg')].map(g => g.dataset.model)"
+            ))
+            .expect("legend");
+        serde_json::from_value(names).expect("names")
+    };
+    let before = grey("turn-depth");
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert_eq!(grey("adversarial"), before);
+    let model = &before[0];
+    let state = |model: &str| {
+        tab.eval(&format!(
+            "(svg => ({{grey: [...svg.querySelectorAll('[data-model=' + {m} + ']')].filter(e => e.tagName !== 'text') \
+             .map(e => e.classList.contains('bg')), \
+             line: getComputedStyle(svg.querySelector('polyline.line[data-model=' + {m} + ']')).stroke, \
+             swatch: getComputedStyle(document.querySelector('#leaderboard-table tr[data-model=' + {m} + '] svg.swatch line')).stroke}}))\
+             (document.querySelector('svg.chart[data-chart=turn-depth]'))",
+            m = js(&js(model))
+        ))
+        .expect("state")
+    };
+    let s = state(model);
+    assert!(
+        s["grey"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|g| g == true),
+        "{s}"
+    );
+    assert_ne!(
+        s["line"], s["swatch"],
+        "a grey line is not in its colour: {s}"
+    );
+    let note = tab
+        .eval("document.querySelector('#charts [data-chart-focus]').textContent")
+        .expect("note");
+    assert!(
+        note.as_str()
+            .is_some_and(|n| n.contains("11 models") && !n.contains(model.as_str())),
+        "{note}"
+    );
+    tab.screenshot(
+        &screenshot_dir().join("sage-chart-turn-depth-crowded.png"),
+        Some("svg.chart[data-chart=turn-depth]"),
+    )
+    .expect("screenshot");
+    // A click on its legend entry colours it: its own colour, the one of its swatch.
+    tab.click(&format!(
+        "svg.chart[data-chart=turn-depth] g.legend[data-model={}]",
+        js(model)
+    ))
+    .expect("click");
+    let s = state(model);
+    assert!(
+        s["grey"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|g| g == false),
+        "{s}"
+    );
+    assert_eq!(s["line"], s["swatch"], "{s}");
+}

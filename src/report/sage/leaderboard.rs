@@ -131,6 +131,16 @@ pub fn best_of(values: &[Option<f64>], better: Better) -> Vec<bool> {
     values.iter().map(|v| v.is_some() && *v == mark).collect()
 }
 
+/// Which of `models` hold the best of `value` ([`best_of`]).
+fn best_rows(
+    models: &[&ModelSummary],
+    better: Better,
+    value: impl Fn(&ModelSummary) -> Option<f64>,
+) -> Vec<bool> {
+    let values: Vec<Option<f64>> = models.iter().map(|m| value(m)).collect();
+    best_of(&values, better)
+}
+
 /// A mean as the tables show it: two decimals, as leaderboard.md and the terminal.
 fn fixed(x: f64) -> String {
     format!("{x:.2}")
@@ -147,7 +157,7 @@ fn metric_cell(key: &str, m: Option<Metric>, best: bool) -> Markup {
     html! {
         @match m {
             Some(x) => td.num.best[best] data-metric=(key) data-value=(raw(x.mean))
-                title={ "95% interval " (num(x.ci_low)) " to " (num(x.ci_high)) ", " (x.n) " turns" } {
+                title={ "95% interval " (num(x.ci_low)) " to " (num(x.ci_high)) "; n = " (x.n) " turns" } {
                 (fixed(x.mean))
                 @if best { (best_mark()) }
                 " " span.ci { "±" (fixed(x.half_width())) }
@@ -185,25 +195,14 @@ pub(super) fn rows(summary: &Summary) -> Vec<(usize, &ModelSummary)> {
 pub fn leaderboard_html(summary: &Summary) -> Markup {
     let ks = pass_ks(summary);
     let rows = rows(summary);
+    let models: Vec<&ModelSummary> = rows.iter().map(|(_, m)| *m).collect();
     let best: Vec<Vec<bool>> = LEADERBOARD
         .iter()
-        .map(|c| {
-            let values: Vec<Option<f64>> = rows
-                .iter()
-                .map(|(_, m)| metric(&m.all, c.key).map(|x| x.mean))
-                .collect();
-            best_of(&values, c.better)
-        })
+        .map(|c| best_rows(&models, c.better, |m| metric(&m.all, c.key).map(|x| x.mean)))
         .collect();
     let best_pass: Vec<Vec<bool>> = ks
         .iter()
-        .map(|k| {
-            let values: Vec<Option<f64>> = rows
-                .iter()
-                .map(|(_, m)| pass(m, *k).map(|p| p.pass))
-                .collect();
-            best_of(&values, Better::Higher)
-        })
+        .map(|k| best_rows(&models, Better::Higher, |m| pass(m, *k).map(|p| p.pass)))
         .collect();
     html! {
         table #leaderboard-table.data {
@@ -277,11 +276,7 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
     let oa = |m: &ModelSummary, s: &str| m.by_scenario.get(s).and_then(|g| g.overall);
     let best: Vec<Vec<bool>> = scenarios
         .iter()
-        .map(|s| {
-            let values: Vec<Option<f64>> =
-                models.iter().map(|m| oa(m, s).map(|x| x.mean)).collect();
-            best_of(&values, Better::Higher)
-        })
+        .map(|s| best_rows(&models, Better::Higher, |m| oa(m, s).map(|x| x.mean)))
         .collect();
     html! {
         table #scenario-matrix.data {
@@ -395,3 +390,59 @@ table.route-models td{font-size:12px;color:#1d2330}
 /// Sorts `table.data` tables with `th[data-sort]` headings by the clicked column's
 /// `data-value` (numbers numerically, missing values last).
 pub const SORT_SCRIPT: &str = include_str!("../js/sort.js");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_best_is_marked_when_it_is_better_than_another() {
+        let h = Better::Higher;
+        assert_eq!(
+            best_of(&[Some(1.0), Some(3.0), None, Some(2.0)], h),
+            [false, true, false, false]
+        );
+        assert_eq!(
+            best_of(&[Some(1.0), Some(3.0), Some(2.0)], Better::Lower),
+            [true, false, false]
+        );
+        // Ties at the best are all marked; nothing when all are equal, alone, or neither way.
+        assert_eq!(
+            best_of(&[Some(3.0), Some(1.0), Some(3.0)], h),
+            [true, false, true]
+        );
+        assert_eq!(best_of(&[Some(2.0), Some(2.0)], h), [false, false]);
+        assert_eq!(best_of(&[Some(2.0), None], h), [false, false]);
+        assert_eq!(
+            best_of(&[Some(1.0), Some(2.0)], Better::Neither),
+            [false, false]
+        );
+    }
+
+    #[test]
+    fn names_are_escaped_and_the_matrix_follows_the_ranking() {
+        use super::super::tests::{record, route, turn};
+        // Two models, each one turn in scenario `sc`: the second by name has the better OA.
+        let records: Vec<_> = [("<b>a</b>", 20.0), ("z\"", 90.0)]
+            .iter()
+            .map(|(name, logic)| {
+                let id = format!("sc/0001/{name}/r0");
+                record(
+                    &id,
+                    name,
+                    vec![turn(1, *logic, route(&["s1"], "Done"), ["x"; 3])],
+                )
+            })
+            .collect();
+        let summary = crate::scoring::summarize(&records, &Default::default());
+        let html = scenario_matrix(&summary, &|id| format!("{id}<i>")).into_string();
+        assert!(!html.contains("<b>") && !html.contains("<i>"), "{html}");
+        let first = html.find("data-model=\"z&quot;\"").expect("z");
+        let second = html.find("data-model=\"&lt;b&gt;a&lt;/b&gt;\"").expect("a");
+        assert!(first < second, "by OA, best first");
+        assert!(
+            html.contains("<abbr title=\"sc&lt;i&gt;\">sc</abbr>"),
+            "{html}"
+        );
+    }
+}

@@ -3,7 +3,7 @@ use super::*;
 use crate::protocol::DialogueRecord;
 use serde_json::{Value as Json, json};
 
-fn route(path: &[&str], action: &str) -> Json {
+pub(super) fn route(path: &[&str], action: &str) -> Json {
     json!({"path": path, "action": action, "outputs": {}})
 }
 
@@ -14,7 +14,7 @@ fn judge(a: &str) -> Json {
 }
 
 /// A scored turn referencing `reference` with Logic `logic`, judged `votes` on field A.
-fn turn(n: u32, logic: f64, reference: Json, votes: [&str; 3]) -> Json {
+pub(super) fn turn(n: u32, logic: f64, reference: Json, votes: [&str; 3]) -> Json {
     json!({
         "turn": n, "user_message": "hi", "raw_output": null,
         "outcome": {"kind": "valid", "turn": {"classification": {"A": "x"}, "cot": "",
@@ -28,7 +28,7 @@ fn turn(n: u32, logic: f64, reference: Json, votes: [&str; 3]) -> Json {
     })
 }
 
-fn record(id: &str, model: &str, turns: Vec<Json>) -> DialogueRecord {
+pub(super) fn record(id: &str, model: &str, turns: Vec<Json>) -> DialogueRecord {
     let value = json!({
         "job": {"run_id": "r", "dialogue_id": id, "scenario": "sc",
             "target": route(&["s1"], "Done"), "fields": {"A": "x"}, "variables": {},
@@ -155,7 +155,7 @@ fn a_structured_agent_is_tagged_in_the_leaderboard() {
     summary.models[0].structured_output = Some(crate::plan::model::StructuredOutput::JsonSchema);
     let html = leaderboard_html(&summary).into_string();
     assert!(
-        html.contains(">m1 <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></td>"),
+        html.contains("<span class=\"model-name\">m1</span> <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></td>"),
         "{html}"
     );
 }
