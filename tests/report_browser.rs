@@ -278,7 +278,7 @@ fn the_compare_report_lists_the_planted_regression_first() {
         .eval(
             "(r => r && {model: r.dataset.model, group: r.dataset.group, delta: Number(r.dataset.delta), \
              regression: r.classList.contains('regression')})\
-             (document.querySelector('#compare-table tbody tr[data-model]'))",
+             (document.querySelector('#compare-models tbody tr[data-model]'))",
         )
         .expect("the first row");
     assert_eq!(first["model"], "sim-strong", "{first}");
@@ -286,14 +286,14 @@ fn the_compare_report_lists_the_planted_regression_first() {
     assert!(number(&first["delta"]) < 0.0, "{first}");
     // The untouched model regressed nowhere.
     let weak = tab
-        .eval("document.querySelectorAll('#compare-table tr.regression[data-model=\"sim-weak\"]').length")
+        .eval("document.querySelectorAll('#compare tr.regression[data-model=\"sim-weak\"]').length")
         .expect("rows");
     assert_eq!(number(&weak), 0.0);
     // Dialogues that went from pass to fail link to both runs' transcripts.
     let flips = tab
         .eval(
-            "[...document.querySelectorAll('#compare-flips tr[data-flip=\"pass-to-fail\"]')]\
-             .map(r => [...r.querySelectorAll('a')].map(a => a.getAttribute('href')))",
+            "[...document.querySelectorAll('#compare-flips details[data-flip=\"pass-to-fail\"]')]\
+             .map(r => [...r.querySelectorAll('summary a')].map(a => a.getAttribute('href')))",
         )
         .expect("flips");
     let flips = flips.as_array().expect("a list");
@@ -316,7 +316,7 @@ fn the_compare_report_lists_the_planted_regression_first() {
         );
     }
     assert_offline(&tab, &out);
-    screenshot_sections(&tab, "compare");
+    // The screenshot docs/report.md shows is tests/compare_browser.rs's.
 }
 
 /// The mean of a summary.json statistic (`{"mean": ..}`) or a plain number.
