@@ -729,6 +729,29 @@ fn a_case_pairs_whatever_order_its_values_are_listed_in() {
     assert_eq!((c.shared, c.mismatched), (1, 0));
 }
 
+/// summary.json gives each model its noise floor against an independent rerun: about √2 times
+/// half its OA interval (the difference of two independent runs' means), in OA points.
+#[test]
+fn each_model_has_its_noise_floor_in_summary_json() {
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(runs().join("base").join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let models = summary["models"].as_array().unwrap();
+    assert_eq!(models.len(), 2);
+    for m in models {
+        let floor = m["noise_floor"].as_f64().unwrap();
+        let oa = &m["all"]["overall"];
+        let half = (oa["ci_high"].as_f64().unwrap() - oa["ci_low"].as_f64().unwrap()) / 2.0;
+        let ratio = floor / half;
+        assert!(
+            (1.2..=1.65).contains(&ratio),
+            "{}: floor {floor}, half-width {half}",
+            m["model"]
+        );
+    }
+}
+
 #[test]
 fn runs_sharing_nothing_are_refused() {
     let dir = runs();

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::browser::{Browser, Tab, screenshot_dir};
+use common::browser::{Browser, Tab, assert_offline, screenshot_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -120,19 +120,6 @@ fn page(current: &Path, baseline: &Path, out: &Path) {
         "--out",
         out.to_str().expect("utf-8"),
     ]);
-}
-
-/// The page fetched nothing and logged no error.
-fn assert_offline(tab: &Tab<'_>, file: &Path) {
-    let errors = tab.console_errors().expect("console");
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    let own = format!("file://{}", file.canonicalize().expect("file").display());
-    let requests = tab.requests().expect("requests");
-    let foreign: Vec<&String> = requests
-        .iter()
-        .filter(|u| !u.starts_with(&own) && !u.starts_with("data:"))
-        .collect();
-    assert!(foreign.is_empty(), "requests beyond the file: {foreign:?}");
 }
 
 /// A screenshot of `selector` (its top 1,400 pixels at 1,280 wide) as `NAME.png`.

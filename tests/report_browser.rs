@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::browser::{Browser, Tab, screenshot_dir};
+use common::browser::{Browser, Tab, assert_offline, screenshot_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,24 +17,6 @@ const READY: Duration = Duration::from_secs(20);
 /// A JavaScript string literal of `text`.
 fn js(text: &str) -> String {
     serde_json::to_string(text).expect("a string")
-}
-
-/// The page did nothing it should not: no console error, no request beyond the file itself
-/// (data: URLs are decoded in place, not fetched).
-fn assert_offline(tab: &Tab<'_>, file: &Path) {
-    let errors = tab.console_errors().expect("console");
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    let own = format!("file://{}", file.canonicalize().expect("file").display());
-    let requests = tab.requests().expect("requests");
-    let foreign: Vec<&String> = requests
-        .iter()
-        .filter(|u| !u.starts_with(&own) && !u.starts_with("data:"))
-        .collect();
-    assert!(foreign.is_empty(), "requests beyond the file: {foreign:?}");
-    assert!(
-        requests.iter().any(|u| u.starts_with(&own)),
-        "the file itself was not loaded: {requests:?}"
-    );
 }
 
 /// Screenshots of every section of the open page, named `PREFIX-SECTION.png` (`SECTION.png` when it begins with the prefix), at a desktop
