@@ -59,8 +59,8 @@ fn cli_run(dir: &Path, extra: &str) -> std::path::PathBuf {
 }
 
 /// summary.json without what was added since [`EVERY_GOLDEN`] was taken (`judge_turns`'s
-/// `judged_turns` and `unjudged_turns`; the calls' `scored_turns` and `per_scored_turn`),
-/// hashed.
+/// `judged_turns` and `unjudged_turns`; the calls' `scored_turns` and `per_scored_turn`; the
+/// models' `noise_floor`), hashed.
 fn canonical(summary: &Path) -> String {
     fn strip(v: &mut Json) {
         match v {
@@ -69,6 +69,7 @@ fn canonical(summary: &Path) -> String {
                 map.remove("unjudged_turns");
                 map.remove("scored_turns");
                 map.remove("per_scored_turn");
+                map.remove("noise_floor");
                 map.values_mut().for_each(strip);
             }
             Json::Array(items) => items.iter_mut().for_each(strip),

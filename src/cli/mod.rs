@@ -32,17 +32,26 @@ enum Command {
         /// The results folder (results/<run-id>).
         dir: std::path::PathBuf,
         /// Compare the run with this baseline run's results folder (same scenarios, any
-        /// models): per model, scenario, adversarial level and route, the difference with a
-        /// paired bootstrap interval, regressions first, and the dialogues that flipped.
+        /// models): per model first, then per scenario, adversarial level and route, the
+        /// difference over the paired dialogues with a paired bootstrap interval and a
+        /// Benjamini-Hochberg q-value (groups of fewer than 30 paired cases: exploratory), and
+        /// the dialogues that flipped.
         #[arg(long, value_name = "BASELINE_DIR")]
         compare: Option<std::path::PathBuf>,
         /// Write the report as one offline HTML file (with --compare: the comparison, by
         /// default DIR/compare-<baseline run id>.html).
         #[arg(long)]
         html: bool,
-        /// Where to write the HTML file.
-        #[arg(long, value_name = "FILE", requires = "html")]
+        /// Where to write the HTML file (with --compare --format json and no --html: the JSON).
+        #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
+        /// With --compare: `text` (the default) or `json`, one document on standard output
+        /// (schema in docs/report.md) for scripts and CI.
+        #[arg(long, value_enum, default_value_t = report::CompareFormat::Text, requires = "compare")]
+        format: report::CompareFormat,
+        /// With --compare: exit with code 3 when some group is a regression (after printing).
+        #[arg(long, requires = "compare")]
+        fail_on_regression: bool,
     },
     /// Print one dialogue's transcript: per turn the customer, the agent's reply, its
     /// classification, path and action beside the reference (`!=` where they differ), the
@@ -131,11 +140,26 @@ pub fn main() -> ExitCode {
             compare: Some(baseline),
             html,
             out,
-        } => report::compare(&dir, &baseline, html, out).map(|()| ExitCode::SUCCESS),
+            format,
+            fail_on_regression,
+        } => report::compare(
+            &dir,
+            &baseline,
+            report::CompareArgs {
+                html,
+                out,
+                format,
+                fail_on_regression,
+            },
+        ),
         Command::Show { dir, dialogue_id } => {
             report::show(&dir, &dialogue_id).map(|()| ExitCode::SUCCESS)
         }
         Command::Report { dir, html, out, .. } => {
+            if out.is_some() && !html {
+                eprintln!("error: --out needs --html (or --compare with --format json)");
+                return ExitCode::from(2);
+            }
             report::report(&dir, html, out.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),

@@ -1,11 +1,15 @@
 //! `sage report A --compare B` and `sage show DIR DIALOGUE_ID`: wiring only (the comparison is
 //! `report::compare`, the transcript `report::transcript`).
 
-use crate::report::compare::{CompareFold, Links, RunInfo, relative_url};
+use crate::report::compare::{
+    CompareFold, Comparison, FlipTranscripts, Links, RunInfo, relative_url,
+};
 use crate::scoring::Bootstrap;
 use crate::store::RunDir;
+use crate::store::export::Reread;
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 /// `sage report DIR [--html [--out FILE]]`: the summary and leaderboard rebuilt from the
 /// records (SAGE or support-desk folder), and with `--html` the HTML report.
@@ -48,18 +52,44 @@ fn sage_run(dir: &Path) -> anyhow::Result<(RunDir, crate::store::Manifest)> {
     Ok((run, manifest))
 }
 
-/// Compares run `current` against the baseline `baseline`: prints the comparison and, with
-/// `html`, writes it as a page (to `out`, by default `current/compare-<baseline id>.html`).
-pub fn compare(
-    current: &Path,
-    baseline: &Path,
-    html: bool,
-    out: Option<PathBuf>,
-) -> anyhow::Result<()> {
+/// How `sage report A --compare B` prints the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    /// Tables for people (the default).
+    Text,
+    /// One JSON document (docs/report.md, "Compare"), for scripts and CI.
+    Json,
+}
+
+/// The options of `sage report A --compare B`.
+#[derive(Debug, Clone)]
+pub struct CompareArgs {
+    /// Also write the page.
+    pub html: bool,
+    /// Where to write the page (or, with `--format json` and no `--html`, the JSON).
+    pub out: Option<PathBuf>,
+    /// Text or JSON.
+    pub format: CompareFormat,
+    /// Exit with code 3 when some group is a regression.
+    pub fail_on_regression: bool,
+}
+
+/// The exit code of a comparison that found a regression, with `--fail-on-regression`.
+pub const REGRESSION_EXIT: u8 = 3;
+
+/// Compares run `current` against the baseline `baseline`: prints the comparison (text or
+/// JSON) and, with `html`, writes it as a page (to `out`, by default
+/// `current/compare-<baseline id>.html`) with the first flips' transcripts side by side. The
+/// pairing warning also goes to standard error.
+pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if args.out.is_some() && !args.html && args.format != CompareFormat::Json {
+        bail!("--out needs --html (or --format json)");
+    }
     let (a, a_manifest) = sage_run(current)?;
     let (b, b_manifest) = sage_run(baseline)?;
     let info = |m: &crate::store::Manifest| RunInfo {
         id: m.run_id.clone(),
+        seed: m.config.seed,
         scenarios: m.scenarios.clone(),
     };
     let bootstrap = Bootstrap {
@@ -67,8 +97,14 @@ pub fn compare(
         ..Bootstrap::default()
     };
     let mut fold = CompareFold::new(info(&a_manifest), info(&b_manifest), bootstrap)?;
-    b.scan_dialogues(|r| fold.add_baseline(&r))?;
-    a.scan_dialogues(|r| fold.add_current(&r))?;
+    b.scan_jsonl_at("dialogues.jsonl", |at, r| {
+        fold.add_baseline_at(&r, at);
+        Ok::<(), crate::store::StoreError>(())
+    })?;
+    a.scan_jsonl_at("dialogues.jsonl", |at, r| {
+        fold.add_current_at(&r, at);
+        Ok::<(), crate::store::StoreError>(())
+    })?;
     let mut comparison = fold.finish()?;
     let (judged_a, judged_b) = (
         &a_manifest.config.judge_turns,
@@ -83,10 +119,32 @@ pub fn compare(
             judged_b.describe()
         ));
     }
-    print!("{}", comparison.text());
-    if html {
-        let out =
-            out.unwrap_or_else(|| a.path().join(format!("compare-{}.html", b_manifest.run_id)));
+    if let Some(warning) = comparison.pairing_warning() {
+        eprintln!("warning: {warning}");
+    }
+    let json = args.format == CompareFormat::Json;
+    // With --format json, standard output holds the document alone.
+    let say = |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    match (args.format, &args.out) {
+        (CompareFormat::Text, _) => print!("{}", comparison.text()),
+        (CompareFormat::Json, Some(out)) if !args.html => {
+            std::fs::write(out, comparison.json()?)
+                .with_context(|| format!("writing {}", out.display()))?;
+            say(format!("wrote {}", out.display()));
+        }
+        (CompareFormat::Json, _) => print!("{}", comparison.json()?),
+    }
+    if args.html {
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| a.path().join(format!("compare-{}.html", b_manifest.run_id)));
         let canonical = |p: &Path| {
             p.canonicalize()
                 .with_context(|| format!("{}: cannot resolve the folder", p.display()))
@@ -103,12 +161,39 @@ pub fn compare(
             current: relative_url(&folder, &canonical(a.path())?.join("report.html")),
             baseline: relative_url(&folder, &canonical(b.path())?.join("report.html")),
         };
+        let transcripts = flip_transcripts(&comparison, &a, &b)?;
         let path = folder.join(name);
-        std::fs::write(&path, comparison.page(&links).render())
+        std::fs::write(&path, comparison.page(&links, &transcripts).render())
             .with_context(|| format!("writing {}", path.display()))?;
-        println!("\nwrote {}", path.display());
+        say(format!("\nwrote {}", path.display()));
     }
-    Ok(())
+    Ok(if args.fail_on_regression && comparison.has_regression() {
+        ExitCode::from(REGRESSION_EXIT)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Both runs' records of the flips the page shows, read again where the fold saw them, and
+/// rendered side by side (one pair of records held at a time).
+fn flip_transcripts(
+    comparison: &Comparison,
+    current: &RunDir,
+    baseline: &RunDir,
+) -> anyhow::Result<FlipTranscripts> {
+    let mut out = FlipTranscripts::new();
+    let (mut now, mut before) = (Reread::open(current)?, Reread::open(baseline)?);
+    for flip in comparison.flips_shown() {
+        let (Some(current_at), Some(baseline_at)) = (flip.current_at, flip.baseline_at) else {
+            continue;
+        };
+        out.add(
+            &before.at(baseline_at)?,
+            &now.at(current_at)?,
+            (&comparison.baseline, &comparison.current),
+        );
+    }
+    Ok(out)
 }
 
 /// Prints the transcript of dialogue `id` of the results folder `dir`.

@@ -207,16 +207,49 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
     /// paired bootstrap's); `None` when either metric has no observation. A resample in which
     /// either has none is skipped.
     pub fn difference(&self, a: usize, b: usize, bootstrap: &Bootstrap) -> Option<Difference> {
+        self.paired_test(a, b, bootstrap).map(|t| t.difference)
+    }
+
+    /// [`RatioFold::difference`] with its two-sided bootstrap p-value ([`bootstrap_p`] of the
+    /// resampled differences): how unlikely a difference this far from 0 is if the two metrics
+    /// do not differ.
+    pub fn paired_test(&self, a: usize, b: usize, bootstrap: &Bootstrap) -> Option<PairedTest> {
         let delta = self.mean(a)? - self.mean(b)?;
         let draws = self.draws(bootstrap, |row| {
             Some(self.draw(row, a)? - self.draw(row, b)?)
         });
         let (ci_low, ci_high) = interval(&draws, bootstrap).unwrap_or((delta, delta));
-        Some(Difference {
-            delta,
-            ci_low,
-            ci_high,
+        Some(PairedTest {
+            difference: Difference {
+                delta,
+                ci_low,
+                ci_high,
+            },
+            p: bootstrap_p(&draws),
         })
+    }
+
+    /// The noise floor of metric `m` against a rerun: half the width of the percentile interval
+    /// of the difference between two independent bootstrap replicates of its mean (replicate
+    /// `b` minus replicate `b + ⌊n/2⌋` modulo the n resamples that observed it), which stands for
+    /// the difference between this run and an independent rerun of the same design. `None`
+    /// without an observation or with fewer than two resamples.
+    pub fn rerun_half_width(&self, m: usize, bootstrap: &Bootstrap) -> Option<f64> {
+        self.mean(m)?;
+        let draws: Vec<f64> = self
+            .boot
+            .chunks_exact(N + D)
+            .take(bootstrap.resamples)
+            .filter_map(|row| self.draw(row, m))
+            .collect();
+        let n = draws.len();
+        if n < 2 {
+            return None;
+        }
+        let mut differences: Vec<f64> = (0..n).map(|b| draws[b] - draws[(b + n / 2) % n]).collect();
+        differences.sort_by(f64::total_cmp);
+        let (low, high) = interval(&differences, bootstrap)?;
+        Some((high - low) / 2.0)
     }
 
     /// Metric `m`'s pooled mean; `None` without an observation.
@@ -259,6 +292,45 @@ pub struct Difference {
     pub ci_low: f64,
     /// Upper bound of the percentile interval.
     pub ci_high: f64,
+}
+
+/// A paired difference and its two-sided bootstrap p-value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedTest {
+    /// The difference with its percentile interval.
+    pub difference: Difference,
+    /// The two-sided p-value of "no difference" ([`bootstrap_p`]).
+    pub p: f64,
+}
+
+/// The two-sided p-value of a difference from its bootstrap draws: twice the smaller share of
+/// draws on either side of 0, each counted with the observed sample,
+/// `min(1, 2 · min((#{Δ* ≤ 0} + 1) / (B + 1), (#{Δ* ≥ 0} + 1) / (B + 1)))`, B the number of
+/// draws. It is below 0.05 about when the 95% percentile interval excludes 0, and never below
+/// `2 / (B + 1)` (1 without draws).
+pub fn bootstrap_p(draws: &[f64]) -> f64 {
+    let b = draws.len() as f64;
+    let below = draws.iter().filter(|d| **d <= 0.0).count() as f64;
+    let above = draws.iter().filter(|d| **d >= 0.0).count() as f64;
+    (2.0 * ((below + 1.0) / (b + 1.0)).min((above + 1.0) / (b + 1.0))).min(1.0)
+}
+
+/// Benjamini-Hochberg adjusted p-values (q-values) of a family of tests, in the order given:
+/// `q_(i) = min over j >= i of (m / j) · p_(j)`, capped at 1, for the p-values sorted
+/// ascending (rank i of m). Calling "significant" every test with q < α keeps the expected
+/// share of false discoveries among them at most α (for independent or positively dependent
+/// tests).
+pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
+    let m = p.len() as f64;
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]).then(i.cmp(&j)));
+    let mut q = vec![1.0; p.len()];
+    let mut smallest = 1.0_f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        smallest = smallest.min(p[i] * m / (rank + 1) as f64);
+        q[i] = smallest;
+    }
+    q
 }
 
 /// A sum of money held exactly (picodollars), whatever the order of its terms.
@@ -315,4 +387,94 @@ fn fnv1a(label: &str) -> u64 {
     label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bootstrap_p_counts_the_draws_on_each_side_of_zero() {
+        // 3 of 4 draws at or below 0, 1 at or above: 2 · min(4/5, 2/5).
+        assert!((bootstrap_p(&[-3.0, -2.0, -1.0, 1.0]) - 0.8).abs() < 1e-12);
+        // Every draw below 0: the smallest p that 10 draws can give, 2/11.
+        assert!((bootstrap_p(&[-1.0; 10]) - 2.0 / 11.0).abs() < 1e-12);
+        // No difference at all, or no draw: 1.
+        assert_eq!(bootstrap_p(&[0.0; 10]), 1.0);
+        assert_eq!(bootstrap_p(&[]), 1.0);
+    }
+
+    #[test]
+    fn benjamini_hochberg_q_values_as_r_p_adjust_gives_them() {
+        // p.adjust(c(0.01, 0.04, 0.03, 0.005), "BH") in R: 0.02 0.04 0.04 0.02.
+        let q = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005]);
+        for (got, want) in q.iter().zip([0.02, 0.04, 0.04, 0.02]) {
+            assert!((got - want).abs() < 1e-12, "{q:?}");
+        }
+        // p.adjust(c(0.001, 0.3, 0.2), "BH"): 0.003 0.3 0.3 (monotone in the ranks).
+        let q = benjamini_hochberg(&[0.001, 0.3, 0.2]);
+        for (got, want) in q.iter().zip([0.003, 0.3, 0.3]) {
+            assert!((got - want).abs() < 1e-12, "{q:?}");
+        }
+        assert_eq!(benjamini_hochberg(&[0.9, 1.0]), [1.0, 1.0]);
+        assert!(benjamini_hochberg(&[]).is_empty());
+    }
+
+    /// Two dialogues, one metric: [80] and [50, 70], weighed (1,1), (2,0), (0,2), (1,2), (0,0)
+    /// in five resamples: draws 200/3, 80, 60, 64 (the last skipped: no observation).
+    #[test]
+    fn the_rerun_noise_floor_on_a_hand_example() {
+        let mut fold = RatioFold::<1, 1>::new([0]);
+        for (xs, w) in [
+            (&[80.0][..], [1, 2, 0, 1, 0]),
+            (&[50.0, 70.0][..], [1, 0, 2, 2, 0]),
+        ] {
+            let mut c = Cluster::<1, 1>::new();
+            for x in xs {
+                c.observe(0, Some(*x));
+                c.count(0);
+            }
+            fold.add(&c, &w);
+        }
+        let half = Bootstrap {
+            resamples: 5,
+            confidence: 0.5,
+            seed: 0,
+        };
+        // Replicate b minus replicate b + 2 (mod 4): 20/3, 16, -20/3, -16; sorted quartiles
+        // (type 7, h = 0.75 and 2.25): -16 + 0.75 · 28/3 = -9 and 20/3 + 0.25 · 28/3 = 9.
+        let floor = fold.rerun_half_width(0, &half).unwrap();
+        assert!((floor - 9.0).abs() < 1e-9, "{floor}");
+        let none = Bootstrap {
+            resamples: 0,
+            ..half
+        };
+        assert_eq!(fold.rerun_half_width(0, &none), None);
+        assert_eq!(RatioFold::<1, 1>::new([0]).rerun_half_width(0, &half), None);
+    }
+
+    /// Many dialogues of a smooth score: the rerun floor is about √2 times half the mean's own
+    /// interval (the difference of two independent means).
+    #[test]
+    fn the_rerun_noise_floor_is_about_root_two_half_widths() {
+        let bootstrap = Bootstrap {
+            resamples: 4000,
+            confidence: 0.95,
+            seed: 3,
+        };
+        let mut fold = RatioFold::<1, 1>::new([0]);
+        for i in 0..400 {
+            let mut c = Cluster::<1, 1>::new();
+            c.observe(0, Some(f64::from((i * 37) % 101)));
+            c.count(0);
+            fold.add(&c, &poisson_weights(3, &format!("d{i}"), 4000));
+        }
+        let own = fold.metrics(&bootstrap)[0].unwrap().half_width();
+        let floor = fold.rerun_half_width(0, &bootstrap).unwrap();
+        let ratio = floor / own;
+        assert!(
+            (ratio - 2f64.sqrt()).abs() < 0.1,
+            "{floor} / {own} = {ratio}"
+        );
+    }
 }

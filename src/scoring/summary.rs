@@ -96,6 +96,13 @@ pub struct ModelSummary {
     /// run repeats its cases (left out of summary.json otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
+    /// The smallest difference in OA between this run and an independent rerun of the same
+    /// design (another seed: other cases drawn the same way, other noise) that the run could
+    /// tell from noise: half the width of the 95% bootstrap interval of that difference, from
+    /// the run's own replicates (see [`RatioFold::rerun_half_width`]), in OA points.
+    /// docs/metrics-scoring.md, "Noise floor". `null` without a scored turn or resamples.
+    #[serde(default)]
+    pub noise_floor: Option<f64>,
 }
 
 /// pass^k of one model for one k: the chance that all of k repeats of a case, drawn without
@@ -529,6 +536,8 @@ fn kind(t: &TurnRecord) -> Kind {
 
 /// Metrics observed per turn.
 const METRICS: usize = 14;
+/// The place of the Overall observation among them.
+const OVERALL: usize = 0;
 /// The place of the format-error observation among them.
 const FORMAT_ERROR: usize = 7;
 
@@ -844,6 +853,7 @@ impl ModelFold {
             },
             repeats: repeat_summary(&self.cases),
             pass_k: pass_k(&self.cases),
+            noise_floor: self.all.means.rerun_half_width(OVERALL, bootstrap),
         }
     }
 }

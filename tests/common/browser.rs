@@ -730,3 +730,21 @@ pub fn screenshot_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser-screenshots"))
 }
+
+/// The page did nothing it should not: no console error, no request beyond the file itself
+/// (data: URLs are decoded in place, not fetched).
+pub fn assert_offline(tab: &Tab<'_>, file: &Path) {
+    let errors = tab.console_errors().expect("console");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let own = format!("file://{}", file.canonicalize().expect("file").display());
+    let requests = tab.requests().expect("requests");
+    let foreign: Vec<&String> = requests
+        .iter()
+        .filter(|u| !u.starts_with(&own) && !u.starts_with("data:"))
+        .collect();
+    assert!(foreign.is_empty(), "requests beyond the file: {foreign:?}");
+    assert!(
+        requests.iter().any(|u| u.starts_with(&own)),
+        "the file itself was not loaded: {requests:?}"
+    );
+}
