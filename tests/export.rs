@@ -325,12 +325,7 @@ fn filters_keep_exactly_the_matching_dialogues() {
         let f = stats.filtered;
         assert_eq!(
             stats.turns,
-            f.scenario
-                + f.model
-                + f.adversarial
-                + f.route
-                + stats.left.total()
-                + stats.written(),
+            f.scenario + f.model + f.adversarial + f.route + stats.left.total() + stats.written(),
             "{stats:?}"
         );
         let records = read_records(&fixture());

@@ -21,7 +21,11 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
         bail!(
             "{}: no {} stored in {records} (the run has not finished one yet, or its records are gone); nothing to report",
             dir.display(),
-            if run.is_desk() { "conversation" } else { "dialogue" },
+            if run.is_desk() {
+                "conversation"
+            } else {
+                "dialogue"
+            },
         );
     }
     if html && !run.is_desk() {

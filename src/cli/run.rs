@@ -27,7 +27,9 @@ pub struct RunArgs {
     /// Cases per scenario (overrides the configuration).
     #[arg(long)]
     dialogues: Option<usize>,
-    /// Runs of each case (medians across repeats are reported).
+    /// Runs of each case. With 2 or more, the leaderboard adds pass^k (the share of cases whose
+    /// k repeats all reach the target action) and per-case scores (each case's median over its
+    /// repeats), besides OA, Logic and Chat over every scored turn of every repeat.
     #[arg(long)]
     repeats: Option<u32>,
     /// Run seed.
@@ -614,7 +616,10 @@ fn export_report(
         });
     }
     let l = &stats.left;
-    let mut left = vec![format!("{} not judged (judge_turns: {judged})", l.not_judged)];
+    let mut left = vec![format!(
+        "{} not judged (judge_turns: {judged})",
+        l.not_judged
+    )];
     if !options.format.pairs() {
         left.push(format!("{} format errors", l.format_errors));
     }

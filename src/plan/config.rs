@@ -296,7 +296,11 @@ impl RunConfig {
         known("user_model", &self.user_model)?;
         // A simulated model plays the role its kind is for (an agent profile cannot judge).
         let plays = |key: &str, name: &str, kind: &str| -> Result<(), ConfigError> {
-            let sim = self.models.iter().find(|m| m.name == name).and_then(|m| m.sim.as_ref());
+            let sim = self
+                .models
+                .iter()
+                .find(|m| m.name == name)
+                .and_then(|m| m.sim.as_ref());
             match sim {
                 Some(sim) if sim.kind() != kind => Err(ConfigError {
                     file: file.into(),

@@ -636,7 +636,12 @@ impl SimSpec {
                 if !SIM_AGENT_PROFILES.contains(&profile.as_str()) {
                     return Err(format!(
                         "model {model}: sim.profile is `{}`; expected one of: {}",
-                        profile.escape_debug().to_string().chars().take(80).collect::<String>(),
+                        profile
+                            .escape_debug()
+                            .to_string()
+                            .chars()
+                            .take(80)
+                            .collect::<String>(),
                         SIM_AGENT_PROFILES.join(", ")
                     ));
                 }

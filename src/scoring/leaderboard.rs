@@ -23,7 +23,14 @@ const PAPER_COLUMN_ORDER: [&str; 6] = [
 ];
 
 /// Headings of the main table besides the scenario columns: a scenario is never headed by one.
-const FIXED_HEADINGS: [&str; 6] = ["Model", "OA", "Logic", "Chat", "Format Error (%)", "Chat Length"];
+const FIXED_HEADINGS: [&str; 6] = [
+    "Model",
+    "OA",
+    "Logic",
+    "Chat",
+    "Format Error (%)",
+    "Chat Length",
+];
 
 /// A scenario column of the leaderboards.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,7 +343,12 @@ impl Legend {
     }
 
     fn text(&self) -> String {
-        let width = self.0.iter().map(|(t, _)| t.chars().count()).max().unwrap_or(0);
+        let width = self
+            .0
+            .iter()
+            .map(|(t, _)| t.chars().count())
+            .max()
+            .unwrap_or(0);
         self.0
             .iter()
             .map(|(term, meaning)| {

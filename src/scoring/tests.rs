@@ -933,7 +933,7 @@ fn every_abbreviation_shown_is_spelled_out_in_a_legend() {
         ]
     );
     let md = leaderboard_markdown(&s);
-    let legend = &md[md.find("\n## Legend\n").expect("a legend") ..];
+    let legend = &md[md.find("\n## Legend\n").expect("a legend")..];
     assert!(md.ends_with(legend), "the legend ends leaderboard.md");
     for line in [
         "- **OA**: Overall = 0.8 Logic + 0.2 Chat",
@@ -951,9 +951,12 @@ fn every_abbreviation_shown_is_spelled_out_in_a_legend() {
     }
     // Each term once; none for what the tables do not show (no repeats here).
     assert_eq!(legend.matches("- **OA**").count(), 1);
-    assert!(!legend.contains("pass^k") && !legend.contains("per case"), "{legend}");
+    assert!(
+        !legend.contains("pass^k") && !legend.contains("per case"),
+        "{legend}"
+    );
     let text = leaderboard_text(&s);
-    let legend = &text[text.find("\nLegend:\n").expect("a legend") ..];
+    let legend = &text[text.find("\nLegend:\n").expect("a legend")..];
     assert!(text.ends_with(legend));
     for line in [
         "  OA                Overall = 0.8 Logic + 0.2 Chat",
@@ -1193,7 +1196,11 @@ fn turns_not_judged_have_no_scores_but_count_their_format() {
         // the format-error rate.
         (2, 2, 1, 1, 0)
     );
-    assert_eq!(all.overall.as_ref().unwrap().n, all.turns, "n of OA = scored turns");
+    assert_eq!(
+        all.overall.as_ref().unwrap().n,
+        all.turns,
+        "n of OA = scored turns"
+    );
     assert_eq!(model(&s, "m").calls.scored_turns, all.turns);
     // Overall over the judged turns only: (80 + 20) and (40 + 20), Chat 100.
     assert_close!(all.overall.as_ref().unwrap().mean, (100.0 + 60.0) / 2.0);

@@ -729,11 +729,39 @@ mod tests {
         assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_err());
         drop(writer);
         assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_ok());
+        assert!(
+            !tmp.path().join("r1/.lock").exists(),
+            "let go, a claim removes its file"
+        );
         // A folder with records is refused as a new run.
         std::fs::write(tmp.path().join("r1/dialogues.jsonl"), "").unwrap();
         assert!(RunDir::create(tmp.path(), "r1").is_err());
         for bad in ["../x", "", "a/b", "/abs", ".."] {
             assert!(RunDir::create(tmp.path(), bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_lock_taken_on_a_removed_lock_file_claims_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(FolderLock::FILE);
+        let first = FolderLock::acquire(tmp.path()).unwrap();
+        // Another process opened the lock file just before the holder let go.
+        let late = File::open(&path).unwrap();
+        assert!(is_file_at(&late, &path).unwrap());
+        drop(first);
+        assert!(!path.exists());
+        // Its lock now succeeds, on a file no longer in the folder: no claim ...
+        late.try_lock().unwrap();
+        assert!(!is_file_at(&late, &path).unwrap());
+        // ... so a claim made now holds the folder's new lock file alone.
+        let second = FolderLock::acquire(tmp.path()).unwrap();
+        assert!(is_file_at(&second.file, &path).unwrap());
+        assert!(matches!(
+            FolderLock::acquire(tmp.path()),
+            Err(StoreError::InUse { .. })
+        ));
+        drop(second);
+        assert!(!path.exists());
     }
 }

@@ -338,7 +338,11 @@ mod tests {
     #[test]
     fn bundled_profiles_are_ordered_and_degrade() {
         // Every name the configuration accepts has its skills.
-        assert!(Skills::PROFILES.iter().all(|p| Skills::profile(p).is_some()));
+        assert!(
+            Skills::PROFILES
+                .iter()
+                .all(|p| Skills::profile(p).is_some())
+        );
         let s = Skills::profile("strong").unwrap();
         let b = Skills::profile("balanced").unwrap();
         let w = Skills::profile("weak").unwrap();

@@ -194,8 +194,8 @@ pub fn walk<'r, E>(
     for (index, turn) in record.turns.iter().enumerate() {
         let logic = turn.scores.map(|s| s.logic);
         let judged = turn.judges.is_some();
-        let infra_error = turn.infra_error.is_some()
-            || matches!(turn.outcome, ServiceOutcome::InfraError { .. });
+        let infra_error =
+            turn.infra_error.is_some() || matches!(turn.outcome, ServiceOutcome::InfraError { .. });
         if turn.user_message.is_empty() {
             f(&TurnView {
                 index,
