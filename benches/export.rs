@@ -183,7 +183,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
     for (name, args) in [
-        ("stream-openai", vec!["--format", "openai", "--min-logic", "0"]),
+        (
+            "stream-openai",
+            vec!["--format", "openai", "--min-logic", "0"],
+        ),
         (
             "stream-dedup",
             vec!["--format", "openai", "--min-logic", "0", "--dedup"],

@@ -448,6 +448,106 @@ mod tests {
         assert_eq!(f.check(&j, "b -> Y"), None);
     }
 
+    /// A turn (answer, Logic, judged, infrastructure error) and what it gives: the example
+    /// formats at Logic 100, and the preference formats (whether the scored answer parsed).
+    type Case<'a> = (
+        Answer<'a>,
+        Option<f64>,
+        bool,
+        bool,
+        Result<&'a str, Left>,
+        Result<bool, Left>,
+    );
+
+    #[test]
+    fn every_turn_is_exported_or_left_out_for_one_reason() {
+        let view = |answer, logic, judged, infra_error| TurnView {
+            index: 0,
+            turn: 1,
+            context: &[],
+            answer,
+            logic,
+            judged,
+            infra_error,
+            context_hash: 0,
+        };
+        let valid = Answer::Valid("{}");
+        let cases: [Case; 9] = [
+            (valid, Some(100.0), true, false, Ok("{}"), Ok(true)),
+            // 0.4 + 0.4 + 0.2 summed in floating point: still fully correct.
+            (
+                valid,
+                Some(99.999_999_999_99),
+                true,
+                false,
+                Ok("{}"),
+                Ok(true),
+            ),
+            (
+                valid,
+                Some(80.0),
+                true,
+                false,
+                Err(Left::BelowMinLogic),
+                Ok(true),
+            ),
+            (
+                valid,
+                None,
+                false,
+                false,
+                Err(Left::NotJudged),
+                Err(Left::NotJudged),
+            ),
+            (
+                valid,
+                None,
+                true,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+            (
+                Answer::FormatError(Some("x")),
+                Some(0.0),
+                true,
+                false,
+                Err(Left::FormatError),
+                Ok(false),
+            ),
+            (
+                Answer::FormatError(Some("x")),
+                None,
+                false,
+                false,
+                Err(Left::FormatError),
+                Err(Left::NotJudged),
+            ),
+            (
+                Answer::None,
+                None,
+                true,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+            (
+                Answer::NoLine,
+                None,
+                false,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+        ];
+        for (answer, logic, judged, infra, target, scored) in cases {
+            let v = view(answer, logic, judged, infra);
+            assert_eq!(v.target(FULLY_CORRECT), target, "{answer:?} {logic:?}");
+            assert_eq!(v.scored().map(|s| s.valid), scored, "{answer:?} {logic:?}");
+        }
+        assert_eq!(view(valid, Some(80.0), true, false).target(80.0), Ok("{}"));
+    }
+
     #[test]
     fn context_hashes_see_roles_and_order() {
         let m = |role, content| Message { role, content };
