@@ -229,10 +229,8 @@ pub fn leaderboard_text(summary: &Summary) -> String {
     let mut out = main.text();
     let _ = writeln!(
         out,
-        "OA, Logic, Chat and scenario columns 0-100 over the scored turns (judged turns: {}); \
-         ± half the {:.0}% bootstrap interval.",
-        judged_turns(summary),
-        summary.bootstrap.confidence * 100.0
+        "Means over the scored turns; judged turns: {}.",
+        judged_turns(summary)
     );
     if models.iter().any(|m| m.structured_output.is_some()) {
         out.push_str(STRUCTURED_NOTE.trim_start());
