@@ -61,15 +61,15 @@ fn the_existing_formats_give_the_bytes_the_in_memory_export_gave() {
             expected.len()
         );
     }
-    // Every turn with an answer (2 MB each, so only their SHA-256 are kept).
+    // Every turn with a valid scored answer (2 MB each, so only their SHA-256 are kept).
     for (args, sha, lines) in [
         (
-            &["--format", "openai"][..],
+            &["--format", "openai", "--min-logic", "0"][..],
             "3cc43f780f0cfccd476d71a3841a0cc3b0c8d2035a9582affcb666c73d1544ef",
             276,
         ),
         (
-            &["--format", "sharegpt"][..],
+            &["--format", "sharegpt", "--min-logic", "0"][..],
             "da5730b9d5cf683a1308040ab75170f0ae4a384e310a7b76ca38f014e9d11eef",
             0,
         ),
@@ -241,6 +241,14 @@ fn nz(n: usize) -> Option<NonZeroUsize> {
     NonZeroUsize::new(n)
 }
 
+/// The default options but `--min-logic 0`: every valid scored answer, as [`oracle`] lists them.
+fn every_scored() -> Options {
+    Options {
+        min_logic: 0.0,
+        ..Options::default()
+    }
+}
+
 #[test]
 fn sharegpt_jsonl_is_the_array_one_element_a_line() {
     let array: Vec<Value> =
@@ -317,13 +325,7 @@ fn filters_keep_exactly_the_matching_dialogues() {
         let f = stats.filtered;
         assert_eq!(
             stats.turns,
-            f.scenario
-                + f.model
-                + f.adversarial
-                + f.route
-                + stats.no_answer
-                + stats.below_min_logic
-                + stats.written(),
+            f.scenario + f.model + f.adversarial + f.route + stats.left.total() + stats.written(),
             "{stats:?}"
         );
         let records = read_records(&fixture());
@@ -357,7 +359,7 @@ fn dedup_drops_an_example_already_written_to_the_same_file() {
         &fixture(),
         &Options {
             dedup: true,
-            ..Options::default()
+            ..every_scored()
         },
     );
     assert_eq!(lines(&texts[0]), expected);
@@ -376,7 +378,7 @@ fn a_split_puts_every_dialogue_of_a_case_in_one_part() {
             name: "validation".into(),
             fraction: 0.3,
         }],
-        ..Options::default()
+        ..every_scored()
     };
     let (stats, texts) = export_lib(&fixture(), &options);
     assert_eq!(stats.parts.len(), 2);
@@ -418,7 +420,7 @@ fn a_split_puts_every_dialogue_of_a_case_in_one_part() {
                 fraction: 0.25,
             },
         ],
-        ..Options::default()
+        ..every_scored()
     };
     let (stats, texts) = export_lib(&fixture(), &options);
     let mut part_of: BTreeMap<String, usize> = BTreeMap::new();
@@ -483,7 +485,7 @@ fn caps_keep_the_lowest_ranked_examples_per_route_and_scenario() {
         let options = Options {
             max_per_scenario: nz(per_scenario),
             max_per_route: nz(per_route),
-            ..Options::default()
+            ..every_scored()
         };
         let (stats, texts) = export_lib(&fixture(), &options);
         let big = usize::MAX;
@@ -723,7 +725,7 @@ fn dpo_pairs_are_the_documented_pairs_in_both_shapes() {
         assert_eq!(d.mismatched, 0);
         assert_eq!(
             stats.turns,
-            stats.no_answer + d.chosen + d.rejected + d.neither,
+            stats.left.total() + d.chosen + d.rejected + d.neither,
             "{stats:?}"
         );
         // TRL's shape holds the same pairs.
@@ -888,10 +890,12 @@ fn the_command_line_names_the_files_and_counts_what_it_left_out() {
             stats.parts[1].written,
             held.display()
         ),
+        "kept: turns with Logic 60 or more (--min-logic 60): answers below 100 are partly wrong"
+            .to_string(),
         format!(
-            "72 dialogues, 288 agent turns; left out: {} without a valid scored answer (format or infrastructure errors), {} below --min-logic 60, {} by --model, {} duplicate turns (--dedup), {} turns over --max-per-route 6",
-            stats.no_answer,
-            stats.below_min_logic,
+            "72 dialogues, 288 agent turns; left out: 0 not judged (judge_turns: every turn), {} format errors, 0 infrastructure errors, {} below --min-logic 60, {} by --model, {} duplicate turns (--dedup), {} turns over --max-per-route 6",
+            stats.left.format_errors,
+            stats.left.below_min_logic,
             stats.filtered.model,
             stats.duplicates,
             stats.over_route_cap
@@ -1043,4 +1047,131 @@ fn bad_flag_values_are_refused_naming_the_flag() {
             stderr(&o)
         );
     }
+}
+
+/// A run judged as the paper judges (turns 1, 5 and the final one of at most 8), one judge that
+/// sometimes answers nothing usable (so some judged turns are not scored: an infrastructure
+/// error), and a weak agent (format errors): every reason to leave a turn out happens.
+fn paper_judged_run(dir: &Path) -> PathBuf {
+    let config = dir.join("run.yaml");
+    std::fs::write(
+        &config,
+        "models:
+  - {name: sim-strong, provider: simulated, sim: {kind: agent, profile: strong}}
+  - {name: sim-weak, provider: simulated, sim: {kind: agent, profile: weak}}
+  - {name: user, provider: simulated, sim: {kind: user}}
+  - {name: judge, provider: simulated, sim: {kind: judge, garbage_rate: 0.2}}
+service_models: [sim-strong, sim-weak]
+user_model: user
+judge_models: [judge]
+content_attempts: 1
+scenarios: [bundled]
+dialogues_per_scenario: 2
+min_per_route: 0
+max_turns: 8
+seed: 11
+",
+    )
+    .unwrap();
+    let out = dir.join("out").display().to_string();
+    let config = config.display().to_string();
+    common::sage_ok(&[
+        "run", "--config", &config, "--out", &out, "--run-id", "paper", "--quiet",
+    ]);
+    dir.join("out/paper")
+}
+
+/// Why the documentation says an agent turn is left out of the example formats, or `None` when
+/// it is exported at `min_logic` (an oracle of the records, apart from the library's code).
+fn example_reason(turn: &sage::protocol::TurnRecord, min_logic: f64) -> Option<&'static str> {
+    let infra = turn.user_message.is_empty()
+        || turn.infra_error.is_some()
+        || matches!(turn.outcome, ServiceOutcome::InfraError { .. });
+    match (&turn.outcome, turn.scores) {
+        (ServiceOutcome::FormatError { .. }, _) => Some("format errors"),
+        _ if infra => Some("infrastructure errors"),
+        _ if turn.judges.is_none() => Some("not judged"),
+        (_, None) => Some("infrastructure errors"),
+        (_, Some(s)) if s.logic < min_logic => Some("below --min-logic"),
+        _ => None,
+    }
+}
+
+#[test]
+fn by_default_only_fully_correct_turns_are_kept_and_each_reason_is_counted_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = paper_judged_run(tmp.path());
+    let records = read_records(&run);
+    let run_s = run.display().to_string();
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in records.iter().flat_map(|r| &r.turns) {
+        *reasons
+            .entry(example_reason(t, 100.0).unwrap_or("written"))
+            .or_default() += 1;
+    }
+    for reason in [
+        "not judged",
+        "format errors",
+        "infrastructure errors",
+        "below --min-logic",
+        "written",
+    ] {
+        assert!(reasons.get(reason).copied().unwrap_or(0) > 0, "{reasons:?}");
+    }
+    let o = common::sage(&["export", &run_s, "--format", "openai"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Exactly the turns whose Logic is 100, in file order.
+    let expected: Vec<String> = oracle(&records)
+        .iter()
+        .filter(|e| e.logic >= 100.0 - 1e-9)
+        .map(Expected::openai)
+        .collect();
+    let got = lines(&String::from_utf8_lossy(&o.stdout));
+    assert!(
+        got == expected,
+        "{} examples written; expected the {} with Logic 100",
+        got.len(),
+        expected.len()
+    );
+    assert_eq!(expected.len(), reasons["written"]);
+    let err = stderr(&o);
+    let turns: usize = records.iter().map(|r| r.turns.len()).sum();
+    for line in [
+        format!("{} examples\n", expected.len()),
+        "kept: turns with Logic 100 (fully correct: classification, SOP path and action all match the reference); --min-logic N keeps answers down to Logic N\n".to_string(),
+        format!(
+            "{} dialogues, {turns} agent turns; left out: {} not judged (judge_turns: paper: turns 1, 5, 10, 15 and each dialogue's final turn), {} format errors, {} infrastructure errors, {} below --min-logic 100\n",
+            records.len(),
+            reasons["not judged"],
+            reasons["format errors"],
+            reasons["infrastructure errors"],
+            reasons["below --min-logic"],
+        ),
+    ] {
+        assert!(err.contains(&line), "{line}not in\n{err}");
+    }
+
+    // The preference formats leave out the turns without scores, for either reason; a format
+    // error with scores may be rejected.
+    let (mut not_judged, mut infra) = (0, 0);
+    for t in records.iter().flat_map(|r| &r.turns) {
+        match example_reason(t, 0.0) {
+            Some("infrastructure errors") => infra += 1,
+            Some("not judged") => not_judged += 1,
+            Some("format errors") if t.scores.is_none() => {
+                if t.judges.is_none() {
+                    not_judged += 1
+                } else {
+                    infra += 1
+                }
+            }
+            _ => {}
+        }
+    }
+    let o = common::sage(&["export", &run_s, "--format", "dpo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = format!(
+        "left out: {not_judged} not judged (judge_turns: paper: turns 1, 5, 10, 15 and each dialogue's final turn), {infra} infrastructure errors\n"
+    );
+    assert!(stderr(&o).contains(&line), "{line}not in\n{}", stderr(&o));
 }

@@ -1,8 +1,10 @@
 //! Results folders against concurrent writers and hostile input, through the built binary:
 //! one process writes a folder at a time (a lock), default run ids never collide, a run id is
 //! always one folder under `--out`, `sage report` copes with repeated dialogue ids, `--resume`
-//! refuses records of another configuration or another suite's folder, and a run whose agent
-//! never answered fails, labelled by its configuration.
+//! refuses records of another configuration or another suite's folder, a run whose agent
+//! never answered fails, labelled by its configuration; every name is checked before a folder
+//! is created, `sage report` refuses a folder without records, and a finished folder holds no
+//! `.lock` (a stale one is taken over).
 
 mod common;
 
@@ -231,4 +233,131 @@ fn a_run_whose_agent_never_answered_fails_and_is_labelled_by_its_configuration()
         serde_json::from_str(&std::fs::read_to_string(out.join("silent/summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["models"][0]["simulated"], false, "{summary}");
+}
+
+/// `sage run ARGS`, which must fail with exit 1: its standard error.
+fn refused(args: &[&str]) -> String {
+    let o = common::sage(args);
+    assert_eq!(o.status.code(), Some(1), "sage {args:?}: {}", stderr(&o));
+    stderr(&o)
+}
+
+#[test]
+fn names_are_checked_before_a_results_folder_is_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.display().to_string();
+    // (change to the configuration, extra flags, what the message must say)
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        (
+            "profile: balanced",
+            "profile: balanse",
+            &[],
+            "model agent: sim.profile is `balanse`; expected one of: strong, balanced, weak",
+        ),
+        (
+            "judge_models: [j1, j2, j3]",
+            "judge_models: [j1, agent, j3]",
+            &[],
+            "judge_models: `agent` is a simulated model of kind `agent`; expected a real model or one of sim kind `judge`",
+        ),
+        (
+            "user_model: user",
+            "user_model: j1",
+            &[],
+            "user_model: `j1` is a simulated model of kind `judge`; expected a real model or one of sim kind `user`",
+        ),
+        (
+            "  - {name: agent, provider: simulated, sim: {kind: agent, profile: balanced}}",
+            "  - {name: agent, provider: openai, base_url: \"http://127.0.0.1:9/v1\", api_key_env: SAGE_TEST_KEY_NOT_SET}",
+            &[],
+            "model `agent`: the API key variable SAGE_TEST_KEY_NOT_SET is not set",
+        ),
+        (
+            "",
+            "",
+            &["--max-cost-usd-per-model", "agnet=1"],
+            "--max-cost-usd-per-model: `agnet` is not a model under test; expected one of: agent",
+        ),
+    ];
+    for (from, to, flags, message) in cases {
+        let text = config(8).replace(from, to);
+        assert!(from.is_empty() || text != config(8), "{from}");
+        let config = write(tmp.path(), "run.yaml", &text);
+        let mut args = vec!["run", "--config", &config, "--out", &out_s, "--quiet"];
+        args.extend(flags);
+        let err = refused(&args);
+        assert!(err.contains(message), "{message}\nnot in\n{err}");
+        assert!(!out.exists(), "{message}: the results folder was created");
+    }
+}
+
+#[test]
+fn report_on_a_folder_without_dialogues_fails_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "run.yaml", &config(9));
+    let out = tmp.path().join("out");
+    run(&config, &out, &["--run-id", "empty"]);
+    let folder = out.join("empty");
+    let dir = folder.display().to_string();
+    let summary = std::fs::read_to_string(folder.join("summary.json")).unwrap();
+    let message = format!(
+        "{dir}: no dialogue stored in dialogues.jsonl (the run has not finished one yet, or its records are gone); nothing to report"
+    );
+    // Empty, only a cut-off line, then missing.
+    for records in [Some(""), Some("{\"job\": {\"run_id\""), None] {
+        match records {
+            Some(text) => std::fs::write(folder.join("dialogues.jsonl"), text).unwrap(),
+            None => std::fs::remove_file(folder.join("dialogues.jsonl")).unwrap(),
+        }
+        for html in [false, true] {
+            let mut args = vec!["report", dir.as_str()];
+            if html {
+                args.push("--html");
+            }
+            let o = common::sage(&args);
+            assert_eq!(o.status.code(), Some(1), "{args:?} {records:?}");
+            assert!(stderr(&o).contains(&message), "{}", stderr(&o));
+            assert!(o.stdout.is_empty(), "no table printed");
+        }
+        assert_eq!(
+            std::fs::read_to_string(folder.join("summary.json")).unwrap(),
+            summary,
+            "the summary is left as it was"
+        );
+    }
+}
+
+#[test]
+fn a_finished_folder_holds_no_lock_and_a_stale_one_is_taken_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "run.yaml", &config(10));
+    let out = tmp.path().join("out");
+    run(&config, &out, &["--run-id", "done"]);
+    let folder = out.join("done");
+    let lock = folder.join(".lock");
+    assert!(!lock.exists(), "a finished run leaves no .lock");
+    let dir = folder.display().to_string();
+    let o = common::sage(&["run", "--resume", &dir, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!lock.exists(), "a finished resume leaves no .lock");
+    // A killed process leaves its .lock, unlocked: the next run takes it over, then removes it.
+    std::fs::write(&lock, "pid 999999 since 2026-01-01T00:00:00Z\n").unwrap();
+    let o = common::sage(&["run", "--resume", &dir, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!lock.exists(), "the stale .lock is gone after the run");
+    // While a process holds the folder, its .lock is there and another process is refused.
+    let claim = sage::store::RunDir::open(&folder).unwrap().claim().unwrap();
+    assert!(lock.exists());
+    let err = refused(&["run", "--resume", &dir, "--quiet"]);
+    assert!(err.contains("in use by another process"), "{err}");
+    assert!(
+        lock.exists(),
+        "the refused process leaves the holder's .lock"
+    );
+    drop(claim);
+    assert!(!lock.exists(), "let go, the claim removes its .lock");
+    let o = common::sage(&["report", &dir, "--html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!lock.exists());
 }

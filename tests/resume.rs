@@ -150,10 +150,18 @@ fn killed_and_resumed_equals_uninterrupted() {
     assert!(String::from_utf8_lossy(&report.stdout).contains("agent (simulated)"));
     assert_eq!(summary(&whole), summary(&cut));
 
-    // `sage export`: training data from the turns whose logic reaches the threshold.
-    let all = sage(&["export", whole.to_str().unwrap(), "--format", "openai"])
-        .output()
-        .unwrap();
+    // `sage export`: training data from the turns whose logic reaches the threshold (every
+    // scored answer at 0; by default the fully correct ones).
+    let all = sage(&[
+        "export",
+        whole.to_str().unwrap(),
+        "--format",
+        "openai",
+        "--min-logic",
+        "0",
+    ])
+    .output()
+    .unwrap();
     let good = sage(&[
         "export",
         whole.to_str().unwrap(),

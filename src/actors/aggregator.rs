@@ -29,7 +29,7 @@ pub struct Counts {
     pub turns: usize,
     /// Dialogues the user side ended before the agent took the target action.
     pub user_ended_early: usize,
-    /// Dialogues ended by an infrastructure error.
+    /// Dialogues an infrastructure error touched ([`DialogueRecord::had_infra_error`]).
     pub infra_errors: usize,
 }
 
@@ -82,10 +82,11 @@ impl Handler<Finished> for Aggregator {
         }
         self.counts.dialogues += 1;
         self.counts.turns += record.turns.len();
-        match record.end {
-            DialogueEnd::UserEndedEarly => self.counts.user_ended_early += 1,
-            DialogueEnd::InfraError => self.counts.infra_errors += 1,
-            _ => {}
+        if record.end == DialogueEnd::UserEndedEarly {
+            self.counts.user_ended_early += 1;
+        }
+        if record.had_infra_error() {
+            self.counts.infra_errors += 1;
         }
         if let Some(p) = &self.progress {
             p.inc(1);

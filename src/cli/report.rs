@@ -15,6 +15,23 @@ use std::process::ExitCode;
 /// records (SAGE or support-desk folder), and with `--html` the HTML report.
 pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> {
     let run = RunDir::open(dir)?;
+    // Nothing is written for a run without a record: an empty table would read as a result.
+    let records = if run.is_desk() {
+        crate::store::desk::DESK_RECORDS
+    } else {
+        "dialogues.jsonl"
+    };
+    if !run.has_records(records)? {
+        bail!(
+            "{}: no {} stored in {records} (the run has not finished one yet, or its records are gone); nothing to report",
+            dir.display(),
+            if run.is_desk() {
+                "conversation"
+            } else {
+                "dialogue"
+            },
+        );
+    }
     if html && !run.is_desk() {
         let reported = super::run::report_html(dir, out)?;
         print_reported(&reported.warnings(), &reported.table);

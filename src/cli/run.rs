@@ -27,7 +27,9 @@ pub struct RunArgs {
     /// Cases per scenario (overrides the configuration).
     #[arg(long)]
     dialogues: Option<usize>,
-    /// Runs of each case (medians across repeats are reported).
+    /// Runs of each case. With 2 or more, the leaderboard adds pass^k (the share of cases whose
+    /// k repeats all reach the target action) and per-case scores (each case's median over its
+    /// repeats), besides OA, Logic and Chat over every scored turn of every repeat.
     #[arg(long)]
     repeats: Option<u32>,
     /// Run seed.
@@ -308,6 +310,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let scenarios = load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
+    // Every model is set up once before a folder is created or claimed, as the run will set
+    // it up: a missing API key fails here, not in a run already started.
+    for model in &config.models {
+        crate::llm::Endpoint::new(model.clone(), None)?;
+    }
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
             // The jobs are derived again from the scenarios: they must be the ones the run
@@ -361,10 +368,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Ok::<_, anyhow::Error>(run_embedded(&config, &sops, &jobs, &run_dir, progress).await?)
     })?;
     let counts = embedded.counts;
-    if counts.user_ended_early > 0 || counts.infra_errors > 0 {
+    if counts.user_ended_early > 0 {
         eprintln!(
-            "{} dialogues ended by the user before the target action; {} ended by infrastructure errors",
-            counts.user_ended_early, counts.infra_errors
+            "{} dialogues ended by the user before the target action",
+            counts.user_ended_early
+        );
+    }
+    if counts.infra_errors > 0 {
+        eprintln!(
+            "{} dialogues had an infrastructure error (a turn left unscored: the customer, the agent or the judges could not be reached; `infra_error` in dialogues.jsonl)",
+            counts.infra_errors
         );
     }
     // The report was folded as the records were written: the file is not read again.
@@ -401,8 +414,9 @@ pub struct ExportArgs {
     /// OpenAI's preference shape, dpo-trl: TRL's).
     #[arg(long, value_enum)]
     format: ExportFormat,
-    /// Example formats: keep only agent turns whose logic score (0-100) is at least this
-    /// [default: 0].
+    /// Example formats: keep only agent turns whose Logic (0-100) is at least this [default:
+    /// 100: fully correct answers only, whose classification, SOP path and action are all the
+    /// reference's]. Below 100, partly wrong answers become training data.
     #[arg(long, value_parser = super::score)]
     min_logic: Option<f64>,
     /// Preference formats: a rejected answer's logic score is below this (0-100) [default: 50].
@@ -546,7 +560,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         None => export::Output::Stdout,
     };
     let stats = export::export(&run, &sops, &options, &output)?;
-    for line in export_report(&stats, &options) {
+    let judged = manifest.config.judge_turns.describe();
+    for line in export_report(&stats, &options, &judged) {
         eprintln!("{line}");
     }
     if stats.dialogues == 0 {
@@ -555,8 +570,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The stats of an export as lines for standard error.
-fn export_report(stats: &export::ExportStats, options: &export::Options) -> Vec<String> {
+/// The stats of an export as lines for standard error: what was written, which turns were kept
+/// and every reason a turn was left out, each counted apart (`judged`: the run's judged turns,
+/// in words).
+fn export_report(
+    stats: &export::ExportStats,
+    options: &export::Options,
+    judged: &str,
+) -> Vec<String> {
     let what = if options.format.pairs() {
         "preference pairs"
     } else {
@@ -584,21 +605,38 @@ fn export_report(stats: &export::ExportStats, options: &export::Options) -> Vec<
         }
     }
     let mut out = vec![first];
-    let mut left = vec![if options.format.pairs() {
-        format!(
-            "{} without a scored answer (infrastructure errors)",
-            stats.no_answer
-        )
-    } else {
-        format!(
-            "{} without a valid scored answer (format or infrastructure errors)",
-            stats.no_answer
-        )
-    }];
+    if !options.format.pairs() {
+        out.push(if options.min_logic >= export::example::FULLY_CORRECT {
+            "kept: turns with Logic 100 (fully correct: classification, SOP path and action all match the reference); --min-logic N keeps answers down to Logic N".to_string()
+        } else {
+            format!(
+                "kept: turns with Logic {} or more (--min-logic {}): answers below 100 are partly wrong",
+                options.min_logic, options.min_logic
+            )
+        });
+    }
+    let l = &stats.left;
+    let mut left = vec![format!(
+        "{} not judged (judge_turns: {judged})",
+        l.not_judged
+    )];
+    if !options.format.pairs() {
+        left.push(format!("{} format errors", l.format_errors));
+    }
+    left.push(format!("{} infrastructure errors", l.infra_errors));
     if !options.format.pairs() {
         left.push(format!(
             "{} below --min-logic {}",
-            stats.below_min_logic, options.min_logic
+            l.below_min_logic, options.min_logic
+        ));
+    }
+    if l.no_text > 0 {
+        left.push(format!("{} without their answer's text", l.no_text));
+    }
+    if l.scenario_not_loaded > 0 {
+        left.push(format!(
+            "{} of scenarios the run no longer loads",
+            l.scenario_not_loaded
         ));
     }
     let f = &options.filter;

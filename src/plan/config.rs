@@ -294,6 +294,28 @@ impl RunConfig {
             ));
         }
         known("user_model", &self.user_model)?;
+        // A simulated model plays the role its kind is for (an agent profile cannot judge).
+        let plays = |key: &str, name: &str, kind: &str| -> Result<(), ConfigError> {
+            let sim = self
+                .models
+                .iter()
+                .find(|m| m.name == name)
+                .and_then(|m| m.sim.as_ref());
+            match sim {
+                Some(sim) if sim.kind() != kind => Err(ConfigError {
+                    file: file.into(),
+                    problem: format!(
+                        "{key}: `{name}` is a simulated model of kind `{}`; expected a real model or one of sim kind `{kind}`",
+                        sim.kind()
+                    ),
+                }),
+                _ => Ok(()),
+            }
+        };
+        for m in &self.service_models {
+            plays("service_models", m, "agent")?;
+        }
+        plays("user_model", &self.user_model, "user")?;
         if !JUDGE_PANEL_SIZES.contains(&self.judge_models.len()) {
             return err(format!(
                 "judge_models: {} given; expected 1, 3 or 5 judges (an odd panel, so that the majority vote per field has a winner)",
@@ -302,6 +324,7 @@ impl RunConfig {
         }
         for m in &self.judge_models {
             known("judge_models", m)?;
+            plays("judge_models", m, "judge")?;
         }
         if self.scenarios.is_empty() {
             return err("scenarios: empty; expected `bundled` or scenario files".into());

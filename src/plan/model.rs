@@ -360,6 +360,25 @@ fn default_profile() -> String {
     "balanced".into()
 }
 
+impl SimSpec {
+    /// Its `kind`, as the configuration writes it: `agent`, `user`, `judge`, `desk_agent`,
+    /// `desk_customer`, `desk_judge`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SimSpec::Agent { .. } => "agent",
+            SimSpec::User { .. } => "user",
+            SimSpec::Judge { .. } => "judge",
+            SimSpec::DeskAgent { .. } => "desk_agent",
+            SimSpec::DeskCustomer { .. } => "desk_customer",
+            SimSpec::DeskJudge { .. } => "desk_judge",
+        }
+    }
+}
+
+/// The bundled simulated agent profiles (`sim: {kind: agent, profile: ...}`); the simulated
+/// backend defines each one's skills.
+pub const SIM_AGENT_PROFILES: [&str; 3] = ["strong", "balanced", "weak"];
+
 /// Skill overrides on top of a profile (`sim: {kind: agent, profile: weak, skills: {...}}`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -611,7 +630,21 @@ impl SimSpec {
             _ => {}
         }
         match self {
-            SimSpec::Agent { skills, .. } => {
+            SimSpec::Agent {
+                profile, skills, ..
+            } => {
+                if !SIM_AGENT_PROFILES.contains(&profile.as_str()) {
+                    return Err(format!(
+                        "model {model}: sim.profile is `{}`; expected one of: {}",
+                        profile
+                            .escape_debug()
+                            .to_string()
+                            .chars()
+                            .take(80)
+                            .collect::<String>(),
+                        SIM_AGENT_PROFILES.join(", ")
+                    ));
+                }
                 let s = skills;
                 let penalty = s.adversarial_penalty.unwrap_or_default();
                 for (name, p) in [

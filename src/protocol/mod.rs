@@ -450,3 +450,17 @@ pub struct DialogueRecord {
     /// Total cost in US dollars.
     pub cost_usd: f64,
 }
+
+impl DialogueRecord {
+    /// Whether an infrastructure error touched the dialogue: some turn recorded one (the
+    /// customer side, the agent, every judge or the rule engine could not be reached, so the
+    /// turn was not scored), whether the dialogue went on or ended on it. The one definition
+    /// every count of such dialogues uses (`sage run`'s closing line, `sage status`, the
+    /// report's filter; docs/metrics-scoring.md).
+    pub fn had_infra_error(&self) -> bool {
+        self.end == DialogueEnd::InfraError
+            || self.turns.iter().any(|t| {
+                t.infra_error.is_some() || matches!(t.outcome, ServiceOutcome::InfraError { .. })
+            })
+    }
+}

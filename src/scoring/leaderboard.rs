@@ -6,24 +6,129 @@ use super::summary::{
     GroupStats, ModelSummary, RELEASED_BOTH, RELEASED_DROP_FORMAT_ERRORS, RELEASED_PREFIX_PATH,
     Summary, TURN_DEPTHS,
 };
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::OnceLock;
 
-/// The paper's scenarios with their Table 1 abbreviations, in its column order.
-pub const SCENARIO_ABBREVIATIONS: [(&str, &str); 6] = [
-    ("ecommerce_refund", "ER"),
-    ("telecom_package", "TP"),
-    ("property_service", "PS"),
-    ("logistics_delivery", "LD"),
-    ("airline_refund", "AR"),
-    ("online_education", "OE"),
+/// The paper's scenarios in its Table 1 column order (ER, TP, PS, LD, AR, OE): the leaderboards
+/// put their columns first, in this order (the order only; headings and names come from the
+/// scenarios, see [`scenario_columns`]).
+const PAPER_COLUMN_ORDER: [&str; 6] = [
+    "ecommerce_refund",
+    "telecom_package",
+    "property_service",
+    "logistics_delivery",
+    "airline_refund",
+    "online_education",
 ];
 
-/// A scenario's column name: the paper's abbreviation, or the id itself.
-pub fn scenario_abbreviation(id: &str) -> &str {
-    SCENARIO_ABBREVIATIONS
-        .iter()
-        .find(|(sc, _)| *sc == id)
-        .map_or(id, |(_, abbr)| abbr)
+/// Headings of the main table besides the scenario columns: a scenario is never headed by one.
+const FIXED_HEADINGS: [&str; 6] = [
+    "Model",
+    "OA",
+    "Logic",
+    "Chat",
+    "Format Error (%)",
+    "Chat Length",
+];
+
+/// A scenario column of the leaderboards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioColumn {
+    /// The scenario id (summary.json's `by_scenario` key).
+    pub id: String,
+    /// The column's heading: the initials of the id's words (`ecommerce_refund` -> `ER`), or the
+    /// id itself when it has one word or its initials would head another column too.
+    pub abbreviation: String,
+    /// The scenario's full name: its `name` when it is a bundled scenario
+    /// (`E-commerce Refund`), else its id.
+    pub name: String,
+}
+
+impl ScenarioColumn {
+    /// The legend's words for the column: `E-commerce Refund (ecommerce_refund)`, or the id
+    /// alone when it is the name.
+    pub fn spelled_out(&self) -> String {
+        if self.name == self.id {
+            self.id.clone()
+        } else {
+            format!("{} ({})", self.name, self.id)
+        }
+    }
+}
+
+/// The scenario columns of `summary`'s leaderboards (each scenario any model has turns in), in
+/// column order: the paper's six in its Table 1 order, then the others by id. Each column's
+/// abbreviation and full name are derived from the scenario (see [`ScenarioColumn`]); the
+/// terminal table, leaderboard.md and the HTML report head and spell out their scenario
+/// columns with it.
+pub fn scenario_columns(summary: &Summary) -> Vec<ScenarioColumn> {
+    let models: Vec<&ModelSummary> = summary.models.iter().collect();
+    columns_of(&models)
+}
+
+fn columns_of(models: &[&ModelSummary]) -> Vec<ScenarioColumn> {
+    let mut ids: Vec<&String> = models.iter().flat_map(|m| m.by_scenario.keys()).collect();
+    let rank = |id: &str| {
+        PAPER_COLUMN_ORDER
+            .iter()
+            .position(|sc| *sc == id)
+            .unwrap_or(PAPER_COLUMN_ORDER.len())
+    };
+    ids.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    ids.dedup();
+    let initials: Vec<Option<String>> = ids.iter().map(|id| initials(id)).collect();
+    let taken = |abbr: &str, i: usize| {
+        FIXED_HEADINGS.contains(&abbr)
+            || initials
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != i && other.as_deref() == Some(abbr))
+            || ids.iter().any(|id| id.as_str() == abbr)
+    };
+    ids.iter()
+        .zip(&initials)
+        .enumerate()
+        .map(|(i, (id, abbr))| ScenarioColumn {
+            id: id.to_string(),
+            abbreviation: match abbr {
+                Some(abbr) if !taken(abbr, i) => abbr.clone(),
+                _ => id.to_string(),
+            },
+            name: bundled_names()
+                .get(id.as_str())
+                .cloned()
+                .unwrap_or_else(|| id.to_string()),
+        })
+        .collect()
+}
+
+/// The initials of an id of two words or more (`ecommerce_refund` -> `ER`); `None` for one
+/// word.
+fn initials(id: &str) -> Option<String> {
+    let words: Vec<&str> = id
+        .split(|c: char| c == '_' || c == '-' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (words.len() > 1).then(|| {
+        words
+            .iter()
+            .filter_map(|w| w.chars().next())
+            .flat_map(char::to_uppercase)
+            .collect()
+    })
+}
+
+/// The bundled scenarios' names by id, read once from their YAML.
+fn bundled_names() -> &'static BTreeMap<String, String> {
+    static NAMES: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        crate::scenario::bundled::BUNDLED
+            .iter()
+            .filter_map(|(file, text)| crate::scenario::Scenario::from_yaml(text, file).ok())
+            .map(|sc| (sc.id, sc.name))
+            .collect()
+    })
 }
 
 /// Which turns the judges scored, in words: `paper: turns 1, 5, 10, 15 and each dialogue's
@@ -45,17 +150,19 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     let mut out = String::from("# SAGE-RS leaderboard\n\n");
     let _ = writeln!(
         out,
-        "Scores are 0-100 means over every scored turn (a format-error turn counts with Logic 0). \
+        "Scores are 0-100 means over the scored turns ({SCORED_TURNS}). \
          Judged turns: {}. \
          `±` is half the {:.0}% interval of a cluster bootstrap over dialogues (B = {}, seed {}). \
-         Scenario columns give OA. {} dialogues.\n",
+         Scenario columns give OA. {} dialogues. Every abbreviation is spelled out in the \
+         legend at the end.\n",
         judged_turns(summary),
         b.confidence * 100.0,
         b.resamples,
         b.seed,
         summary.dialogues
     );
-    out.push_str(&main_table(&models).markdown());
+    let columns = columns_of(&models);
+    out.push_str(&main_table(&models, &columns).markdown());
     if models.iter().any(|m| m.simulated) {
         out.push_str("\n(simulated): a built-in simulated backend, not a real language model.\n");
     }
@@ -84,7 +191,10 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         ("Judge agreement", agreement_table(summary)),
         ("Released-code variants", released_table(&models)),
         ("Dialogues", dialogues_table(&models)),
-        ("Per-case medians across repeats", repeats_table(&models)),
+        (
+            "Per case, across repeats (each case's median over its repeats)",
+            repeats_table(&models),
+        ),
         (
             "pass^k (cases passing all k of k repeats, %)",
             pass_k_table(&models),
@@ -95,38 +205,156 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
             coverage_table(summary),
         ),
     ];
+    let mut shown = vec![main_table(&models, &columns)];
     for (title, table) in sections {
         if !table.rows.is_empty() {
             let _ = write!(out, "\n## {title}\n\n{}", table.markdown());
+            shown.push(table);
         }
     }
+    let _ = write!(
+        out,
+        "\n## Legend\n\n{}",
+        legend(&shown, &columns, summary).markdown()
+    );
     out
 }
 
-/// The main table as aligned plain text, for the terminal.
+/// The main table as aligned plain text, for the terminal, then pass^k (with repeats) and the
+/// legend of every abbreviation shown.
 pub fn leaderboard_text(summary: &Summary) -> String {
     let models = ranked(summary);
-    let mut out = main_table(&models).text();
+    let columns = columns_of(&models);
+    let main = main_table(&models, &columns);
+    let mut out = main.text();
     let _ = writeln!(
         out,
-        "OA, Logic, Chat and scenario columns 0-100 over every scored turn (judged turns: {}); \
-         ± half the {:.0}% bootstrap interval.",
-        judged_turns(summary),
-        summary.bootstrap.confidence * 100.0
+        "Means over the scored turns; judged turns: {}.",
+        judged_turns(summary)
     );
     if models.iter().any(|m| m.structured_output.is_some()) {
         out.push_str(STRUCTURED_NOTE.trim_start());
     }
+    let mut shown = vec![main];
     let pass = pass_k_table(&models);
     if !pass.rows.is_empty() {
-        let _ = write!(
-            out,
-            "\npass^k: % of cases whose k repeats drawn from n all reach the target action \
-             (mean over cases of C(c,k)/C(n,k)).\n{}",
-            pass.text()
+        let _ = write!(out, "\n{}", pass.text());
+        shown.push(pass);
+    }
+    let _ = write!(
+        out,
+        "\nLegend:\n{}",
+        legend(&shown, &columns, summary).text()
+    );
+    out
+}
+
+/// What a scored turn is, in the leaderboards' words.
+const SCORED_TURNS: &str = "valid answers the judges scored, and format errors on judged turns, \
+    counted with Logic 0; turns not judged are not scored";
+
+/// The legend of the tables `shown`: every heading that abbreviates or names a measure, with
+/// its meaning, in the order the tables show them (each once).
+fn legend(shown: &[Table], columns: &[ScenarioColumn], summary: &Summary) -> Legend {
+    let confidence = summary.bootstrap.confidence * 100.0;
+    let mut entries: BTreeMap<String, String> = [
+        ("OA", "Overall = 0.8 Logic + 0.2 Chat (paper eq. 9), 0-100, mean over the scored turns".to_string()),
+        ("Logic", "100 × (0.4 Acc_cls + 0.4 Sim_path + 0.2 Acc_action): the answer's classification, SOP path and action against the reference".into()),
+        ("Chat", "the judges' chat quality, five dimensions weighted 20/25/25/15/15, 0-100".into()),
+        ("Format Error (%)", "% of the agent's answers that did not parse (no JSON, a missing key, a value outside the options), judged turns or not".into()),
+        ("Chat Length", "characters of the agent's chat reply, mean over the scored valid answers".into()),
+        ("Scored turns", format!("the turns the means are over: {SCORED_TURNS} (summary.json `turns`, each mean's `n`)")),
+        ("±", format!("half the {confidence:.0}% cluster-bootstrap interval over dialogues")),
+        ("Acc_cls", "classification accuracy: share of the fields classified as the judges' consensus (paper eq. 5)".into()),
+        ("Sim_path", "path similarity: share of the reference path's stages the answer's path holds (eq. 6)".into()),
+        ("Acc_action", "action correctness: the answer's action (and outputs) is the reference's (eq. 7)".into()),
+        ("Gap", "execution gap: Acc_cls - Acc_action, in points".into()),
+        ("Ling.", "linguistic quality (chat dimension, weight 20%)".into()),
+        ("Anth.", "anthropomorphism and emotion (chat dimension, weight 25%)".into()),
+        ("Cont.", "content utility (chat dimension, weight 25%)".into()),
+        ("Satis.", "user satisfaction (chat dimension, weight 15%)".into()),
+        ("Instr.", "instruction compliance (chat dimension, weight 15%)".into()),
+        ("T1", "OA at turn 1 (T5, T10, T15: at turns 5, 10, 15; Final: each dialogue's last scored turn)".into()),
+        ("Turn-level (1/5/10/15/final)", "OA over turns 1, 5, 10, 15 and each dialogue's final turn, each counted once".into()),
+        ("Format-error turns", "every answer that did not parse, judged or not (the Format Error numerator); those on judged turns are scored turns".into()),
+        ("Infra-error turns", "turns not scored for an infrastructure reason: the agent unreachable, or no judge (or rule engine) answered".into()),
+        ("Not judged (valid answers)", "valid answers on turns the judges were not asked about (judge_turns): in Format Error only".into()),
+        ("OA per case (mean)", "a case is one customer served by one model; its score is the median over its repeats of each dialogue's mean over its scored turns; the column is the mean over cases. OA weighs every scored turn alike, this every case".into()),
+        ("OA per case (median)", "the same per-case scores, their median over cases".into()),
+        ("pass^1", "the share of cases, %, whose k repeats drawn from the case's n all reach the target action (mean over cases of C(c,k)/C(n,k), c passes); pass^1 is the pass rate".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for c in columns {
+        entries.insert(
+            c.abbreviation.clone(),
+            format!("OA in scenario {}", c.spelled_out()),
         );
     }
-    out
+    let mut legend = Legend::default();
+    for heading in shown.iter().flat_map(|t| &t.headers) {
+        // The adversarial table's `OA zero`, `Format Error (%) strong`: the measure's term.
+        let heading = [" zero", " weak", " strong"]
+            .iter()
+            .find_map(|level| heading.strip_suffix(level))
+            .unwrap_or(heading);
+        let key = match heading {
+            h if h.starts_with("pass^") => "pass^1",
+            h if h.contains(" per case ") => {
+                if h.ends_with("(median)") {
+                    "OA per case (median)"
+                } else {
+                    "OA per case (mean)"
+                }
+            }
+            "T5" | "T10" | "T15" | "Final" => "T1",
+            h => h,
+        };
+        if let Some(meaning) = entries.remove(key) {
+            let term = match key {
+                "pass^1" => "pass^k",
+                "T1" => "T1, T5, T10, T15, Final",
+                "OA per case (mean)" => "OA/Logic/Chat per case (mean)",
+                "OA per case (median)" => "OA/Logic/Chat per case (median)",
+                k => k,
+            };
+            legend.0.push((term.to_string(), meaning));
+        }
+    }
+    if let Some(meaning) = entries.remove("±") {
+        legend.0.push(("±".into(), meaning));
+    }
+    legend
+}
+
+/// Terms and their meanings, rendered as a Markdown list or aligned text.
+#[derive(Debug, Default)]
+struct Legend(Vec<(String, String)>);
+
+impl Legend {
+    fn markdown(&self) -> String {
+        self.0
+            .iter()
+            .map(|(term, meaning)| format!("- **{term}**: {meaning}\n"))
+            .collect()
+    }
+
+    fn text(&self) -> String {
+        let width = self
+            .0
+            .iter()
+            .map(|(t, _)| t.chars().count())
+            .max()
+            .unwrap_or(0);
+        self.0
+            .iter()
+            .map(|(term, meaning)| {
+                let pad = " ".repeat(width - term.chars().count());
+                format!("  {term}{pad}  {meaning}\n")
+            })
+            .collect()
+    }
 }
 
 /// Models by OA, best first (models without a score last, then by name).
@@ -135,20 +363,6 @@ pub fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
     let oa = |m: &ModelSummary| m.all.overall.map_or(f64::NEG_INFINITY, |x| x.mean);
     models.sort_by(|a, b| oa(b).total_cmp(&oa(a)).then_with(|| a.model.cmp(&b.model)));
     models
-}
-
-/// Scenario ids in the paper's column order, then any others by id.
-pub fn scenario_columns(models: &[&ModelSummary]) -> Vec<String> {
-    let mut ids: Vec<&String> = models.iter().flat_map(|m| m.by_scenario.keys()).collect();
-    let rank = |id: &str| {
-        SCENARIO_ABBREVIATIONS
-            .iter()
-            .position(|(sc, _)| *sc == id)
-            .unwrap_or(SCENARIO_ABBREVIATIONS.len())
-    };
-    ids.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
-    ids.dedup();
-    ids.into_iter().cloned().collect()
 }
 
 /// The leaderboards' footnote on the "(structured)" label.
@@ -177,20 +391,19 @@ fn opt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
 }
 
-fn main_table(models: &[&ModelSummary]) -> Table {
-    let scenarios = scenario_columns(models);
+fn main_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table {
     let mut headers = vec![
         "Model".to_string(),
         "OA".into(),
         "Logic".into(),
         "Chat".into(),
     ];
-    headers.extend(
-        scenarios
-            .iter()
-            .map(|s| scenario_abbreviation(s).to_string()),
-    );
-    headers.extend(["Format Error (%)".to_string(), "Chat Length".into()]);
+    headers.extend(columns.iter().map(|c| c.abbreviation.clone()));
+    headers.extend([
+        "Format Error (%)".to_string(),
+        "Chat Length".into(),
+        "Scored turns".into(),
+    ]);
     let mut table = Table::new(headers);
     for m in models {
         let a = &m.all;
@@ -201,12 +414,13 @@ fn main_table(models: &[&ModelSummary]) -> Table {
             metric(a.chat.as_ref()),
         ];
         row.extend(
-            scenarios
+            columns
                 .iter()
-                .map(|s| metric(m.by_scenario.get(s).and_then(|g| g.overall.as_ref()))),
+                .map(|c| metric(m.by_scenario.get(&c.id).and_then(|g| g.overall.as_ref()))),
         );
         row.push(metric(a.format_error_rate.as_ref()));
         row.push(metric(a.chat_length.as_ref()));
+        row.push(a.turns.to_string());
         table.rows.push(row);
     }
     table
@@ -346,7 +560,13 @@ fn agreement_table(summary: &Summary) -> Table {
 
 fn released_table(models: &[&ModelSummary]) -> Table {
     let mut table = Table::with(&[
-        "Model", "Variant", "OA", "Logic", "Chat", "Sim_path", "Turns",
+        "Model",
+        "Variant",
+        "OA",
+        "Logic",
+        "Chat",
+        "Sim_path",
+        "Scored turns",
     ])
     .labels(2);
     for m in models {
@@ -386,7 +606,7 @@ fn dialogues_table(models: &[&ModelSummary]) -> Table {
     // Valid answers on turns the judges were not asked about (`judge_turns`), when any.
     let unjudged = models.iter().any(|m| m.all.unjudged_turns > 0);
     if unjudged {
-        headers.push("Unjudged valid turns".into());
+        headers.push("Not judged (valid answers)".into());
     }
     let reasons: Vec<&String> = models
         .first()
@@ -420,12 +640,12 @@ fn repeats_table(models: &[&ModelSummary]) -> Table {
         "Model",
         "Cases",
         "Max repeats",
-        "OA mean",
-        "OA median",
-        "Logic mean",
-        "Logic median",
-        "Chat mean",
-        "Chat median",
+        "OA per case (mean)",
+        "OA per case (median)",
+        "Logic per case (mean)",
+        "Logic per case (median)",
+        "Chat per case (mean)",
+        "Chat per case (median)",
     ]);
     for m in models {
         let Some(r) = &m.repeats else { continue };

@@ -124,12 +124,15 @@ pub struct PassK {
 pub struct GroupStats {
     /// Dialogues with at least one turn in the group.
     pub dialogues: usize,
-    /// Turns counted: valid and scored, or a format error.
+    /// Scored turns: the turns every score mean (OA, Logic, Chat, ...) averages over, each
+    /// metric's `n`: a valid answer the judges scored, or a format error on a judged turn
+    /// (scored with Logic 0). A turn not judged (`judge_turns`) is not a scored turn, whatever
+    /// the agent answered.
     pub turns: usize,
-    /// Turns with a valid answer that were scored.
+    /// Scored turns with a valid answer.
     pub valid_turns: usize,
-    /// Turns whose answer did not parse (scored with Logic 0 when judged; counted in the
-    /// format-error rate whether or not a judge answered).
+    /// Turns whose answer did not parse, judged or not: the numerator of the format-error rate.
+    /// Those on judged turns are scored turns (Logic 0); the others are not.
     pub format_error_turns: usize,
     /// Turns not scored for infrastructure reasons: the agent unreachable, or a valid answer no
     /// judge (or the rule engine) answered for.
@@ -152,7 +155,7 @@ pub struct GroupStats {
     pub acc_action: Option<Metric>,
     /// Execution gap: mean Acc_cls - mean Acc_action, 0-100 points.
     pub execution_gap: Option<Metric>,
-    /// Format-error turns over scored turns, %.
+    /// Format-error turns over the turns the agent answered (judged or not), %.
     pub format_error_rate: Option<Metric>,
     /// Characters of the agent's `chat` over valid turns.
     pub chat_length: Option<Metric>,
@@ -228,7 +231,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The tokens and money one scored turn took, on average: a role's totals over the scored
-/// turns (valid and scored, or a format error) of the model's dialogues. Turns not judged
+/// turns ([`GroupStats::turns`]) of the model's dialogues. Turns not judged
 /// (`judge_turns`) are not scored turns, yet the calls they made are counted: this is what a
 /// scored turn costs as the run was configured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -269,7 +272,7 @@ pub struct ModelCalls {
     pub by_role: IndexMap<String, CallTotals>,
     /// Per model name.
     pub by_model: BTreeMap<String, CallTotals>,
-    /// Scored turns of the model's dialogues (valid and scored, or a format error): the
+    /// Scored turns of the model's dialogues (`all.turns`, see [`GroupStats::turns`]): the
     /// denominator of `per_scored_turn`.
     #[serde(default)]
     pub scored_turns: usize,
@@ -551,6 +554,8 @@ const COLUMNS: usize = 4;
 #[derive(Debug, Clone)]
 struct GroupFold {
     dialogues: usize,
+    /// Turns with scores (see [`GroupStats::turns`]).
+    scored: usize,
     valid: usize,
     format_errors: usize,
     infra: usize,
@@ -562,6 +567,7 @@ impl Default for GroupFold {
     fn default() -> Self {
         GroupFold {
             dialogues: 0,
+            scored: 0,
             valid: 0,
             format_errors: 0,
             infra: 0,
@@ -578,6 +584,7 @@ impl GroupFold {
         let mut any = false;
         for f in d.turns.iter().filter(|f| select(f)) {
             any = true;
+            self.scored += usize::from(f.scores.is_some());
             match f.kind {
                 Kind::Valid => self.valid += 1,
                 Kind::FormatError => self.format_errors += 1,
@@ -619,7 +626,7 @@ impl GroupFold {
         ] = self.means.metrics(bootstrap);
         GroupStats {
             dialogues: self.dialogues,
-            turns: self.valid + self.format_errors,
+            turns: self.scored,
             valid_turns: self.valid,
             format_error_turns: self.format_errors,
             infra_error_turns: self.infra,
@@ -797,7 +804,7 @@ impl ModelFold {
             .filter(|(role, sums)| **role != "other" || sums.calls > 0)
             .map(|(role, sums)| (role.to_string(), sums.totals()))
             .collect();
-        let scored_turns = self.all.valid + self.all.format_errors;
+        let scored_turns = self.all.scored;
         ModelSummary {
             model: model.to_string(),
             simulated: self.simulated,

@@ -856,7 +856,22 @@ fn pass_k_averages_the_estimator_over_cases() {
     assert_close!(p[2].pass, 50.0);
     let text = leaderboard_text(&s);
     assert!(text.contains("pass^3"), "{text}");
-    assert!(leaderboard_markdown(&s).contains("## pass^k"));
+    assert!(
+        text.contains("\n  pass^k            the share of cases, %, whose k repeats"),
+        "{text}"
+    );
+    let md = leaderboard_markdown(&s);
+    assert!(md.contains("## pass^k"));
+    // The per-case table is named apart from the per-turn OA, and the legend says how.
+    assert!(
+        md.contains("| Model | Cases | Max repeats | OA per case (mean) | OA per case (median) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- **OA/Logic/Chat per case (mean)**: a case is one customer served by one model; its score is the median over its repeats"),
+        "{md}"
+    );
+    assert!(!md.contains("OA mean"), "{md}");
     // Without repeats: no pass^k, and summary.json has no such field.
     let s = summarize(&records(), &Bootstrap::default());
     assert!(model(&s, "m").pass_k.is_empty());
@@ -871,7 +886,9 @@ fn leaderboard_has_the_shape_of_table_1() {
     let s = summarize(&records(), &Bootstrap::default());
     let md = leaderboard_markdown(&s);
     assert!(
-        md.contains("| Model | OA | Logic | Chat | ER | TP | Format Error (%) | Chat Length |"),
+        md.contains(
+            "| Model | OA | Logic | Chat | ER | TP | Format Error (%) | Chat Length | Scored turns |"
+        ),
         "{md}"
     );
     // Sorted by OA: the simulated model (100) before m (52.89).
@@ -893,15 +910,98 @@ fn leaderboard_has_the_shape_of_table_1() {
     ] {
         assert!(md.contains(section), "{section} missing");
     }
-    assert!(!md.contains("## Per-case medians"));
+    assert!(!md.contains("## Per case"));
     let text = leaderboard_text(&s);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("Model") && lines[0].ends_with("Chat Length"));
+    assert!(lines[0].starts_with("Model") && lines[0].ends_with("Scored turns"));
     assert!(lines[2].starts_with("sim (simulated)"));
+}
+
+#[test]
+fn every_abbreviation_shown_is_spelled_out_in_a_legend() {
+    let s = summarize(&records(), &Bootstrap::default());
+    let columns = leaderboard::scenario_columns(&s);
+    let spelled: Vec<(&str, &str, &str)> = columns
+        .iter()
+        .map(|c| (c.id.as_str(), c.abbreviation.as_str(), c.name.as_str()))
+        .collect();
     assert_eq!(
-        leaderboard::scenario_abbreviation("custom_scenario"),
-        "custom_scenario"
+        spelled,
+        [
+            ("ecommerce_refund", "ER", "E-commerce Refund"),
+            ("telecom_package", "TP", "Telecom Package")
+        ]
     );
+    let md = leaderboard_markdown(&s);
+    let legend = &md[md.find("\n## Legend\n").expect("a legend")..];
+    assert!(md.ends_with(legend), "the legend ends leaderboard.md");
+    for line in [
+        "- **OA**: Overall = 0.8 Logic + 0.2 Chat",
+        "- **ER**: OA in scenario E-commerce Refund (ecommerce_refund)",
+        "- **TP**: OA in scenario Telecom Package (telecom_package)",
+        "- **Format Error (%)**: % of the agent's answers that did not parse",
+        "- **Scored turns**: the turns the means are over: valid answers the judges scored, and format errors on judged turns, counted with Logic 0",
+        "- **Chat Length**: characters of the agent's chat reply",
+        "- **Acc_cls**: classification accuracy",
+        "- **Ling.**: linguistic quality",
+        "- **T1, T5, T10, T15, Final**: OA at turn 1",
+        "- **±**: half the 95% cluster-bootstrap interval",
+    ] {
+        assert!(legend.contains(line), "{line} missing from\n{legend}");
+    }
+    // Each term once; none for what the tables do not show (no repeats here).
+    assert_eq!(legend.matches("- **OA**").count(), 1);
+    assert!(
+        !legend.contains("pass^k") && !legend.contains("per case"),
+        "{legend}"
+    );
+    let text = leaderboard_text(&s);
+    let legend = &text[text.find("\nLegend:\n").expect("a legend")..];
+    assert!(text.ends_with(legend));
+    for line in [
+        "  OA                Overall = 0.8 Logic + 0.2 Chat",
+        "  ER                OA in scenario E-commerce Refund (ecommerce_refund)",
+        "  Format Error (%)  % of the agent's answers that did not parse",
+        "  Chat Length       characters of the agent's chat reply",
+    ] {
+        assert!(legend.contains(line), "{line} missing from\n{legend}");
+    }
+    // The terminal shows no sub-dimension: its legend does not explain one.
+    assert!(!legend.contains("Ling."));
+}
+
+#[test]
+fn scenario_columns_are_headed_by_initials_unless_they_would_clash() {
+    let mut rs = records();
+    let ids = [
+        "order_audit",
+        "billing_dispute",
+        "bank_dispute",
+        "returns",
+        "returns",
+    ];
+    for (r, id) in rs.iter_mut().zip(ids) {
+        r.job.scenario = id.into();
+    }
+    let s = summarize(&rs, &Bootstrap::default());
+    let heads: Vec<(String, String)> = leaderboard::scenario_columns(&s)
+        .into_iter()
+        .map(|c| (c.abbreviation, c.name))
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    // OA is a heading already; BD would head two columns; one word stays whole; custom
+    // scenarios are named by their id.
+    assert_eq!(
+        heads,
+        [
+            pair("bank_dispute", "bank_dispute"),
+            pair("billing_dispute", "billing_dispute"),
+            pair("order_audit", "order_audit"),
+            pair("returns", "returns"),
+        ]
+    );
+    let text = leaderboard_text(&s);
+    assert!(text.contains("  bank_dispute  "), "{text}");
 }
 
 /// A turn the agent answered but no judge scored (the panel failed).
@@ -937,7 +1037,8 @@ fn format_errors_count_whether_or_not_a_judge_answered() {
     let a = &model(&s, "m").all;
     // The format error is the agent's own: it is known without the judges.
     assert_eq!(a.format_error_turns, 1);
-    assert_eq!((a.turns, a.valid_turns, a.infra_error_turns), (2, 1, 2));
+    // Scored turns: the judged valid one alone (the format error has no scores).
+    assert_eq!((a.turns, a.valid_turns, a.infra_error_turns), (1, 1, 2));
     // Format Error (%): one of the three answers the agent gave (the unjudged valid one too).
     assert_eq!(a.format_error_rate.unwrap().n, 3);
     assert_close!(mean_of(a.format_error_rate), 100.0 / 3.0);
@@ -1091,8 +1192,16 @@ fn turns_not_judged_have_no_scores_but_count_their_format() {
             all.unjudged_turns,
             all.infra_error_turns
         ),
-        (3, 2, 1, 1, 0)
+        // The format error of turn 3 was not judged: it is not a scored turn, yet it counts in
+        // the format-error rate.
+        (2, 2, 1, 1, 0)
     );
+    assert_eq!(
+        all.overall.as_ref().unwrap().n,
+        all.turns,
+        "n of OA = scored turns"
+    );
+    assert_eq!(model(&s, "m").calls.scored_turns, all.turns);
     // Overall over the judged turns only: (80 + 20) and (40 + 20), Chat 100.
     assert_close!(all.overall.as_ref().unwrap().mean, (100.0 + 60.0) / 2.0);
     // The format-error rate over every answer, judged or not: 1 of 4.
@@ -1114,7 +1223,9 @@ fn turns_not_judged_have_no_scores_but_count_their_format() {
         md.contains("Judged turns: paper: turns 1, 5, 10, 15"),
         "{md}"
     );
-    assert!(md.contains("| Unjudged valid turns |"), "{md}");
+    assert!(md.contains("| Not judged (valid answers) |"), "{md}");
+    // The dialogues table's scored turns are the means' n.
+    assert!(md.contains("| m | 1 | 2 | 1 | 0 | 1 |"), "{md}");
     // Dialogues judged on different turns: the summary says so instead of naming one.
     let mut every = d.clone();
     every.job.dialogue_id = "ecommerce_refund/0002/m/r0".into();
@@ -1125,5 +1236,5 @@ fn turns_not_judged_have_no_scores_but_count_their_format() {
     // Records of before (every turn judged): no unjudged column.
     let s = summarize(&records(), &Bootstrap::default());
     assert_eq!(s.judged_turns, Some(crate::protocol::JudgeTurns::Every));
-    assert!(!leaderboard_markdown(&s).contains("Unjudged"));
+    assert!(!leaderboard_markdown(&s).contains("Not judged"));
 }

@@ -134,10 +134,17 @@ pub fn simulated_models(models: &[crate::llm::ModelConfig]) -> Vec<String> {
 }
 
 /// The claim of one process on a results folder: an exclusive lock on its `.lock` file, held
-/// while the process writes and released when it ends (also when it is killed).
+/// while the process writes and released when it ends (also when it is killed). Let go
+/// normally (dropped), the claim removes the file, so a finished folder holds none; a killed
+/// process leaves it, unlocked, and the next claim takes it over.
+///
+/// Removing the file while another process may be about to lock it is safe: the file is
+/// removed while still locked, and a claim checks, once it holds its lock, that the file it
+/// locked is still the folder's `.lock` (else it locked a removed file, and tries again).
 #[derive(Debug)]
 pub struct FolderLock {
-    _file: File,
+    file: File,
+    path: PathBuf,
 }
 
 impl FolderLock {
@@ -147,34 +154,70 @@ impl FolderLock {
     /// Claims `dir`, or says who holds it.
     pub fn acquire(dir: &Path) -> Result<FolderLock, StoreError> {
         let path = dir.join(Self::FILE);
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                let holder = fs::read_to_string(&path).unwrap_or_default();
-                let holder = holder.trim();
-                return Err(StoreError::InUse {
-                    path: dir.to_path_buf(),
-                    holder: if holder.is_empty() {
-                        "a process starting".into()
-                    } else {
-                        holder.chars().take(200).collect()
-                    },
-                });
+        loop {
+            let mut file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(io(&path))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => {
+                    let holder = fs::read_to_string(&path).unwrap_or_default();
+                    let holder = holder.trim();
+                    return Err(StoreError::InUse {
+                        path: dir.to_path_buf(),
+                        holder: if holder.is_empty() {
+                            "a process starting".into()
+                        } else {
+                            holder.chars().take(200).collect()
+                        },
+                    });
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
             }
-            Err(fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
+            // The holder before may have let go (and removed the file) between the open and
+            // the lock: a lock on the removed file claims nothing.
+            if !is_file_at(&file, &path).map_err(io(&path))? {
+                continue;
+            }
+            // Who holds it, for the message another process prints.
+            let line = format!("pid {} since {}\n", std::process::id(), now_utc().0);
+            file.set_len(0).map_err(io(&path))?;
+            file.write_all(line.as_bytes()).map_err(io(&path))?;
+            return Ok(FolderLock { file, path });
         }
-        // Who holds it, for the message another process prints.
-        let line = format!("pid {} since {}\n", std::process::id(), now_utc().0);
-        file.set_len(0).map_err(io(&path))?;
-        file.write_all(line.as_bytes()).map_err(io(&path))?;
-        Ok(FolderLock { _file: file })
+    }
+}
+
+impl Drop for FolderLock {
+    /// Removes the lock file, still locked, then lets go of the lock (closing the file).
+    fn drop(&mut self) {
+        if cfg!(unix) && is_file_at(&self.file, &self.path).unwrap_or(false) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether the open `file` is the file at `path` now (the same device and inode). Elsewhere
+/// than on Unix the lock file is never removed, so it always is.
+fn is_file_at(file: &File, path: &Path) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let open = file.metadata()?;
+        match fs::metadata(path) {
+            Ok(now) => Ok(now.dev() == open.dev() && now.ino() == open.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        Ok(true)
     }
 }
 
@@ -255,6 +298,13 @@ impl RunDir {
             self.lock = Some(Arc::new(FolderLock::acquire(&self.dir)?));
         }
         Ok(self)
+    }
+
+    /// Lets go of this handle's claim on the folder (the claim ends, and its `.lock` file is
+    /// removed, once no writer made from it holds it either).
+    pub fn release(mut self) -> RunDir {
+        self.lock = None;
+        self
     }
 
     /// The folder.
@@ -400,6 +450,26 @@ impl RunDir {
             Ok(()) => Ok(None),
             Err(Stop::Failed(e)) => Err(e),
             Err(Stop::Found(offset)) => export::Reread::open(self)?.at(offset).map(Some),
+        }
+    }
+
+    /// Whether the JSON-lines file `name` holds a complete record (it is read up to the first
+    /// one; a file that does not exist holds none).
+    pub fn has_records(&self, name: &str) -> Result<bool, StoreError> {
+        struct Found;
+        enum Stop {
+            Found(Found),
+            Failed(StoreError),
+        }
+        impl From<StoreError> for Stop {
+            fn from(e: StoreError) -> Stop {
+                Stop::Failed(e)
+            }
+        }
+        match self.scan_jsonl_at(name, |_, _: serde::de::IgnoredAny| Err(Stop::Found(Found))) {
+            Ok(()) => Ok(false),
+            Err(Stop::Found(_)) => Ok(true),
+            Err(Stop::Failed(e)) => Err(e),
         }
     }
 
@@ -659,11 +729,39 @@ mod tests {
         assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_err());
         drop(writer);
         assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_ok());
+        assert!(
+            !tmp.path().join("r1/.lock").exists(),
+            "let go, a claim removes its file"
+        );
         // A folder with records is refused as a new run.
         std::fs::write(tmp.path().join("r1/dialogues.jsonl"), "").unwrap();
         assert!(RunDir::create(tmp.path(), "r1").is_err());
         for bad in ["../x", "", "a/b", "/abs", ".."] {
             assert!(RunDir::create(tmp.path(), bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_lock_taken_on_a_removed_lock_file_claims_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(FolderLock::FILE);
+        let first = FolderLock::acquire(tmp.path()).unwrap();
+        // Another process opened the lock file just before the holder let go.
+        let late = File::open(&path).unwrap();
+        assert!(is_file_at(&late, &path).unwrap());
+        drop(first);
+        assert!(!path.exists());
+        // Its lock now succeeds, on a file no longer in the folder: no claim ...
+        late.try_lock().unwrap();
+        assert!(!is_file_at(&late, &path).unwrap());
+        // ... so a claim made now holds the folder's new lock file alone.
+        let second = FolderLock::acquire(tmp.path()).unwrap();
+        assert!(is_file_at(&second.file, &path).unwrap());
+        assert!(matches!(
+            FolderLock::acquire(tmp.path()),
+            Err(StoreError::InUse { .. })
+        ));
+        drop(second);
+        assert!(!path.exists());
     }
 }

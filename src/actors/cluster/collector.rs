@@ -11,7 +11,6 @@ use super::{
     status_key,
 };
 use crate::plan::JobSet;
-use crate::protocol::DialogueEnd;
 use crate::store::{DialogueWriter, RunDir, now_utc};
 use crate::telemetry::{Health, metrics};
 use crate::transport::nats::{Broker, header, records_subject};
@@ -35,8 +34,11 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 
 /// One run's results folder as the aggregator keeps it.
 struct RunFolder {
+    /// The folder: claimed while the run is in progress, let go (its `.lock` removed) once it
+    /// completes, claimed again should a record come after.
     dir: RunDir,
-    writer: DialogueWriter,
+    /// The records file's writer, while the folder is claimed.
+    writer: Option<DialogueWriter>,
     /// The run's jobs (only their records are stored), and which are stored.
     jobs: JobSet,
     /// The run's report, folded as records are stored.
@@ -99,7 +101,7 @@ impl Collector {
                 run.to_string(),
                 RunFolder {
                     dir,
-                    writer,
+                    writer: Some(writer),
                     jobs,
                     report,
                     last_record: Instant::now(),
@@ -180,7 +182,15 @@ impl Collector {
             metrics().records_duplicate.inc();
             return Ok(false);
         }
-        folder.writer.append_json(json)?;
+        let writer = match &mut folder.writer {
+            Some(writer) => writer,
+            None => {
+                folder.dir = folder.dir.clone().claim()?;
+                let records = records_file(folder.report.is_desk());
+                folder.writer.insert(folder.dir.jsonl_writer(records)?)
+            }
+        };
+        writer.append_json(json)?;
         folder.jobs.mark_done(record.ids().1);
         count(&mut folder.status, &record);
         folder.report.add(&record);
@@ -311,6 +321,9 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     folder.status.state = RunState::Complete;
     folder.status.leaderboard = Some(table);
     folder.status.report = html.map(|p| p.display().to_string());
+    // A finished folder is let go: no `.lock` left in it.
+    folder.writer = None;
+    folder.dir = folder.dir.clone().release();
     Ok(())
 }
 
@@ -433,19 +446,17 @@ impl Record {
         self.record().check(jobs)
     }
 
-    /// Its turns, and whether it hit an infrastructure error.
+    /// Its turns, and whether an infrastructure error touched it
+    /// ([`crate::protocol::DialogueRecord::had_infra_error`]).
     pub fn counts(&self) -> (usize, bool) {
         match self {
-            Record::Sage(r) => (
-                r.turns.len(),
-                r.end == DialogueEnd::InfraError || r.turns.iter().any(|t| t.infra_error.is_some()),
-            ),
+            Record::Sage(r) => (r.turns.len(), r.had_infra_error()),
             Record::Desk(r) => (r.turns as usize, r.infra_error.is_some()),
         }
     }
 }
 
-/// Counts a stored dialogue: its turns, and whether any of them hit an infrastructure error.
+/// Counts a stored dialogue: its turns, and whether an infrastructure error touched it.
 pub fn count(status: &mut RunStatus, record: &Record) {
     let (turns, infra_error) = record.counts();
     status.stored += 1;

@@ -196,7 +196,9 @@ pub struct RunStatus {
     pub stored: usize,
     /// Turns stored.
     pub turns: usize,
-    /// Dialogues with an infrastructure error in any turn.
+    /// Dialogues an infrastructure error touched
+    /// ([`crate::protocol::DialogueRecord::had_infra_error`]; for the support desk, a
+    /// conversation stopped by one).
     pub infra_errors: usize,
     /// When it was submitted (UTC, RFC 3339).
     pub submitted_at: String,

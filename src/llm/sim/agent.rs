@@ -35,8 +35,8 @@ pub struct Skills {
 }
 
 impl Skills {
-    /// Names of the bundled profiles.
-    pub const PROFILES: [&'static str; 3] = ["strong", "balanced", "weak"];
+    /// Names of the bundled profiles (checked with the configuration, before a run starts).
+    pub const PROFILES: [&'static str; 3] = crate::plan::model::SIM_AGENT_PROFILES;
 
     /// A bundled profile.
     pub fn profile(name: &str) -> Option<Skills> {
@@ -337,6 +337,12 @@ mod tests {
 
     #[test]
     fn bundled_profiles_are_ordered_and_degrade() {
+        // Every name the configuration accepts has its skills.
+        assert!(
+            Skills::PROFILES
+                .iter()
+                .all(|p| Skills::profile(p).is_some())
+        );
         let s = Skills::profile("strong").unwrap();
         let b = Skills::profile("balanced").unwrap();
         let w = Skills::profile("weak").unwrap();

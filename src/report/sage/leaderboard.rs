@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::report::charts::swatch;
-use crate::scoring::leaderboard::{ranked, scenario_abbreviation, scenario_columns};
+use crate::scoring::leaderboard::{ranked, scenario_columns};
 use crate::scoring::summary::{ModelSummary, PassK};
 use maud::{Markup, html};
 
@@ -272,20 +272,21 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
 pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
     let rows = rows(summary);
     let models: Vec<&ModelSummary> = rows.iter().map(|(_, m)| *m).collect();
-    let scenarios = scenario_columns(&models);
+    let scenarios = scenario_columns(summary);
     let oa = |m: &ModelSummary, s: &str| m.by_scenario.get(s).and_then(|g| g.overall);
     let best: Vec<Vec<bool>> = scenarios
         .iter()
-        .map(|s| best_rows(&models, Better::Higher, |m| oa(m, s).map(|x| x.mean)))
+        .map(|s| best_rows(&models, Better::Higher, |m| oa(m, &s.id).map(|x| x.mean)))
         .collect();
     html! {
         table #scenario-matrix.data {
             thead {
                 tr {
                     th data-sort="model" { "Model" }
-                    @for s in &scenarios {
+                    @for c in &scenarios {
+                        @let s = c.id.as_str();
                         th.num data-sort={ "scenario:" (s) } data-scenario=(s) title=(names(s)) {
-                            abbr title=(names(s)) { (scenario_abbreviation(s)) }
+                            abbr title=(names(s)) { (c.abbreviation) }
                             br;
                             span.scenario-name { (names(s)) }
                         }
@@ -296,7 +297,8 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
                 @for (r, (index, m)) in rows.iter().enumerate() {
                     tr data-model=(m.model) {
                         td data-metric="model" data-value=(m.model) { (swatch(*index)) span.model-name { (m.model) } }
-                        @for (c, s) in scenarios.iter().enumerate() {
+                        @for (c, column) in scenarios.iter().enumerate() {
+                            @let s = column.id.as_str();
                             @let dialogues = m.by_scenario.get(s).map_or(0, |g| g.dialogues);
                             @match oa(m, s) {
                                 Some(x) => td.num.best[best[c][r]] data-metric={ "scenario:" (s) } data-scenario=(s)
@@ -319,7 +321,6 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
 /// The legend of every abbreviated heading of the leaderboard and the scenario matrix
 /// (`dl#leaderboard-legend`, one `dt` per heading).
 fn legend(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
-    let models: Vec<&ModelSummary> = summary.models.iter().collect();
     let ks = pass_ks(summary);
     html! {
         dl #leaderboard-legend {
@@ -332,10 +333,10 @@ fn legend(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
                     dd { "Cases, %, whose dialogues reach the target action in all of k repeats." }
                 }
             }
-            @for s in scenario_columns(&models) {
+            @for c in scenario_columns(summary) {
                 div {
-                    dt { (scenario_abbreviation(&s)) }
-                    dd { (names(&s)) " (scenario " code { (s) } "): OA of the model's turns in it." }
+                    dt { (c.abbreviation) }
+                    dd { (names(&c.id)) " (scenario " code { (c.id) } "): OA of the model's turns in it." }
                 }
             }
             div {

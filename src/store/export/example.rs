@@ -56,7 +56,8 @@ pub enum Answer<'a> {
     Valid(&'a str),
     /// An answer that did not parse (its raw text when recorded).
     FormatError(Option<&'a str>),
-    /// No answer (the model could not be reached, or a valid answer without its text).
+    /// No answer text: the model could not be reached (the turn's `infra_error` says so), or a
+    /// valid answer whose text was not recorded.
     None,
 }
 
@@ -74,31 +75,94 @@ pub struct TurnView<'v, 'r> {
     pub answer: Answer<'r>,
     /// Its Logic score (0-100), when scored.
     pub logic: Option<f64>,
+    /// Whether the judges were asked about it (`judge_turns`).
+    pub judged: bool,
+    /// Whether it recorded an infrastructure error (the customer side, the agent, the judges or
+    /// the rule engine failed).
+    pub infra_error: bool,
     /// [`context_hash`] of `context`, when hashing was asked for (else 0).
     pub context_hash: u64,
 }
 
-impl TurnView<'_, '_> {
-    /// The text to learn in the example formats: a valid answer whose Logic is at least
-    /// `min_logic`.
-    pub fn target(&self, min_logic: f64) -> Target<'_> {
-        match (self.answer, self.logic) {
-            (Answer::Valid(text), Some(logic)) if logic >= min_logic => Target::Example(text),
-            (Answer::Valid(_), Some(_)) => Target::BelowMinLogic,
-            _ => Target::NoAnswer,
-        }
-    }
+/// The Logic of a fully correct answer: every classification field as the judges' consensus,
+/// every stage of the reference path in the answer's path, the reference action (and outputs).
+pub const FULLY_CORRECT: f64 = 100.0;
+
+/// Whether a Logic score reaches a threshold (0-100), allowing for the rounding of the sum
+/// that makes it (a fully correct answer reaches 100).
+pub fn reaches(logic: f64, threshold: f64) -> bool {
+    logic >= threshold - 1e-9
 }
 
-/// What an agent turn gives the example formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target<'a> {
-    /// An example whose last message is this answer.
-    Example(&'a str),
-    /// A valid answer below `--min-logic`.
+/// Why an agent turn gives no example (or no preference candidate). Every agent turn the
+/// filters let through is exported or left out for exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Left {
+    /// The judges were not asked about the turn (`judge_turns`: `paper` judges turns 1, 5, 10,
+    /// 15 and the final one): it has no scores.
+    NotJudged,
+    /// Example formats: the answer did not parse (judged or not), so it is no answer to learn.
+    FormatError,
+    /// An infrastructure error: the customer side, the agent, every judge or the rule engine
+    /// could not be reached, so the turn was not scored.
+    InfraError,
+    /// The answer's text was not recorded.
+    NoText,
+    /// Example formats: a valid answer whose Logic is below `--min-logic`.
     BelowMinLogic,
-    /// No valid, scored answer (customer side failed, format error, infrastructure error).
-    NoAnswer,
+}
+
+/// A scored answer: its text, its Logic and whether it parsed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored<'a> {
+    /// The answer as the agent wrote it.
+    pub text: &'a str,
+    /// Its Logic, 0-100.
+    pub logic: f64,
+    /// Whether it parsed (else a format error, scored with Logic 0).
+    pub valid: bool,
+}
+
+impl<'r> TurnView<'_, 'r> {
+    /// The turn's scored answer (valid or a format error), or why it has none: an
+    /// infrastructure error, not judged, or no recorded text. What the preference formats pick
+    /// their candidates from.
+    pub fn scored(&self) -> Result<Scored<'r>, Left> {
+        if self.infra_error || self.answer == Answer::NoLine {
+            return Err(Left::InfraError);
+        }
+        if !self.judged {
+            return Err(Left::NotJudged);
+        }
+        // Judged yet not scored: no judge (or no rule engine) answered.
+        let logic = self.logic.ok_or(Left::InfraError)?;
+        match self.answer {
+            Answer::Valid(text) => Ok(Scored {
+                text,
+                logic,
+                valid: true,
+            }),
+            Answer::FormatError(Some(text)) => Ok(Scored {
+                text,
+                logic,
+                valid: false,
+            }),
+            Answer::FormatError(None) | Answer::None | Answer::NoLine => Err(Left::NoText),
+        }
+    }
+
+    /// The text to learn in the example formats: a valid, scored answer whose Logic reaches
+    /// `min_logic`; else why the turn is left out (a format error is one, judged or not).
+    pub fn target(&self, min_logic: f64) -> Result<&'r str, Left> {
+        if matches!(self.answer, Answer::FormatError(_)) {
+            return Err(Left::FormatError);
+        }
+        match self.scored()? {
+            Scored { valid: false, .. } => Err(Left::FormatError),
+            Scored { logic, .. } if !reaches(logic, min_logic) => Err(Left::BelowMinLogic),
+            Scored { text, .. } => Ok(text),
+        }
+    }
 }
 
 /// Calls `f` with every agent turn of `record` in order, with the context the agent saw: the
@@ -129,6 +193,9 @@ pub fn walk<'r, E>(
     );
     for (index, turn) in record.turns.iter().enumerate() {
         let logic = turn.scores.map(|s| s.logic);
+        let judged = turn.judges.is_some();
+        let infra_error =
+            turn.infra_error.is_some() || matches!(turn.outcome, ServiceOutcome::InfraError { .. });
         if turn.user_message.is_empty() {
             f(&TurnView {
                 index,
@@ -136,6 +203,8 @@ pub fn walk<'r, E>(
                 context: &[],
                 answer: Answer::NoLine,
                 logic,
+                judged,
+                infra_error,
                 context_hash: 0,
             })?;
             continue;
@@ -163,6 +232,8 @@ pub fn walk<'r, E>(
             context: &context,
             answer,
             logic,
+            judged,
+            infra_error,
             context_hash: hash,
         })?;
         if let Some(seen) = seen {
@@ -375,6 +446,106 @@ mod tests {
         };
         assert_eq!(f.check(&j, "a -> X"), Some(Filtered::Route));
         assert_eq!(f.check(&j, "b -> Y"), None);
+    }
+
+    /// A turn (answer, Logic, judged, infrastructure error) and what it gives: the example
+    /// formats at Logic 100, and the preference formats (whether the scored answer parsed).
+    type Case<'a> = (
+        Answer<'a>,
+        Option<f64>,
+        bool,
+        bool,
+        Result<&'a str, Left>,
+        Result<bool, Left>,
+    );
+
+    #[test]
+    fn every_turn_is_exported_or_left_out_for_one_reason() {
+        let view = |answer, logic, judged, infra_error| TurnView {
+            index: 0,
+            turn: 1,
+            context: &[],
+            answer,
+            logic,
+            judged,
+            infra_error,
+            context_hash: 0,
+        };
+        let valid = Answer::Valid("{}");
+        let cases: [Case; 9] = [
+            (valid, Some(100.0), true, false, Ok("{}"), Ok(true)),
+            // 0.4 + 0.4 + 0.2 summed in floating point: still fully correct.
+            (
+                valid,
+                Some(99.999_999_999_99),
+                true,
+                false,
+                Ok("{}"),
+                Ok(true),
+            ),
+            (
+                valid,
+                Some(80.0),
+                true,
+                false,
+                Err(Left::BelowMinLogic),
+                Ok(true),
+            ),
+            (
+                valid,
+                None,
+                false,
+                false,
+                Err(Left::NotJudged),
+                Err(Left::NotJudged),
+            ),
+            (
+                valid,
+                None,
+                true,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+            (
+                Answer::FormatError(Some("x")),
+                Some(0.0),
+                true,
+                false,
+                Err(Left::FormatError),
+                Ok(false),
+            ),
+            (
+                Answer::FormatError(Some("x")),
+                None,
+                false,
+                false,
+                Err(Left::FormatError),
+                Err(Left::NotJudged),
+            ),
+            (
+                Answer::None,
+                None,
+                true,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+            (
+                Answer::NoLine,
+                None,
+                false,
+                true,
+                Err(Left::InfraError),
+                Err(Left::InfraError),
+            ),
+        ];
+        for (answer, logic, judged, infra, target, scored) in cases {
+            let v = view(answer, logic, judged, infra);
+            assert_eq!(v.target(FULLY_CORRECT), target, "{answer:?} {logic:?}");
+            assert_eq!(v.scored().map(|s| s.valid), scored, "{answer:?} {logic:?}");
+        }
+        assert_eq!(view(valid, Some(80.0), true, false).target(80.0), Ok("{}"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! docs/cli.md, `sage export`).
 //!
 //! * Example formats (`openai`, `sharegpt`, `sharegpt-jsonl`): one example per agent turn whose
-//!   Logic reaches `min_logic`, the agent prompt and the dialogue before it as context, the
+//!   Logic reaches `min_logic` (by default 100: fully correct answers only), the agent prompt
+//!   and the dialogue before it as context, the
 //!   agent's JSON answer as the target ([`example`]); optionally filtered, deduplicated, split
 //!   by case and capped per scenario and route ([`select`]).
 //! * Preference formats (`dpo`, `dpo-trl`): pairs of answers to the same context by two models,
@@ -23,7 +24,10 @@ use crate::prompts;
 use crate::protocol::DialogueRecord;
 use crate::scoring::summary::route_key;
 use crate::sop::Sop;
-use example::{Answer, Filter, Filtered, Split, Target, case_of, example_hash, split_part, walk};
+use example::{
+    Answer, FULLY_CORRECT, Filter, Filtered, Left, Split, case_of, example_hash, reaches,
+    split_part, walk,
+};
 use select::{Caps, Location, Seen};
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -61,7 +65,9 @@ impl Format {
 pub struct Options {
     /// The format.
     pub format: Format,
-    /// Example formats: keep turns whose Logic (0-100) is at least this.
+    /// Example formats: keep turns whose Logic (0-100) is at least this; by default
+    /// [`FULLY_CORRECT`] (100): answers whose classification, path and action are all the
+    /// reference's, so that no wrong answer becomes training data.
     pub min_logic: f64,
     /// Preference formats: a rejected answer's Logic is below this (0-100).
     pub max_rejected_logic: f64,
@@ -83,7 +89,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             format: Format::Openai,
-            min_logic: 0.0,
+            min_logic: FULLY_CORRECT,
             max_rejected_logic: 50.0,
             filter: Filter::default(),
             dedup: false,
@@ -194,10 +200,49 @@ pub struct DpoStats {
     pub spilled: usize,
 }
 
+/// The agent turns left out for each reason of [`Left`] (and the scenario not loaded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftCounts {
+    /// Turns the judges were not asked about (`judge_turns`): no scores.
+    pub not_judged: usize,
+    /// Example formats: answers that did not parse.
+    pub format_errors: usize,
+    /// Turns an infrastructure error left unscored.
+    pub infra_errors: usize,
+    /// Answers whose text was not recorded.
+    pub no_text: usize,
+    /// Example formats: valid answers whose Logic is below `--min-logic`.
+    pub below_min_logic: usize,
+    /// Turns of dialogues whose scenario the run no longer loads.
+    pub scenario_not_loaded: usize,
+}
+
+impl LeftCounts {
+    fn add(&mut self, why: Left) {
+        *match why {
+            Left::NotJudged => &mut self.not_judged,
+            Left::FormatError => &mut self.format_errors,
+            Left::InfraError => &mut self.infra_errors,
+            Left::NoText => &mut self.no_text,
+            Left::BelowMinLogic => &mut self.below_min_logic,
+        } += 1;
+    }
+
+    /// Turns left out for these reasons, in all.
+    pub fn total(&self) -> usize {
+        self.not_judged
+            + self.format_errors
+            + self.infra_errors
+            + self.no_text
+            + self.below_min_logic
+            + self.scenario_not_loaded
+    }
+}
+
 /// What an export kept and left out. In the example formats every agent turn is counted once:
-/// `turns` = filtered + `no_answer` + `below_min_logic` + `duplicates` + the caps' counts +
-/// written. In the preference formats the turns are filtered, `no_answer` or counted in
-/// [`DpoStats`], and `duplicates` and the caps count pairs.
+/// `turns` = filtered + `left` + `duplicates` + the caps' counts + written.
+/// In the preference formats the turns are filtered, `left` or counted in [`DpoStats`], and
+/// `duplicates` and the caps count pairs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportStats {
     /// Records read.
@@ -206,11 +251,8 @@ pub struct ExportStats {
     pub turns: usize,
     /// Turns of the dialogues each filter left out.
     pub filtered: FilterCounts,
-    /// Turns without a valid, scored answer (the customer side failed, a format error, an
-    /// infrastructure error, a scenario the run does not load).
-    pub no_answer: usize,
-    /// Valid answers below the Logic threshold (example formats).
-    pub below_min_logic: usize,
+    /// Turns without an answer to export, by reason.
+    pub left: LeftCounts,
     /// Left out by `--dedup`.
     pub duplicates: usize,
     /// Left out by `--max-per-scenario`.
@@ -484,7 +526,7 @@ impl Job<'_> {
             return None;
         }
         let Some(sop) = self.sops.get(&record.job.scenario) else {
-            stats.no_answer += record.turns.len();
+            stats.left.scenario_not_loaded += record.turns.len();
             return None;
         };
         let system =
@@ -562,13 +604,9 @@ fn examples(
         };
         walk(&record, &ready.system, hashing, |t| {
             let answer = match t.target(options.min_logic) {
-                Target::Example(answer) => answer,
-                Target::BelowMinLogic => {
-                    stats.below_min_logic += 1;
-                    return Ok(());
-                }
-                Target::NoAnswer => {
-                    stats.no_answer += 1;
+                Ok(answer) => answer,
+                Err(why) => {
+                    stats.left.add(why);
                     return Ok(());
                 }
             };
@@ -618,7 +656,7 @@ fn examples(
         walk(&record, &ready.system, false, |t| {
             if wanted.peek() == Some(&t.index) {
                 wanted.next();
-                if let Target::Example(answer) = t.target(options.min_logic) {
+                if let Ok(answer) = t.target(options.min_logic) {
                     parts.example(ready.part, t.context, answer)?;
                 }
             }
@@ -670,19 +708,14 @@ fn pairs(
         );
         let case = case_of(&record.job);
         walk(&record, &ready.system, true, |t| {
-            let valid = match t.answer {
-                Answer::Valid(_) => true,
-                Answer::FormatError(Some(_)) => false,
-                _ => {
-                    stats.no_answer += 1;
+            let (valid, logic) = match t.scored() {
+                Ok(s) => (s.valid, s.logic),
+                Err(why) => {
+                    stats.left.add(why);
                     return Ok(());
                 }
             };
-            let Some(logic) = t.logic else {
-                stats.no_answer += 1;
-                return Ok(());
-            };
-            let logic = if valid && logic >= 100.0 - 1e-9 {
+            let logic = if valid && reaches(logic, FULLY_CORRECT) {
                 dpo_stats.chosen += 1;
                 dpo::CHOSEN
             } else if logic < reject_below {
