@@ -212,7 +212,8 @@ fn the_leaderboard_ranks_by_oa_and_marks_each_columns_best() {
         ("acc_cls", Some(true)),
         ("sim_path", Some(true)),
         ("acc_action", Some(true)),
-        ("execution_gap", Some(false)),
+        // A small execution gap is no merit by itself (a weak classifier has one too).
+        ("execution_gap", None),
         ("format_error_rate", Some(false)),
         ("chat_length", None),
     ];
@@ -255,6 +256,15 @@ fn the_leaderboard_ranks_by_oa_and_marks_each_columns_best() {
                 assert!(number(&c["weight"]) < 600.0, "{c}");
             }
         }
+    }
+    // Each model's OA noise floor (summary.json `models[].noise_floor`), never marked best.
+    for model in &ranked {
+        let c = cell(model, "noise_floor");
+        let shown: Option<f64> = c["value"].as_str().and_then(|v| v.parse().ok());
+        let want = by_name(model)["noise_floor"].as_f64();
+        assert!(want.is_some_and(|x| x > 0.0), "{model}: a noise floor");
+        assert_eq!(shown, want, "{model} noise floor");
+        assert_eq!(c["best"], false, "{c}");
     }
     // The default run has a best in each of OA's columns: the marks are not vacuous.
     assert!(

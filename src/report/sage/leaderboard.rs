@@ -15,7 +15,7 @@ pub enum Better {
     Higher,
     /// The lowest value is the best.
     Lower,
-    /// Neither: no best is marked (chat length, dialogues).
+    /// Neither: no best is marked (chat length, the execution gap, dialogues).
     Neither,
 }
 
@@ -73,8 +73,9 @@ pub const LEADERBOARD: [Column; 9] = [
     Column {
         key: "execution_gap",
         heading: "Exec. gap",
-        better: Better::Lower,
-        meaning: "Execution gap: Acc_cls − Acc_action, points (knowing what the customer wants but not doing it); lower is better.",
+        // A small gap is no merit by itself: an agent that classifies badly has little to lose.
+        better: Better::Neither,
+        meaning: "Execution gap: Acc_cls − Acc_action, points (knowing what the customer wants but not doing it); read it beside Acc_cls: a weak classifier has a small gap too, so no best is marked.",
     },
     Column {
         key: "format_error_rate",
@@ -117,6 +118,9 @@ pub fn pass_ks(summary: &Summary) -> Vec<u32> {
         .collect()
 }
 
+/// What the "OA noise floor" column is (summary.json's `models[].noise_floor`).
+pub const NOISE_FLOOR: &str = "The smallest OA difference between this run and an independent rerun of the same design that the run can tell from noise (half the 95% interval of the difference of two bootstrap replicates), points; two runs of one model whose OA differ by less do not show a change.";
+
 /// Which of `values` (one per row) hold the column's best: the highest (or lowest) value,
 /// every row that has it when several tie. None when fewer than two rows have a value, when
 /// every valued row has the same value (no one is better), or for [`Better::Neither`].
@@ -157,7 +161,7 @@ fn metric_cell(key: &str, m: Option<Metric>, best: bool) -> Markup {
     html! {
         @match m {
             Some(x) => td.num.best[best] data-metric=(key) data-value=(raw(x.mean))
-                title={ "95% interval " (num(x.ci_low)) " to " (num(x.ci_high)) "; n = " (x.n) " turns" } {
+                title={ "95% interval " (num(x.ci_low)) " to " (num(x.ci_high)) "; n = " (x.n) " scored turns" } {
                 (fixed(x.mean))
                 @if best { (best_mark()) }
                 " " span.ci { "±" (fixed(x.half_width())) }
@@ -214,6 +218,7 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                         th.num data-sort=(c.key) title=(c.meaning)
                             aria-sort=[(c.key == "overall").then_some("descending")] { (c.heading) }
                     }
+                    th.num data-sort="noise_floor" title=(NOISE_FLOOR) { "OA noise floor" }
                     @for k in &ks {
                         th.num data-sort={ "pass^" (k) } title={ "cases passing all of " (k) " repeats, %" } {
                             "pass^" (k)
@@ -237,6 +242,11 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                         td.num data-metric="dialogues" data-value=(m.dialogues) { (m.dialogues) }
                         @for (c, column) in LEADERBOARD.iter().enumerate() {
                             (metric_cell(column.key, metric(&m.all, column.key), best[c][r]))
+                        }
+                        @match m.noise_floor {
+                            Some(x) => td.num.noise-floor data-metric="noise_floor" data-value=(raw(x))
+                                title=(NOISE_FLOOR) { "±" (fixed(x)) },
+                            None => td.num.noise-floor data-metric="noise_floor" data-value="" { "—" },
                         }
                         @for (i, k) in ks.iter().enumerate() {
                             @match pass(m, *k) {
@@ -327,6 +337,7 @@ fn legend(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
             @for c in &LEADERBOARD {
                 div { dt { (c.heading) } dd { (c.meaning) } }
             }
+            div { dt { "OA noise floor" } dd { (NOISE_FLOOR) } }
             @if !ks.is_empty() {
                 div {
                     dt { "pass^k" }
@@ -342,8 +353,9 @@ fn legend(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
             div {
                 dt { "★" }
                 dd {
-                    "The best of the column (bold): the highest, the lowest for Exec. gap and Format "
-                    "err.; none for Dialogues and Chat length, nor when every model has the same value."
+                    "The best of the column (bold): the highest, the lowest for Format err.; none for "
+                    "Dialogues, Exec. gap, Chat length and the noise floor, nor when every model has "
+                    "the same value."
                 }
             }
         }
