@@ -329,7 +329,7 @@ impl SageReport {
             Section::trusted("run", "Run", self.run_html(summary)),
             Section::trusted("leaderboard", "Leaderboard", leaderboard_html(summary)),
             Section::trusted("charts", "Charts", self.charts_html(summary)),
-            Section::trusted(
+            Section::new(
                 "sop-graphs",
                 "SOP graphs and routes",
                 self.graphs_html(summary),
@@ -355,7 +355,7 @@ impl SageReport {
 pub fn styles() -> Vec<String> {
     vec![
         charts::CSS.to_string(),
-        graph::CSS.to_string(),
+        graph::css(),
         explorer::CSS.to_string(),
         LEADERBOARD_CSS.to_string(),
     ]
