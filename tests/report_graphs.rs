@@ -184,8 +184,9 @@ fn every_graph_reads_without_overlaps_spills_or_edges_under_boxes() {
     let legend = tab
         .eval(
             "(svg => { const vb = svg.viewBox.baseVal; return [...svg.querySelectorAll('text')].filter(t => { \
-               const b = t.getBBox(); return b.x < vb.x || b.y < vb.y || b.x + b.width > vb.x + vb.width || b.y + b.height > vb.y + vb.height; \
-             }).map(t => t.textContent); })(document.querySelector('#sop-graphs svg.logic-legend'))",
+               const b = t.getBBox(); return b.x < vb.x - 0.5 || b.y < vb.y - 0.5 || b.x + b.width > vb.x + vb.width + 0.5 || b.y + b.height > vb.y + vb.height + 0.5; \
+             }).map(t => { const b = t.getBBox(); return `${t.textContent} (${b.x.toFixed(1)},${b.y.toFixed(1)} ${b.width.toFixed(1)}x${b.height.toFixed(1)} in ${vb.width}x${vb.height})`; }); \
+             })(document.querySelector('#sop-graphs svg.logic-legend'))",
         )
         .expect("legend");
     assert_eq!(legend, serde_json::json!([]), "legend texts cut off");
@@ -346,8 +347,9 @@ fn boxes_and_cells_take_the_legend_colour_of_their_logic_for_every_model() {
 }
 
 /// Per routes table of the section (scrolled so that its header is stuck 4 px past where it
-/// would sit): the rectangles of the page's sticky bar, the model bar and the header, and
-/// whether the centre of each cell of the first row hits that cell.
+/// would sit): the rectangles of the page's sticky bar, the model bar and the header, the
+/// header's `top` (where it sticks), and whether the centre of each cell of the first row hits
+/// that cell.
 const STUCK: &str = r#"
 (async () => {
   const toc = document.getElementById('toc');
@@ -367,7 +369,7 @@ const STUCK: &str = r#"
       return c.contains(e);
     });
     out.push({table: t.className, scenario: t.dataset.scenario, toc: rect(toc), bar: rect(bar),
-      header: rect(th), table_top: t.getBoundingClientRect().top, hits});
+      header: rect(th), stick, table_top: t.getBoundingClientRect().top, hits});
   }
   return out;
 })()
@@ -386,7 +388,9 @@ fn the_first_row_of_every_routes_table_shows_and_clicks_under_the_stuck_headers(
     );
     let n = |v: &Value| v.as_f64().expect("a number");
     for t in tables {
-        // The header is stuck (the table went on up under it)...
+        // The header is stuck to the window where its style says (the table went on up under
+        // it)...
+        assert!((n(&t["header"]["top"]) - n(&t["stick"])).abs() < 0.5, "{t}");
         assert!(n(&t["table_top"]) < n(&t["header"]["top"]) - 3.0, "{t}");
         // ...below the model bar, itself below the page's bar: nothing covers anything.
         assert!(n(&t["bar"]["top"]) >= n(&t["toc"]["bottom"]) - 0.5, "{t}");

@@ -280,7 +280,7 @@ pub fn legend() -> Markup {
     let swatch = x + bar + 22.0;
     let width = swatch + 20.0 + text_width("untested", FONT, false) + 2.0;
     html! {
-        svg.logic-legend viewBox={ "0 0 " (px(width)) " 34" } width=(px(width)) height="34"
+        svg.logic-legend viewBox={ "0 0 " (px(width)) " 36" } width=(px(width)) height="36"
             role="img" aria-label="mean Logic: dark red 0, pale at 50, dark blue 100; dashed without colour: untested" {
             text x="0" y="14" { "mean Logic" }
             @for i in 0..LOGIC_SCALE.len() {
