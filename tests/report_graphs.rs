@@ -2,9 +2,9 @@
 //! (tests/common/browser.rs), on the report of the default run (the six bundled scenarios
 //! against the bundled simulated agents): what a person sees, read from the rendered page.
 //!
-//! - every graph: no edge label on another or on a box, every box and label and edge inside
-//!   the drawing, every text inside its box, no edge through a box other than its two ends (or
-//!   through another edge's label);
+//! - every graph (and a synthetic one far wider): no edge label on another or on a box, every
+//!   box and label and edge inside the drawing, every text inside its box, no edge through a box
+//!   other than its two ends (or through another edge's label);
 //! - the colours: the legend (its bins, ticks 0, 50 and 100, "mean Logic", the untested
 //!   swatch), every box and every Logic cell of the routes tables the legend's colour of its
 //!   value, readable text on it, the same with one model selected and without JavaScript;
@@ -116,15 +116,16 @@ const GEOMETRY: &str = r#"
   nodes.forEach((n, i) => nodes.slice(i + 1).forEach(m => {
     if (overlap(n.box, m.box)) problems.push(`nodes ${n.name} and ${m.name} overlap`);
   }));
-  // Edges: sampled every 2 units, never inside a box other than their ends (the box widened
-  // by half the stroke) nor inside another edge's label, always inside the drawing.
+  // Edges: sampled every 2 units (500 samples on longer ones), never inside a box other than
+  // their ends (the box widened by half the stroke) nor inside another edge's label, always
+  // inside the drawing.
   const edges = [...svg.querySelectorAll('path.edge')];
   for (const p of edges) {
     const ends = [p.dataset.from, p.dataset.to];
     const half = parseFloat(getComputedStyle(p).strokeWidth) / 2;
     const len = p.getTotalLength();
     const hits = new Set();
-    for (let s = 0; s <= len; s += 2) {
+    for (let s = 0; s <= len; s += Math.max(2, len / 500)) {
       const pt = p.getPointAtLength(s);
       if (!within(pt, grow(view, 0.5))) hits.add('outside the viewBox');
       for (const n of nodes) {
@@ -155,14 +156,6 @@ fn every_graph_reads_without_overlaps_spills_or_edges_under_boxes() {
         common::SCENARIOS,
         "one graph per bundled scenario"
     );
-    for id in common::SCENARIOS {
-        let shot = screenshot_dir().join(format!("sop-graph-{id}.png"));
-        tab.screenshot(
-            &shot,
-            Some(&format!("svg.sop-graph[data-scenario={}]", js(id))),
-        )
-        .expect("screenshot");
-    }
     for g in graphs {
         assert!(g["nodes"].as_u64() > Some(3), "{g}");
         assert!(g["labels"].as_u64() > Some(1), "{g}");
@@ -195,6 +188,26 @@ fn every_graph_reads_without_overlaps_spills_or_edges_under_boxes() {
         .eval("document.querySelectorAll('#sop-graphs [style]').length")
         .expect("styles");
     assert_eq!(styled, 0);
+    // Each graph whole: in a window wide enough for it, its scrolling box let open.
+    let mut widths = Vec::new();
+    for id in common::SCENARIOS {
+        let svg = format!("svg.sop-graph[data-scenario={}]", js(id));
+        let width = tab
+            .eval(&format!(
+                "(s => {{ s.parentElement.style.overflow = 'visible'; return s.width.baseVal.value; }})\
+                 (document.querySelector({}))",
+                js(&svg)
+            ))
+            .expect("width");
+        let width = width.as_f64().expect("a number");
+        widths.push(format!("{id} {width}"));
+        tab.set_viewport((width as u32 + 60).max(1280), 900)
+            .expect("viewport");
+        let shot = screenshot_dir().join(format!("sop-graph-{id}.png"));
+        tab.screenshot(&shot, Some(&svg)).expect("screenshot");
+    }
+    tab.set_viewport(1280, 900).expect("viewport");
+    println!("graph widths: {widths:?}");
     tab.screenshot(
         &screenshot_dir().join("sop-graphs-legend.png"),
         Some("#sop-graphs div.graph-model"),
@@ -440,4 +453,46 @@ fn the_first_row_of_every_routes_table_shows_and_clicks_under_the_stuck_headers(
         READY,
     )
     .expect("the explorer lists the dialogues of the first row's cell");
+}
+
+/// A synthetic SOP far wider than the bundled ones (56 stages and actions, 224 edges, rules on
+/// six fields at once): laid out, drawn and read in the browser with the same checks.
+#[test]
+fn a_wide_sop_reads_as_well() {
+    let text = common::wide_scenario(24, 6);
+    let sop = sage::sop::from_yaml(&text, "wide.yaml").expect("compiles");
+    let started = std::time::Instant::now();
+    let svg = sage::report::graph::svg(&sop, &Default::default(), 0).expect("laid out");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let page = sage::report::page::Page {
+        title: "wide".into(),
+        sections: vec![sage::report::page::Section::new(
+            "sop-graphs",
+            "SOP graphs",
+            svg,
+        )],
+        styles: vec![sage::report::graph::css()],
+        scripts: vec![],
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("wide.html");
+    std::fs::write(&file, page.render()).expect("write");
+    let browser = Browser::launch();
+    let tab = browser.open(&file, false).expect("open");
+    // A window as wide as the drawing, to see it whole.
+    let width = tab
+        .eval("document.querySelector('svg.sop-graph').width.baseVal.value")
+        .expect("width");
+    tab.set_viewport(width.as_f64().expect("a number") as u32 + 100, 900)
+        .expect("viewport");
+    let graphs = tab.eval(GEOMETRY).expect("geometry");
+    let g = &graphs[0];
+    assert_eq!(g["edges"], 224, "{g}");
+    assert_eq!(g["problems"], serde_json::json!([]), "{g:#}");
+    tab.screenshot(
+        &screenshot_dir().join("sop-graph-wide.png"),
+        Some("svg.sop-graph"),
+    )
+    .expect("screenshot");
 }

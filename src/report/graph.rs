@@ -121,7 +121,7 @@ pub fn text_width(text: &str, size: f64, bold: bool) -> f64 {
 
 /// `text` cut into lines no wider than `max` pixels (at `size`, bold or not). Lines are filled
 /// greedily with the largest pieces that fit: clauses (after `, `), then words (after a space,
-/// `|`, `_`, `-`, `+` or `/`), then the parts of a camelCase word (before an upper-case letter
+/// `=`, `|`, `_`, `-`, `+` or `/`), then the parts of a camelCase word (before an upper-case letter
 /// that follows a lower-case one), then characters. Never empty (an empty text is one empty
 /// line).
 pub fn wrap(text: &str, max: f64, size: f64, bold: bool) -> Vec<String> {
@@ -183,7 +183,7 @@ fn pieces(text: &str, level: usize) -> Vec<&str> {
         let end = i + c.len_utf8();
         let after = match level {
             0 => c == ' ' && previous == Some(','),
-            1 => matches!(c, ' ' | '|' | '_' | '-' | '+' | '/'),
+            1 => matches!(c, ' ' | '=' | '|' | '_' | '-' | '+' | '/'),
             _ => false,
         };
         if after {
@@ -311,7 +311,7 @@ const LABEL_FONT: f64 = 10.0;
 /// Widest line of text in a node before it wraps.
 const NODE_TEXT_MAX: f64 = 180.0;
 /// Widest line of an edge label before it wraps.
-const LABEL_TEXT_MAX: f64 = 180.0;
+const LABEL_TEXT_MAX: f64 = 130.0;
 /// Padding inside a node's box.
 const PAD_X: f64 = 8.0;
 const PAD_Y: f64 = 5.0;
@@ -320,7 +320,7 @@ const LABEL_PAD: f64 = 3.0;
 /// The length of an arrowhead.
 const ARROW: f64 = 8.0;
 /// Space around the drawing.
-const MARGIN: f64 = 12.0;
+const MARGIN: f64 = 6.0;
 /// Radius of the start marker.
 const START_R: f64 = 9.0;
 /// The narrowest box.
@@ -445,8 +445,8 @@ fn layout(nodes: &[(f64, f64)], edges: &[EdgeBox]) -> Option<Drawing> {
         );
     }
     let options = LayoutOptions {
-        nodesep: 28.0,
-        edgesep: 14.0,
+        nodesep: 20.0,
+        edgesep: 10.0,
         ranksep: 44.0,
         marginx: MARGIN,
         marginy: MARGIN,
@@ -972,7 +972,8 @@ table.route-models td a,table.routes td a{color:inherit}
 table.route-models th[data-model]{overflow-wrap:anywhere}
 table.routes tr.model-untested td{color:var(--muted)}
 details.route-models>summary{cursor:pointer;color:var(--muted);margin:4px 0}
-svg.sop-graph{max-width:100%;height:auto;font-size:11px;display:block;margin:8px 0}
+div.graph-scroll{overflow-x:auto;max-width:100%}
+svg.sop-graph{font-size:11px;display:block;margin:8px 0}
 svg.sop-graph .edge{fill:none;stroke:var(--muted)}
 svg.sop-graph .edge.untested{stroke-dasharray:4 3;opacity:.6}
 svg.sop-graph .arrowhead{fill:var(--muted)}
@@ -1048,6 +1049,11 @@ user:
         // camelCase and `+` break a name; each line fits.
         let lines = wrap("RescheduleOrRefund+HandlingFee", 80.0, 11.0, true);
         assert_eq!(lines, vec!["Reschedule", "OrRefund+", "HandlingFee"]);
+        // A condition breaks after its `=` before its value is cut.
+        assert_eq!(
+            wrap("IsInfoComplete=Incomplete", 100.0, 10.0, false),
+            vec!["IsInfoComplete=", "Incomplete"]
+        );
         // A clause per line before a word is cut.
         assert_eq!(
             wrap("RescheduleOrRefund, Complaint", 120.0, 10.0, false),

@@ -73,7 +73,8 @@ impl SageReport {
         html! {
             h3 id={ "sop-" (id) } { (id) }
             @match graph {
-                Some(Some(svg)) => (svg),
+                // Drawn at its size (text stays legible); a graph wider than the page scrolls.
+                Some(Some(svg)) => div.graph-scroll { (svg) },
                 Some(None) => p.warn { "The graph could not be laid out; the routes below are complete." },
                 None => p.warn { "The scenario's YAML is not available (or changed since the run): its graph is not drawn; the routes below are those the run reached." },
             }
