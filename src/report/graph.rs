@@ -4,8 +4,9 @@
 //! uses): ranks by network simplex, crossings reduced by barycentre sweeps, coordinates by
 //! Brandes–Köpf, and a place of its own for each edge label, in the rank between the edge's two
 //! ends, so that no label sits on a node or on another label. Boxes are sized to their text
-//! ([`text_width`], long names wrapped by [`wrap`]); each edge is a smooth curve through the
-//! layout's points, its arrowhead at the target's border. A stage or action is coloured by the
+//! ([`text_width`], long names wrapped by [`wrap`]); each edge follows the layout's points,
+//! straight through each rank it crosses and in a smooth S between ranks, where nothing else is
+//! drawn, its arrowhead at the target's border. A stage or action is coloured by the
 //! mean Logic of the turns whose reference route passes through it, on [`LOGIC_SCALE`]
 //! (ColorBrewer's RdBu in ten bins: diverging around 50, colour-blind safe), whose [`legend`]
 //! is drawn above the graphs; each edge is as wide as the turns that took it.
@@ -221,7 +222,7 @@ fn bin_end(i: usize) -> f64 {
 /// The bin of [`LOGIC_SCALE`] a mean Logic falls in: the first whose upper end is above it, so
 /// `[10 i, 10 (i + 1))`, 100 in the last, values outside 0-100 in the first or last (graph.js
 /// finds it the same way, from the legend's `data-to`).
-pub fn logic_bin(logic: f64) -> usize {
+fn logic_bin(logic: f64) -> usize {
     (0..LOGIC_SCALE.len())
         .find(|&i| logic < bin_end(i))
         .unwrap_or(LOGIC_SCALE.len() - 1)
@@ -255,13 +256,13 @@ fn luminance(hex: &str) -> f64 {
 }
 
 /// The WCAG contrast ratio of two `#rrggbb` colours.
-pub fn contrast(a: &str, b: &str) -> f64 {
+fn contrast(a: &str, b: &str) -> f64 {
     let (la, lb) = (luminance(a), luminance(b));
     (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
 }
 
 /// The text colour that reads best on `fill`: dark on light fills, white on dark ones.
-pub fn ink(fill: &str) -> &'static str {
+fn ink(fill: &str) -> &'static str {
     if contrast(fill, DARK_INK) >= contrast(fill, LIGHT_INK) {
         DARK_INK
     } else {
