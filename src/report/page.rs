@@ -100,7 +100,7 @@ h3{font-size:15px;margin:18px 0 6px}
 p.note,.muted{color:var(--muted)}
 table.data{border-collapse:collapse;margin:8px 0;font-size:13px}
 table.data th,table.data td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
-table.data th{background:var(--panel);position:sticky;top:32px}
+table.data th{background:var(--panel);position:sticky;top:var(--sticky-top,32px)}
 table.data td.num,table.data th.num{text-align:right;font-variant-numeric:tabular-nums}
 .good{color:var(--good)}.bad{color:var(--bad)}.warn{color:var(--warn)}
 .ci{color:var(--muted);font-size:11px}

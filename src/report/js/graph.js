@@ -1,12 +1,27 @@
 // The SOP graphs' model view (docs/report.md): `select[data-graph-model]` recolours every
 // graph's stages and actions and the routes tables by one model's mean Logic, read from the
 // `data-*-by-model` attributes the report wrote; `#graph-model=NAME` selects one on load.
+// Colours are the classes `logic-N` of the scale's bins, read from the legend the report drew
+// (`svg.logic-legend rect.bin[data-from][data-to]`), so the scale is defined once, in Rust.
 (function () {
   "use strict";
   var section = document.getElementById("sop-graphs");
   var select = section && section.querySelector("select[data-graph-model]");
   if (!select) return;
-  function fill(l) { return "hsl(" + Math.round(Math.min(100, Math.max(0, l)) * 1.2) + ",70%,82%)"; }
+  var bins = Array.prototype.map.call(section.querySelectorAll("svg.logic-legend rect.bin"), function (r) {
+    var cls = "";
+    r.classList.forEach(function (c) { if (c.indexOf("logic-") === 0) cls = c; });
+    return { to: Number(r.getAttribute("data-to")), cls: cls };
+  });
+  // Colours `el` by mean Logic `l`: the class of the first bin whose upper end is above it (the
+  // last takes 100 and above); no bin class for null.
+  function paint(el, l) {
+    bins.forEach(function (b) { el.classList.remove(b.cls); });
+    if (l === null || !bins.length) return;
+    var i = 0;
+    while (i < bins.length - 1 && l >= bins[i].to) i++;
+    el.classList.add(bins[i].cls);
+  }
   function fmt(x) { return (Math.round(x * 100) / 100).toString(); }
   function byModel(el, name) {
     try { return JSON.parse(el.getAttribute(name) || "{}"); } catch (e) { return {}; }
@@ -26,7 +41,7 @@
       var l = value(g, m, "data-logic", "data-logic-by-model");
       var n = value(g, m, "data-turns", "data-turns-by-model") || 0;
       g.classList.toggle("untested", l === null);
-      g.querySelector("rect").style.fill = l === null ? "none" : fill(l);
+      paint(g, l);
       var stat = g.querySelector(".stat");
       if (stat) stat.textContent = l === null ? "untested" : "Logic " + fmt(l) + " · " + n + " turns";
     });
@@ -37,7 +52,7 @@
       tr.classList.toggle("model-untested", !!m && d === 0);
       var cell = tr.querySelector('[data-col="logic"]');
       cell.textContent = l === null ? "—" : fmt(l);
-      cell.style.background = l === null ? "" : fill(l);
+      paint(cell, l);
       tr.querySelector('[data-col="turns"]').textContent = String(t);
       var dc = tr.querySelector('[data-col="dialogues"]'), a = dc.querySelector("a.explore");
       var base = a ? a.getAttribute("data-explore") : null;

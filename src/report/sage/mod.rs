@@ -7,7 +7,7 @@
 use super::charts::{self, Line, num, raw};
 use super::explorer::{self, ExplorerFold, dialogue_anchor};
 use super::graph::{self, GraphUse};
-use super::page::{Page, Section, escape};
+use super::page::{Page, Section};
 use super::stats::{Confusion, Mean, category};
 use crate::plan::RunConfig;
 use crate::protocol::{DialogueRecord, FormatError, ServiceOutcome};
@@ -16,7 +16,6 @@ use crate::scoring::{Metric, Summary};
 use crate::sop::Sop;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 use std::sync::Arc;
 
 mod chart_section;
@@ -335,7 +334,7 @@ impl SageReport {
             ),
             Section::new("run", "Run", self.run_html(summary)),
             Section::new("charts", "Charts", self.charts_html(summary)),
-            Section::trusted(
+            Section::new(
                 "sop-graphs",
                 "SOP graphs and routes",
                 self.graphs_html(summary),
@@ -361,7 +360,7 @@ impl SageReport {
 pub fn styles() -> Vec<String> {
     vec![
         charts::CSS.to_string(),
-        graph::CSS.to_string(),
+        graph::css(),
         explorer::CSS.to_string(),
         LEADERBOARD_CSS.to_string(),
     ]
