@@ -13,11 +13,9 @@ use std::process::Command;
 /// The HTML of one unsafe-action excerpt (`<details ... data-conversation="ID" ...>...</details>`).
 fn excerpt_of<'a>(html: &'a str, id: &str) -> &'a str {
     let at = html
-        .find(&format!(
-            "class=\"excerpt\" data-conversation=\"{}\"",
-            escape(id)
-        ))
+        .find(&format!(" data-conversation=\"{}\" data-kind=", escape(id)))
         .unwrap_or_else(|| panic!("no excerpt of {id}"));
+    let at = html[..at].rfind("<details").expect("its element");
     let rest = &html[at..];
     &rest[..rest.find("</details>").expect("the excerpt ends")]
 }
@@ -109,7 +107,9 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
             "{id}"
         );
     }
-    assert!(html.contains("<div id=\"desk-explorer\">"));
+    assert!(
+        html.contains("<div class=\"explorer\" id=\"desk-explorer\" data-key=\"conversation\">")
+    );
     assert_self_contained(&html);
 
     // The metric table shows desk-summary.json's numbers.

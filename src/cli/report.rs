@@ -17,6 +17,9 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
         if let Some(html) = &reported.html {
             println!("report: {}", html.display());
         }
+        if let Some(line) = reported.explorer_line() {
+            println!("{line}");
+        }
         return Ok(());
     }
     let reported = crate::store::desk::report_any(&run)?;
