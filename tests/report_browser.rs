@@ -65,7 +65,12 @@ const SHOT_HEIGHT: u32 = 1400;
 /// A screenshot of the element `selector` (its top [`SHOT_HEIGHT`] pixels) as `NAME.png` in
 /// the screenshot folder.
 fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
-    tab.set_viewport(1280, 900).expect("viewport");
+    shot_at(tab, selector, name, (1280, 900))
+}
+
+/// As [`shot`], in a window of `size` (width, height) pixels.
+fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathBuf {
+    tab.set_viewport(size.0, size.1).expect("viewport");
     let cut = format!(
         "(e => {{ e.dataset.shotStyle = e.getAttribute('style') || ''; \
          e.style.maxHeight = '{SHOT_HEIGHT}px'; e.style.overflow = 'hidden'; }})(document.querySelector({}))",
@@ -576,7 +581,7 @@ fn from_a_models_worst_branch_to_what_it_said_there() {
     let browser = Browser::launch();
     let tab = browser.open(&report, true).expect("open");
     tab.wait_for(
-        "document.getElementById('explorer').dataset.ready !== undefined",
+        "document.querySelector('div#explorer').dataset.ready !== undefined",
         READY,
     )
     .expect("the explorer is ready");
@@ -757,7 +762,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
     let tab = browser.open(&report, true).expect("open");
     tab.set_viewport(1024, 800).expect("viewport");
     tab.wait_for(
-        "document.getElementById('explorer').dataset.ready !== undefined",
+        "document.querySelector('div#explorer').dataset.ready !== undefined",
         READY,
     )
     .expect("ready");
@@ -840,7 +845,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         "sage show prints Acc_cls {acc_cls:.2}: {printed}"
     );
     assert!(printed.contains("not judged"), "{printed}");
-    shot(&tab, "#explorer", "sage-explorer-1024");
+    shot_at(&tab, "div#explorer", "sage-explorer-1024", (1024, 800));
 
     // Wide: the transcript beside the list, each scrolling on its own.
     tab.set_viewport(1440, 900).expect("viewport");
@@ -858,10 +863,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         Value::Bool(true),
         "wide: the transcript is beside the list"
     );
-    tab.eval("document.getElementById('explorer').scrollIntoView()")
-        .expect("scroll");
-    let path = screenshot_dir().join("sage-explorer-wide.png");
-    tab.screenshot(&path, None).expect("screenshot");
+    shot_at(&tab, "div#explorer", "sage-explorer-wide", (1440, 900));
 
     // The case across models: one column per model, one row per turn.
     let case = sage::report::explorer::case_id(
@@ -900,6 +902,6 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         serde_json::json!(want),
         "every model's dialogue of the case"
     );
-    shot(&tab, "#dialogue-view", "sage-case");
+    shot_at(&tab, "#dialogue-view", "sage-case", (1440, 900));
     assert_offline(&tab, &report);
 }

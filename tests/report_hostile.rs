@@ -135,7 +135,9 @@ fn hostile_sage_records_stay_text() {
                 t["outcome"]["turn"]["action"] = json!(IMG);
                 t["outcome"]["turn"]["path"] = json!([SVG, SCRIPT]);
             }
-            if let Some(j) = t["judges"]["judgments"].as_array_mut() {
+            if t["judges"].is_object()
+                && let Some(j) = t["judges"]["judgments"].as_array_mut()
+            {
                 j[0] = json!({ "Err": short });
             }
             if t["reference"].is_object() {
@@ -169,7 +171,7 @@ fn hostile_sage_records_stay_text() {
     let browser = Browser::launch();
     let tab = browser.open(&report, true).expect("open");
     tab.wait_for(
-        "document.getElementById('explorer').dataset.ready !== undefined",
+        "document.querySelector('div#explorer').dataset.ready !== undefined",
         READY,
     )
     .expect("the explorer is ready");

@@ -1236,7 +1236,7 @@ details.excerpt{border:1px solid var(--line);border-radius:4px;padding:4px 8px;m
 details.excerpt>summary{cursor:pointer}
 .matrices{display:flex;flex-wrap:wrap;gap:16px}
 table.escalation caption{text-align:left;font-weight:600;padding:4px 0}
-#desk-explorer td.outcome{white-space:nowrap}
+#desk-explorer td.outcome .tag{white-space:nowrap}
 #conversation-view .line{padding:4px 8px;margin:3px 0;border-left:3px solid var(--line)}
 #conversation-view .line.agent{border-left-color:var(--accent)}
 #conversation-view .tool-call{border-left-color:var(--warn);font-size:12px}

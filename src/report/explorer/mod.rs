@@ -525,14 +525,15 @@ pub const CSS: &str = r#"
 .explorer-table tbody tr:hover,.explorer-table tbody tr.open{background:var(--panel)}
 .explorer-table td.cut{max-width:13em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .explorer-table td.id{max-width:19em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.explorer-view{border-top:2px solid var(--accent);padding-top:8px;scroll-margin-top:40px;overflow-wrap:anywhere}
+.explorer-view{border-top:2px solid var(--accent);padding-top:8px;scroll-margin-top:40px;overflow-wrap:break-word}
 .explorer-view .show{display:block;margin:6px 0}
 @media (min-width:1200px){
-.explorer:not(.case-open) .explorer-panes{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}
+.explorer:not(.case-open) .explorer-panes{grid-template-columns:minmax(0,5fr) minmax(0,6fr)}
 .explorer:not(.case-open) .explorer-scroll{max-height:calc(100vh - 150px)}
 .explorer:not(.case-open) .explorer-view{position:sticky;top:36px;max-height:calc(100vh - 46px);overflow:auto;border-top:0;border-left:2px solid var(--accent);padding:0 0 0 12px}
 }
 .explorer-view table.case-turns{table-layout:fixed;width:100%}
+.explorer-view table.case-turns .turn-n{width:3.5em}
 .explorer-view table.case-turns td{vertical-align:top}
 .explorer-view pre{max-height:24em;overflow:auto}
 "#;

@@ -537,8 +537,11 @@ pub const CSS: &str = r#"
 #dialogue-view .diff{background:rgba(198,40,40,.16);color:var(--bad);font-weight:600}
 #dialogue-view .err{color:var(--bad)}
 #dialogue-view .not-judged{color:var(--muted)}
-#dialogue-view table.data td{min-width:40px}
+#dialogue-view table.data th,#dialogue-view table.data td{padding:2px 6px}
 #dialogue-view table.calls td,#dialogue-view table.calls th{padding:1px 6px}
 #dialogue-view .scores .tag{margin-right:4px}
 #dialogue-view table.case-turns .turn{margin:0}
+#dialogue-view table.case-turns .facts{margin:4px 0;font-size:12px}
+#dialogue-view table.compare th,#dialogue-view table.compare td{overflow-wrap:normal}
+#dialogue-view table.judge-chat th{font-weight:600}
 "#;

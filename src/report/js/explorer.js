@@ -22,7 +22,8 @@
   function decode(s) { try { return decodeURIComponent(s); } catch (e) { return null; } }
 
   function mount(suite) {
-    var root = document.getElementById(suite.root);
+    // The explorer's div (its section has the same id).
+    var root = document.querySelector("div.explorer#" + CSS.escape(suite.root));
     var data = document.getElementById(suite.data);
     if (!root || !data) return;
     var idx;

@@ -7,7 +7,7 @@
   if (!window.Explorer) return;
   var el = window.Explorer.el;
   var SELECTS = { model: 4, scenario: 5, route: 6, adversarial: 7, persona: 8, end: 9 };
-  var DIMS = [["Linguistic quality", "20%"], ["Anthropomorphism", "25%"], ["Content utility", "25%"], ["User satisfaction", "15%"], ["Instruction compliance", "15%"]];
+  var DIMS = [["Linguistic quality", "20%", "Lang."], ["Anthropomorphism and emotion", "25%", "Empathy"], ["Content utility", "25%", "Utility"], ["User satisfaction", "15%", "Satisf."], ["Instruction compliance", "15%", "Compl."]];
   var ROLES = ["agent", "customer", "judges", "other"];
 
   function fmt(x) { return x === null || x === undefined ? "—" : (Math.round(x * 100) / 100).toString(); }
@@ -61,6 +61,23 @@
     ]));
   }
 
+  // Each judge's five chat scores (3/6/9 scale, with each dimension's weight) and their
+  // weighted Chat (0-100).
+  function chatTable(d, judges) {
+    var head = el("tr", null, [el("th", null, ["Chat scores (3/6/9)"])].concat(DIMS.map(function (dim) {
+      return el("th", { "class": "num", title: dim[0] + ", weight " + dim[1] }, [dim[2] + " " + dim[1]]);
+    })).concat([el("th", { "class": "num", title: "the weighted score on 0-100" }, ["Chat 0-100"])]));
+    var trs = [head];
+    judges.forEach(function (j, i) {
+      var name = d.jm && d.jm[i] ? d.jm[i] : "judge " + (i + 1);
+      var cells = [el("th", null, [name])];
+      DIMS.forEach(function (_, k) { cells.push(el("td", { "class": "num", "data-dimension": String(k) }, [j.d ? String(j.d[k]) : "—"])); });
+      cells.push(el("td", { "class": "num", "data-judge-chat": j.w === undefined ? null : String(j.w) }, [j.e ? "error" : fmt(j.w)]));
+      trs.push(el("tr", { "data-judge": String(i) }, cells));
+    });
+    return el("table", { "class": "data judge-chat" }, trs);
+  }
+
   // The turn's model calls: per role, calls, tokens in/out, latency, cost.
   function callsTable(t) {
     var m = t.m || {}, trs = [];
@@ -91,13 +108,13 @@
     var judged = !t.z;
     // The reference classification: the judges' consensus (the customer's truth when equal).
     var consensus = !judged ? null : t.q ? (t.q.length ? t.q : null) : (judges.length ? d.g : null);
-    var head2 = ["", "Agent"];
+    var head2 = [["", null], ["Agent", "what the agent answered"]];
     if (judged) {
-      head2.push("Reference");
-      judges.forEach(function (_, i) { head2.push(d.jm && d.jm[i] ? "Judge " + (i + 1) + " (" + d.jm[i] + ")" : "Judge " + (i + 1)); });
-      head2.push("Customer's truth");
+      head2.push(["Reference", "the judges' consensus, and the route the rule engine derives from it"]);
+      judges.forEach(function (_, i) { head2.push(["Judge " + (i + 1), d.jm && d.jm[i] ? d.jm[i] : null]); });
+      head2.push(["Truth", "the customer's true values (the job's)"]);
     }
-    var trs = [el("tr", null, head2.map(function (h) { return el("th", null, [h]); }))];
+    var trs = [el("tr", null, head2.map(function (h) { return el("th", { title: h[1] }, [h[0]]); }))];
     d.f.forEach(function (name, i) {
       var agent = t.a ? t.a[i] : null, ref = consensus ? consensus[i] : null;
       var cells = [el("th", null, [name]), el("td", { "class": consensus && t.a && agent !== ref ? "diff" : null }, [show(agent)])];
@@ -129,19 +146,8 @@
         el("td", { "class": hasRef && (t.o || []).join(",") !== (r.o || []).join(",") ? "diff" : null }, [(t.o || []).join(", ") || "—"]),
         refCell((r.o || []).join(", ") || "—")]));
     }
-    if (judged && judges.length) {
-      DIMS.forEach(function (dim, k) {
-        var cells = [el("th", null, ["Chat: " + dim[0] + " (" + dim[1] + ", 3/6/9)"]), el("td", null, []), el("td", null, [])];
-        judges.forEach(function (j) { cells.push(el("td", { "class": "num" }, [j.d ? j.d[k] + " / 9" : "—"])); });
-        cells.push(el("td", null, []));
-        trs.push(el("tr", { "data-dimension": String(k) }, cells));
-      });
-      var w = [el("th", null, ["Chat, weighted (0-100)"]), el("td", null, []), el("td", null, [])];
-      judges.forEach(function (j) { w.push(el("td", { "class": "num", "data-judge-chat": j.w === undefined ? null : String(j.w) }, [j.w === undefined ? "—" : fmt(j.w)])); });
-      w.push(el("td", null, []));
-      trs.push(el("tr", { "data-field": "judge-chat" }, w));
-    }
     kids.push(el("table", { "class": "data compare" }, trs));
+    if (judged && judges.length) kids.push(chatTable(d, judges));
     if (!judged) {
       kids.push(el("p", { "class": "not-judged" }, ["Not judged: the run's judge_turns did not ask the judges about this turn, so it has no reference and no scores."]));
     } else if (t.s) {
@@ -201,22 +207,38 @@
     (target || broke || view).scrollIntoView();
   }
 
+  // One turn in the case view: what was said and chosen, against the reference, its Overall.
+  function caseCell(t) {
+    var r = t.r || {}, hasRef = !!t.r && !r.e, off = differs(t);
+    var kids = [
+      el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u]),
+      el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""])
+    ];
+    if (t.e) kids.push(el("p", { "class": "err" }, [t.e]));
+    var facts = el("p", { "class": "facts" }, ["Path ", el("span", { "class": hasRef && (t.p || []).join(">") !== (r.p || []).join(">") ? "diff" : null }, [(t.p || []).join(" > ") || "—"]),
+      " · action ", el("span", { "class": hasRef && t.x !== r.x ? "diff" : null }, [t.x || "—"])]);
+    if (hasRef) facts.appendChild(document.createTextNode(" (reference: " + (r.p || []).join(" > ") + " -> " + r.x + ")"));
+    kids.push(facts);
+    if (t.z) kids.push(el("span", { "class": "tag not-judged" }, ["not judged"]));
+    else if (t.s) kids.push(el("span", { "class": "tag", "data-score": "overall", "data-value": String(t.s[5]) }, ["Overall " + fmt(t.s[5])]));
+    return el("div", { "class": "turn" + (off ? " differs" : "") + (t.z ? " not-judged" : ""), "data-turn": String(t.n) }, kids);
+  }
+
   // Every model's dialogue of one case: a column per dialogue, a row per turn.
   function renderCase(view, ds, rs, ctx) {
     var n = 0;
     ds.forEach(function (d) { d.t.forEach(function (t) { n = Math.max(n, t.n); }); });
-    var head = el("tr", null, [el("th", null, ["Turn"])].concat(ds.map(function (d, k) {
+    var head = el("tr", null, [el("th", { "class": "turn-n" }, ["Turn"])].concat(ds.map(function (d, k) {
       var r = rs[k];
       return el("th", { "data-model": d.m }, [el("a", { href: ctx.anchor(r[0]) }, [d.m]), " · Overall " + fmt(r[10]) + " · " + ctx.tables.ends[r[9]]]);
     })));
     var trs = [head];
     for (var i = 1; i <= n; i++) {
-      var cells = [el("th", null, [String(i)])];
+      var cells = [el("th", { "class": "turn-n" }, [String(i)])];
       ds.forEach(function (d) {
         var t = null;
         d.t.forEach(function (x) { if (x.n === i) t = x; });
-        var v = t ? turnView(d, t) : null;
-        if (v && differs(t)) v.classList.add("differs");
+        var v = t ? caseCell(t) : null;
         cells.push(el("td", null, [v || el("span", { "class": "muted" }, ["—"])]));
       });
       trs.push(el("tr", { "data-turn": String(i) }, cells));
