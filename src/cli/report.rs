@@ -119,13 +119,22 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     crate::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
     if run.is_desk() {
-        bail!(
-            "{}: a support-desk run; `sage show` prints SAGE dialogues. Its conversations are in \
-             {}#conversation={}",
-            dir.display(),
-            dir.join(crate::store::REPORT_HTML).display(),
-            crate::report::encode_uri_component(id)
-        );
+        let found = run.find_desk(id)?;
+        return match found {
+            Some(record) => {
+                print!(
+                    "{}",
+                    crate::report::transcript::desk_transcript_text(&record)
+                );
+                Ok(())
+            }
+            None => bail!(
+                "{}: no conversation `{}` in {}",
+                dir.display(),
+                id.escape_debug(),
+                crate::store::desk::DESK_RECORDS
+            ),
+        };
     }
     match run.find_dialogue(id)? {
         Some(record) => {

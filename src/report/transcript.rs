@@ -273,6 +273,50 @@ fn turn(out: &mut String, t: &TurnRecord, job: &crate::protocol::DialogueJob) {
     }
 }
 
+/// A support-desk conversation as plain text (`sage show DIR ID` on a desk folder): the case,
+/// what it owed, the trap, the outcome and the judges, then every line (a tool call with its
+/// arguments and result).
+pub fn desk_transcript_text(record: &crate::protocol::desk::DeskRecord) -> String {
+    let job = &record.job;
+    let mut out = String::new();
+    let _ = writeln!(out, "Conversation {}", job.dialogue_id);
+    let _ = writeln!(
+        out,
+        "  model {} · case {} ({}, order {}) · run {}",
+        job.model,
+        job.case,
+        record.run.bucket.name(),
+        record.run.order,
+        job.repeat + 1
+    );
+    let _ = writeln!(
+        out,
+        "  outcome {}",
+        crate::report::desk::outcomes(record).join(", ")
+    );
+    if let Some(e) = &record.infra_error {
+        let _ = writeln!(out, "  infrastructure error: {e}");
+    }
+    let mut turn = 0;
+    for line in &record.transcript {
+        if line.turn != turn {
+            turn = line.turn;
+            let _ = writeln!(out, "\nTurn {turn}");
+        }
+        said(
+            &mut out,
+            &format!("{:<9} ", format!("{}:", line.speaker)),
+            &line.text,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTokens {} in, {} out · cost ${:.4}",
+        record.usage.input_tokens, record.usage.output_tokens, record.cost_usd
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

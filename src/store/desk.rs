@@ -68,6 +68,31 @@ impl RunDir {
         }
     }
 
+    /// The first support-desk record of conversation `id`, if any (desk.jsonl read up to it).
+    pub fn find_desk(&self, id: &str) -> Result<Option<DeskRecord>, StoreError> {
+        enum Stop {
+            Found(Box<DeskRecord>),
+            Failed(StoreError),
+        }
+        impl From<StoreError> for Stop {
+            fn from(e: StoreError) -> Stop {
+                Stop::Failed(e)
+            }
+        }
+        let scanned = self.scan_jsonl_at(DESK_RECORDS, |_, r: DeskRecord| {
+            if r.job.dialogue_id == id {
+                Err(Stop::Found(Box::new(r)))
+            } else {
+                Ok(())
+            }
+        });
+        match scanned {
+            Ok(()) => Ok(None),
+            Err(Stop::Found(r)) => Ok(Some(*r)),
+            Err(Stop::Failed(e)) => Err(e),
+        }
+    }
+
     /// Calls `f` with every complete support-desk record.
     pub fn scan_desk(&self, f: impl FnMut(DeskRecord)) -> Result<(), StoreError> {
         self.scan_jsonl(DESK_RECORDS, f)
