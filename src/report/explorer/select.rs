@@ -7,7 +7,8 @@
 //! others, each class round-robin over the groups (rank 0 of every group, then rank 1, ...):
 //! every group is represented before any gets a second one. The fold keeps only the items that
 //! can still be chosen: once the groups hold `limit` items up to rank `c`, nothing ranked `c` or
-//! below in any group can be, whatever comes later, so each group is cut to `c` (memory
+//! below in any group can be, whatever comes later, so each group is cut to `c` and from then
+//! on an item that would rank `c` or below in its group is dropped as it comes (memory
 //! `O(limit + groups)`, not `O(dialogues)`).
 
 use std::collections::BTreeMap;
@@ -19,6 +20,8 @@ pub struct Stratified<G: Ord, K: Ord, T> {
     groups: BTreeMap<G, BTreeMap<K, T>>,
     kept: usize,
     seen: usize,
+    /// Once known, the rank below which every chosen item lies (it only falls as items come).
+    cap: Option<usize>,
 }
 
 impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
@@ -29,6 +32,7 @@ impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
             groups: BTreeMap::new(),
             kept: 0,
             seen: 0,
+            cap: None,
         }
     }
 
@@ -48,6 +52,16 @@ impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
         self.seen += 1;
         let items = self.groups.entry(group).or_default();
         if items.contains_key(&key) {
+            return;
+        }
+        // A full group: the item replaces its last one, or is dropped at once.
+        if let Some(cap) = self.cap
+            && items.len() >= cap
+        {
+            if items.last_key_value().is_some_and(|(last, _)| key < *last) {
+                items.insert(key, item);
+                items.pop_last();
+            }
             return;
         }
         items.insert(key, item);
@@ -84,6 +98,7 @@ impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
     /// Drops the items that can no longer be chosen.
     fn prune(&mut self) {
         let Some(c) = self.level() else { return };
+        self.cap = Some(self.cap.map_or(c, |cap| cap.min(c)));
         for items in self.groups.values_mut() {
             while items.len() > c {
                 items.pop_last();
