@@ -993,8 +993,7 @@ struct ExplorerLine<'a> {
 /// What the explorer keeps of a conversation for its row.
 #[derive(Debug, Clone)]
 pub struct DeskRow {
-    id: String,
-    case_id: String,
+    id: Box<str>,
     model: std::sync::Arc<str>,
     case: std::sync::Arc<str>,
     bucket: &'static str,
@@ -1058,8 +1057,7 @@ impl Suite for DeskExplorer {
             score: Some(severity(&outcome)),
         };
         let row = DeskRow {
-            id: job.dialogue_id.clone(),
-            case_id: case_id(&job.dialogue_id, &job.model),
+            id: job.dialogue_id.as_str().into(),
             model: self.intern(&job.model),
             case: self.intern(&job.case),
             bucket: record.run.bucket.name(),
@@ -1079,8 +1077,8 @@ impl Suite for DeskExplorer {
         &row.id
     }
 
-    fn case(row: &DeskRow) -> &str {
-        &row.case_id
+    fn case(row: &DeskRow) -> String {
+        case_id(&row.id, &row.model)
     }
 
     fn transcript(&self, record: &DeskRecord, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -1143,7 +1141,7 @@ impl Suite for DeskExplorer {
         let cells = rows
             .iter()
             .map(|r| {
-                serde_json::json!([
+                explorer::cells(&serde_json::json!([
                     at(&models, &r.model),
                     at(&cases, &r.case),
                     at(&buckets, r.bucket),
@@ -1154,7 +1152,7 @@ impl Suite for DeskExplorer {
                         .iter()
                         .map(|o| at(&OUTCOMES, o))
                         .collect::<Vec<_>>(),
-                ])
+                ]))
             })
             .collect();
         Index {

@@ -162,8 +162,18 @@ pub struct Names {
 pub struct Index {
     /// Lookup tables (a JSON object), e.g. the models' names.
     pub tables: serde_json::Value,
-    /// Per row (in the order given), its suite cells.
-    pub cells: Vec<serde_json::Value>,
+    /// Per row (in the order given), its suite cells: the JSON values separated by commas
+    /// (an array's text without its brackets), kept as text so that 10,000 rows stay small.
+    pub cells: Vec<String>,
+}
+
+/// The cells of a row as [`Index::cells`] holds them: `values` as JSON, comma-separated.
+pub fn cells(values: &serde_json::Value) -> String {
+    let text = values.to_string();
+    match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        Some(inner) => inner.to_string(),
+        None => text,
+    }
 }
 
 /// A suite's side of the explorer.
@@ -179,7 +189,7 @@ pub trait Suite {
     /// A row's dialogue id.
     fn id(row: &Self::Row) -> &str;
     /// A row's case ([`case_id`]).
-    fn case(row: &Self::Row) -> &str;
+    fn case(row: &Self::Row) -> String;
     /// A record's transcript as one JSON object (no line break).
     fn transcript(&self, record: &Self::Record, out: &mut Vec<u8>) -> serde_json::Result<()>;
     /// The rows' cells (rows sorted by id) and their tables.
@@ -212,7 +222,7 @@ impl Embedded {
     pub fn line(&self, noun: &str) -> String {
         let c = &self.counts;
         format!(
-            "the explorer embeds {} of the {} {noun}s with their transcript ({} of the {} failing), the others are listed by `sage show DIR ID`",
+            "the explorer embeds {} of the {} {noun}s with their transcript ({} of the {} failing); `sage show DIR ID` prints any other",
             self.transcripts, c.total, self.failing_transcripts, c.failing
         )
     }
@@ -448,12 +458,10 @@ impl<S: Suite> Explorer<S> {
                 json.write_all(b"[")?;
                 serde_json::to_writer(&mut json, S::id(row))?;
                 write!(json, ",{chunk},{position},")?;
-                serde_json::to_writer(&mut json, S::case(row))?;
-                if let Some(cells) = cells.as_array() {
-                    for cell in cells {
-                        json.write_all(b",")?;
-                        serde_json::to_writer(&mut json, cell)?;
-                    }
+                serde_json::to_writer(&mut json, &S::case(row))?;
+                if !cells.is_empty() {
+                    json.write_all(b",")?;
+                    json.write_all(cells.as_bytes())?;
                 }
                 json.write_all(b"]")?;
             }

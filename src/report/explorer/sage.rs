@@ -281,8 +281,7 @@ fn transcript(record: &DialogueRecord) -> Transcript<'_> {
 /// What the explorer keeps of a dialogue for its row.
 #[derive(Debug, Clone)]
 pub struct SageRow {
-    id: String,
-    case: String,
+    id: Box<str>,
     model: Arc<str>,
     scenario: Arc<str>,
     route: Arc<str>,
@@ -371,8 +370,7 @@ impl Suite for SageExplorer {
             .filter_map(|(label, m)| Some((self.intern(&label), round(m.get()?, 100.0))))
             .collect();
         let row = SageRow {
-            id: job.dialogue_id.clone(),
-            case: case_id(&job.dialogue_id, &job.service_model),
+            id: job.dialogue_id.as_str().into(),
             model: self.intern(&job.service_model),
             scenario: self.intern(&job.scenario),
             route: self.intern(&reached_label(&job.scenario, &route_key(&job.target))),
@@ -400,8 +398,8 @@ impl Suite for SageExplorer {
         &row.id
     }
 
-    fn case(row: &SageRow) -> &str {
-        &row.case
+    fn case(row: &SageRow) -> String {
+        case_id(&row.id, &row.model)
     }
 
     fn transcript(&self, record: &DialogueRecord, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -421,7 +419,7 @@ impl Suite for SageExplorer {
         let cells = rows
             .iter()
             .map(|r| {
-                serde_json::json!([
+                super::cells(&serde_json::json!([
                     m[&*r.model],
                     s[&*r.scenario],
                     t[&*r.route],
@@ -435,7 +433,7 @@ impl Suite for SageExplorer {
                         .iter()
                         .map(|(l, v)| serde_json::json!([x[&**l], v]))
                         .collect::<Vec<_>>(),
-                ])
+                ]))
             })
             .collect();
         Index {

@@ -41,7 +41,7 @@ impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
         self.seen
     }
 
-    /// Items kept as candidates (at most about twice the limit plus the groups).
+    /// Items kept as candidates (at most about 1.125 times the limit plus the groups).
     pub fn kept(&self) -> usize {
         self.kept
     }
@@ -66,7 +66,7 @@ impl<G: Ord, K: Ord, T> Stratified<G, K, T> {
         }
         items.insert(key, item);
         self.kept += 1;
-        if self.kept > 2 * self.limit + self.groups.len() {
+        if self.kept > self.limit + self.limit / 8 + self.groups.len() {
             self.prune();
         }
     }
@@ -328,7 +328,7 @@ mod tests {
         let list = dialogues(60_000);
         let (chosen, _, most) = choose(&list, 1_000);
         assert_eq!(chosen.len(), 1_000);
-        assert!(most <= 2 * (2 * 1_000 + 5) + 2, "kept at most {most}");
+        assert!(most <= 2 * (1_000 + 125 + 5 + 1), "kept at most {most}");
         // The pruned choice is the unpruned one.
         let (full, _, _) = {
             let mut s = Selection::new(1_000);
