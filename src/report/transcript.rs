@@ -432,5 +432,44 @@ mod tests {
             "OA 48.00 · Logic 40.00 (Acc_cls 0.00, Sim_path 50.00, Acc_action 100.00) · Chat 80.00 (0-100)"
         ));
         assert!(text.contains("Means over 1 scored turns: OA 48.00"));
+        assert!(text.contains("j1: A=x · chat 9 6 9 6 9 (3/6/9; weighted 86.7 of 100)"));
+
+        // A turn the judges were not asked about: "not judged", nothing compared.
+        let mut unjudged = record.clone();
+        let t = &mut unjudged.turns[0];
+        t.judges = None;
+        t.reference = None;
+        t.scores = None;
+        t.calls = vec![crate::protocol::CallRecord {
+            model: "m".into(),
+            simulated: false,
+            request: vec![],
+            response: None,
+            finish_reason: None,
+            error: None,
+            attempts: 1,
+            usage: Usage {
+                input_tokens: 120,
+                output_tokens: 30,
+                ..Usage::default()
+            },
+            cost_usd: 0.0015,
+            cached: false,
+            latency_ms: 850,
+        }];
+        let text = transcript_text(&unjudged);
+        assert!(!text.contains(" != "), "{text}");
+        assert!(
+            text.contains("    not judged     the run's judge_turns did not ask the judges"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("    {:<14} {:<24}    not judged", "path", "a>c")),
+            "{text}"
+        );
+        assert!(
+            text.contains("calls          agent: 1 · 120 tokens in, 30 out · 850 ms · $0.0015"),
+            "{text}"
+        );
     }
 }
