@@ -870,8 +870,17 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         &id,
         record["job"]["service_model"].as_str().expect("model"),
     );
-    tab.click("#dialogue-view a.case-link")
-        .expect("click the case link");
+    // The transcript's link to its case (followed as a click on it does: the link may be
+    // scrolled under the sticky table of contents, where a click at its place would not land).
+    let href = tab
+        .eval("document.querySelector('#dialogue-view a.case-link').getAttribute('href')")
+        .expect("the case link");
+    assert_eq!(
+        href,
+        Value::String(sage::report::explorer::case_anchor(&case))
+    );
+    tab.eval("document.querySelector('#dialogue-view a.case-link').click()")
+        .expect("follow the case link");
     tab.wait_for(
         &format!(
             "(v => v.dataset.case === {} && v.querySelector('table.case-turns') !== null)(document.getElementById('dialogue-view'))",

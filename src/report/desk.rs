@@ -15,7 +15,7 @@ use super::explorer::{
     self, Embedded, Explorer, Index, Limits, Names, Records, Standing, Suite, case_id,
     encode_uri_component,
 };
-use super::page::{PageHead, PageWriter, Section};
+use super::page::Section;
 use crate::protocol::desk::{DeskLine, DeskRecord};
 use crate::protocol::{CallRecord, Usage};
 use crate::scenario::desk::{Bucket, Required, Tool, UnsafeKind};
@@ -474,28 +474,14 @@ impl DeskReportFold {
         } else {
             format!("Support-desk run {}", self.info.run_id)
         };
-        let sections = self.sections();
-        let explorer = ("desk-explorer", "Conversation explorer");
-        let head = PageHead {
+        let parts = explorer::PageParts {
             title,
             styles: vec![explorer::CSS.to_string(), DESK_CSS.to_string()],
             scripts: vec![explorer::SCRIPT, DESK_JS],
-            toc: sections
-                .iter()
-                .map(|s| (s.id.clone(), s.title.clone()))
-                .chain([(explorer.0.to_string(), explorer.1.to_string())])
-                .collect(),
+            sections: self.sections(),
+            explorer: ("desk-explorer", "Conversation explorer"),
         };
-        let mut writer = PageWriter::start(out, &head)?;
-        for section in &sections {
-            writer.section(section)?;
-        }
-        drop(sections);
-        writer.open_section(explorer.0, explorer.1)?;
-        let embedded = self.explorer.write(writer.out(), records, spool, show)?;
-        writer.close_section()?;
-        writer.finish()?;
-        Ok(embedded)
+        self.explorer.write_page(parts, out, records, spool, show)
     }
 
     /// The whole page as a string, the conversations read back from `records` (tests).
@@ -1006,18 +992,7 @@ pub struct DeskRow {
 /// The support-desk suite of the explorer: rows, filters, conversations.
 #[derive(Debug, Default)]
 pub struct DeskExplorer {
-    strings: BTreeSet<std::sync::Arc<str>>,
-}
-
-impl DeskExplorer {
-    fn intern(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(s) = self.strings.get(text) {
-            return s.clone();
-        }
-        let s: std::sync::Arc<str> = std::sync::Arc::from(text);
-        self.strings.insert(s.clone());
-        s
-    }
+    strings: explorer::Interner,
 }
 
 /// How bad a conversation's outcome is (lower is worse): the order the explorer lists the
@@ -1058,8 +1033,8 @@ impl Suite for DeskExplorer {
         };
         let row = DeskRow {
             id: job.dialogue_id.as_str().into(),
-            model: self.intern(&job.model),
-            case: self.intern(&job.case),
+            model: self.strings.get(&job.model),
+            case: self.strings.get(&job.case),
             bucket: record.run.bucket.name(),
             repeat: job.repeat,
             turns: record.turns,
@@ -1167,28 +1142,14 @@ impl Suite for DeskExplorer {
     }
 
     fn controls(&self, index: &Index) -> maud::Markup {
-        let list = |key: &str| -> Vec<String> {
-            index.tables[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|v| v.as_str().unwrap_or_default().to_string())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         // The options' values are the names themselves (a link or a script sets them so).
         let select = |key: &str, label: &str, table: &str| {
-            maud::html! {
-                label { (label) " "
-                    select data-filter=(key) {
-                        option value="" { "all" }
-                        @for text in list(table) {
-                            option value=(text) { (text.replace('_', " ")) }
-                        }
-                    }
-                }
-            }
+            let options: Vec<(String, String)> = index
+                .names(table)
+                .into_iter()
+                .map(|name| (name.clone(), name.replace('_', " ")))
+                .collect();
+            explorer::select_filter(key, label, &options)
         };
         maud::html! {
             div.filters {

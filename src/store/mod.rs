@@ -448,7 +448,10 @@ impl RunDir {
         match scanned {
             Ok(()) => Ok(None),
             Err(Stop::Failed(e)) => Err(e),
-            Err(Stop::Found(offset)) => export::Reread::open(self)?.at(offset).map(Some),
+            Err(Stop::Found(offset)) => self
+                .reread::<DialogueRecord>("dialogues.jsonl")?
+                .at(offset)
+                .map(Some),
         }
     }
 

@@ -17,12 +17,15 @@
 //! chunk (`DecompressionStream`) when one of its dialogues is opened (`js/explorer.js`, the
 //! engine, and each suite's script).
 
+use super::page::{PageHead, PageWriter, Section};
 use base64::Engine as _;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use maud::{Markup, html};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::sync::Arc;
 
 pub mod sage;
 mod select;
@@ -165,6 +168,35 @@ pub struct Index {
     /// Per row (in the order given), its suite cells: the JSON values separated by commas
     /// (an array's text without its brackets), kept as text so that 10,000 rows stay small.
     pub cells: Vec<String>,
+}
+
+impl Index {
+    /// The names in lookup table `key` (empty when there is none).
+    pub fn names(&self, key: &str) -> Vec<String> {
+        self.tables[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A filter: `LABEL <select data-filter="KEY">` with the option "all" (value `""`), then the
+/// `(value, text)` options.
+pub fn select_filter(key: &str, label: &str, options: &[(String, String)]) -> Markup {
+    html! {
+        label { (label) " "
+            select data-filter=(key) {
+                option value="" { "all" }
+                @for (value, text) in options {
+                    option value=(value) { (text) }
+                }
+            }
+        }
+    }
 }
 
 /// The cells of a row as [`Index::cells`] holds them: `values` as JSON, comma-separated.
@@ -515,6 +547,71 @@ impl<S: Suite> Explorer<S> {
                 }
             }
         }
+    }
+}
+
+/// Everything of a page whose last section is an explorer, but the explorer's body.
+pub struct PageParts {
+    /// The document title.
+    pub title: String,
+    /// The style rules of the sections (the explorer's included).
+    pub styles: Vec<String>,
+    /// The scripts (the engine and the suite's included).
+    pub scripts: Vec<&'static str>,
+    /// The sections before the explorer.
+    pub sections: Vec<Section>,
+    /// The explorer's section: its id and title.
+    pub explorer: (&'static str, &'static str),
+}
+
+impl<S: Suite> Explorer<S> {
+    /// Writes the whole page to `out`: the head and table of contents, each section of `parts`,
+    /// then the explorer's section ([`Explorer::write`]); what the explorer embeds.
+    pub fn write_page<W: Write, X: Read + Write + Seek>(
+        &self,
+        parts: PageParts,
+        out: W,
+        records: &mut dyn Records<S::Record>,
+        spool: &mut X,
+        show: &str,
+    ) -> std::io::Result<Embedded> {
+        let (id, title) = parts.explorer;
+        let head = PageHead {
+            title: parts.title,
+            styles: parts.styles,
+            scripts: parts.scripts,
+            toc: parts
+                .sections
+                .iter()
+                .map(|s| (s.id.clone(), s.title.clone()))
+                .chain([(id.to_string(), title.to_string())])
+                .collect(),
+        };
+        let mut writer = PageWriter::start(out, &head)?;
+        for section in parts.sections {
+            writer.section(&section)?;
+        }
+        writer.open_section(id, title)?;
+        let embedded = self.write(writer.out(), records, spool, show)?;
+        writer.close_section()?;
+        writer.finish()?;
+        Ok(embedded)
+    }
+}
+
+/// Strings shared between rows (models, scenarios, routes, personas): one allocation each.
+#[derive(Debug, Default)]
+pub struct Interner(BTreeSet<Arc<str>>);
+
+impl Interner {
+    /// The shared copy of `text`.
+    pub fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(s) = self.0.get(text) {
+            return s.clone();
+        }
+        let s: Arc<str> = Arc::from(text);
+        self.0.insert(s.clone());
+        s
     }
 }
 

@@ -300,18 +300,7 @@ pub struct SageRow {
 #[derive(Debug, Default)]
 pub struct SageExplorer {
     /// The strings the rows share (models, scenarios, routes, personas).
-    strings: BTreeSet<Arc<str>>,
-}
-
-impl SageExplorer {
-    fn intern(&mut self, text: &str) -> Arc<str> {
-        if let Some(s) = self.strings.get(text) {
-            return s.clone();
-        }
-        let s: Arc<str> = Arc::from(text);
-        self.strings.insert(s.clone());
-        s
-    }
+    strings: super::Interner,
 }
 
 /// Sorted distinct values and each value's index.
@@ -367,19 +356,21 @@ impl Suite for SageExplorer {
         let score = exact.map(|x| round(x, 100.0));
         let reached = on_route
             .into_iter()
-            .filter_map(|(label, m)| Some((self.intern(&label), round(m.get()?, 100.0))))
+            .filter_map(|(label, m)| Some((self.strings.get(&label), round(m.get()?, 100.0))))
             .collect();
         let row = SageRow {
             id: job.dialogue_id.as_str().into(),
-            model: self.intern(&job.service_model),
-            scenario: self.intern(&job.scenario),
-            route: self.intern(&reached_label(&job.scenario, &route_key(&job.target))),
+            model: self.strings.get(&job.service_model),
+            scenario: self.strings.get(&job.scenario),
+            route: self
+                .strings
+                .get(&reached_label(&job.scenario, &route_key(&job.target))),
             level: match job.adversarial {
                 crate::scenario::Adversarial::Zero => 0,
                 crate::scenario::Adversarial::Weak => 1,
                 crate::scenario::Adversarial::Strong => 2,
             },
-            persona: self.intern(&job.persona),
+            persona: self.strings.get(&job.persona),
             end: record.end.name(),
             score,
             flags,
@@ -451,27 +442,15 @@ impl Suite for SageExplorer {
     }
 
     fn controls(&self, index: &Index) -> Markup {
-        let options = |key: &str| -> Vec<String> {
-            index.tables[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|v| v.as_str().unwrap_or_default().to_string())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        // The options' values are indexes into the tables.
         let select = |key: &str, label: &str, table: &str| {
-            html! {
-                label { (label) " "
-                    select data-filter=(key) {
-                        option value="" { "all" }
-                        @for (i, text) in options(table).iter().enumerate() {
-                            option value=(i) { (text) }
-                        }
-                    }
-                }
-            }
+            let options: Vec<(String, String)> = index
+                .names(table)
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| (i.to_string(), name))
+                .collect();
+            super::select_filter(key, label, &options)
         };
         html! {
             div.filters {

@@ -363,28 +363,14 @@ impl SageReport {
         spool: &mut X,
         show: &str,
     ) -> std::io::Result<Embedded> {
-        let sections = self.sections(summary);
-        let explorer = ("explorer", "Dialogue explorer");
-        let head = super::page::PageHead {
+        let parts = explorer::PageParts {
             title: format!("SAGE run {}", self.info.run_id),
             styles: styles(),
             scripts: scripts(),
-            toc: sections
-                .iter()
-                .map(|s| (s.id.clone(), s.title.clone()))
-                .chain([(explorer.0.to_string(), explorer.1.to_string())])
-                .collect(),
+            sections: self.sections(summary),
+            explorer: ("explorer", "Dialogue explorer"),
         };
-        let mut writer = super::page::PageWriter::start(out, &head)?;
-        for section in &sections {
-            writer.section(section)?;
-        }
-        drop(sections);
-        writer.open_section(explorer.0, explorer.1)?;
-        let embedded = self.explorer.write(writer.out(), records, spool, show)?;
-        writer.close_section()?;
-        writer.finish()?;
-        Ok(embedded)
+        self.explorer.write_page(parts, out, records, spool, show)
     }
 }
 
