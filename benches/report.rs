@@ -4,8 +4,15 @@
 //! the default `sage run`'s report under 2 s. Release binary, each command measured from the
 //! outside (`wait4`: wall and CPU time, peak RSS). Numbers and method: docs/benchmarks.md.
 //!
-//! `cargo bench --bench report -- default|sweep` (both when none is named). The results go to
-//! a temporary folder (`TMPDIR`), removed at the end.
+//! Issue 18: memory and size at any run size. `scale` measures `sage report DIR --html` at
+//! 1,000 and 100,000 dialogues (the default run's records replicated with new ids) and at
+//! 1,000 and 1,000,000 (a one-turn run's records replicated), and `sage run` at 1,000 and
+//! 100,000 (`scale-run-1m`: `sage run --max-turns 1` at 1,000,000). Goals: every command within
+//! 1.5x of its memory at 1,000 dialogues and under 256 MB, report.html under 25 MB. Set
+//! `TMPDIR` to a folder with room: 100,000 default dialogues are 3.5 GB.
+//!
+//! `cargo bench --bench report -- default|sweep|scale|scale-run-1m` (all but the last when none
+//! is named). The results go to a temporary folder (`TMPDIR`), removed at the end.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -145,13 +152,139 @@ fn browse(html: &Path) {
     );
 }
 
+/// Writes `DIR/dialogues.jsonl` (and the manifest) of a run of `n` dialogues: the records of
+/// `source` repeated, each copy's ids made new (`SCENARIO/COPY-CASE/MODEL/rN`), streamed.
+fn replicate(source: &Path, dir: &Path, n: usize) {
+    use std::io::{BufRead, Write};
+    std::fs::create_dir_all(dir).expect("folder");
+    std::fs::copy(source.join("manifest.json"), dir.join("manifest.json")).expect("manifest");
+    let lines: Vec<String> = std::io::BufReader::new(
+        std::fs::File::open(source.join("dialogues.jsonl")).expect("records"),
+    )
+    .lines()
+    .map(|l| l.expect("a line"))
+    .collect();
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(dir.join("dialogues.jsonl")).expect("records"),
+    );
+    const KEY: &str = "\"dialogue_id\":\"";
+    for i in 0..n {
+        let (copy, line) = (i / lines.len(), &lines[i % lines.len()]);
+        let at = line.find(KEY).expect("a dialogue id") + KEY.len();
+        let slash = at + line[at..].find('/').expect("a scenario") + 1;
+        out.write_all(&line.as_bytes()[..slash]).expect("write");
+        write!(out, "{copy}-").expect("write");
+        out.write_all(&line.as_bytes()[slash..]).expect("write");
+        out.write_all(b"\n").expect("write");
+    }
+    out.flush().expect("flush");
+}
+
+/// `sage report DIR --html` on `n` dialogues replicated from `source`; the folder is removed.
+fn scale_report(source: &Path, out: &Path, n: usize) {
+    let dir = out.join(format!(
+        "x{n}-{}",
+        source
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+    ));
+    replicate(source, &dir, n);
+    let (dialogues, mb) = records(&dir);
+    let html = dir.join("report.html");
+    let dir_s = dir.display().to_string();
+    let report = measured_sage(&["report", &dir_s, "--html"]);
+    row(
+        &format!("sage report --html (dialogues.jsonl {mb:.0} MB)"),
+        dialogues,
+        &report,
+        &html,
+    );
+    if let Some(line) = report.stderr.lines().find(|l| l.contains("warning")) {
+        println!("  ({line})");
+    }
+    let summary = measured_sage(&["report", &dir_s]);
+    row("sage report (no HTML)", dialogues, &summary, Path::new(""));
+    browse(&html);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sage run` of about `n` dialogues (the bundled scenarios, three simulated agents; `extra`
+/// arguments after): its report in the same pass.
+fn scale_run(out: &Path, n: usize, extra: &[&str]) {
+    let id = format!("run{n}{}", extra.join("").replace('-', ""));
+    let out_s = out.display().to_string();
+    // 3 models x 6 scenarios per case.
+    let cases = (n / 18).to_string();
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--out",
+        &out_s,
+        "--run-id",
+        &id,
+        "--dialogues",
+        &cases,
+    ];
+    args.extend(extra);
+    let run = measured_sage(&args);
+    let dir = out.join(&id);
+    let (dialogues, mb) = records(&dir);
+    row(
+        &format!("sage run (dialogues.jsonl {mb:.0} MB)"),
+        dialogues,
+        &run,
+        &dir.join("report.html"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 18's sizes: 1,000, 100,000, 1,000,000 dialogues. The 1,000,000 are replicated from a
+/// run of one-turn dialogues (about 4 KB a record instead of 35 KB: 4 GB of dialogues.jsonl
+/// rather than 35 GB, which this machine's disk cannot hold); what grows with the number of
+/// dialogues is the same.
+fn scale(out: &Path) {
+    let out_s = out.display().to_string();
+    measured_sage(&["run", "--quiet", "--out", &out_s, "--run-id", "source"]);
+    let source = out.join("source");
+    measured_sage(&[
+        "run",
+        "--quiet",
+        "--out",
+        &out_s,
+        "--run-id",
+        "short",
+        "--max-turns",
+        "1",
+    ]);
+    let short = out.join("short");
+    println!("\n| command | dialogues | wall s | CPU s | peak RSS MiB | report.html MB |");
+    println!("|---|---|---|---|---|---|");
+    scale_run(out, 1_000, &[]);
+    scale_run(out, 100_000, &[]);
+    scale_report(&source, out, 1_000);
+    scale_report(&source, out, 100_000);
+    scale_report(&short, out, 1_000);
+    scale_report(&short, out, 1_000_000);
+}
+
 fn main() {
     let tmp = tempfile::tempdir().expect("temporary folder");
+    let named = |group: &str| std::env::args().skip(1).any(|a| a == group);
     if common::bench_selected("default") {
         case(tmp.path(), "default", &[]);
     }
     if common::bench_selected("sweep") {
         let config = sweep_config(tmp.path(), 27, 60, 3);
         case(tmp.path(), "sweep", &["--config", &config]);
+    }
+    if common::bench_selected("scale") {
+        scale(tmp.path());
+    }
+    if named("scale-run-1m") {
+        println!("\n| command | dialogues | wall s | CPU s | peak RSS MiB | report.html MB |");
+        println!("|---|---|---|---|---|---|");
+        scale_run(tmp.path(), 1_000, &["--max-turns", "1"]);
+        scale_run(tmp.path(), 1_000_000, &["--max-turns", "1"]);
     }
 }

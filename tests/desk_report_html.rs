@@ -13,11 +13,9 @@ use std::process::Command;
 /// The HTML of one unsafe-action excerpt (`<details ... data-conversation="ID" ...>...</details>`).
 fn excerpt_of<'a>(html: &'a str, id: &str) -> &'a str {
     let at = html
-        .find(&format!(
-            "class=\"excerpt\" data-conversation=\"{}\"",
-            escape(id)
-        ))
+        .find(&format!(" data-conversation=\"{}\" data-kind=", escape(id)))
         .unwrap_or_else(|| panic!("no excerpt of {id}"));
+    let at = html[..at].rfind("<details").expect("its element");
     let rest = &html[at..];
     &rest[..rest.find("</details>").expect("the excerpt ends")]
 }
@@ -84,21 +82,30 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         Some(format!("report: {}", report.display()).as_str()),
         "{stdout}"
     );
-    // `sage show` reads SAGE dialogues; on a desk folder it points to the report.
-    let show = Command::new(env!("CARGO_BIN_EXE_sage"))
-        .args([
-            "show",
-            folder.to_str().expect("utf-8"),
-            "A001/sim-desk-reckless/r0",
-        ])
-        .output()
-        .expect("sage runs");
-    assert!(!show.status.success());
-    let said = String::from_utf8_lossy(&show.stderr);
+    // `sage show` prints a conversation of a desk folder (what the explorer points to for
+    // those it leaves out), and says when there is none.
+    let show = |id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(["show", folder.to_str().expect("utf-8"), id])
+            .output()
+            .expect("sage runs")
+    };
+    let shown = show("A001/sim-desk-reckless/r0");
+    assert!(shown.status.success());
+    let said = String::from_utf8_lossy(&shown.stdout);
     assert!(
-        said.contains("a support-desk run")
-            && said.contains("report.html#conversation=A001%2Fsim-desk-reckless%2Fr0"),
+        said.starts_with(
+            "Conversation A001/sim-desk-reckless/r0\n  model sim-desk-reckless · case A001"
+        ),
         "{said}"
+    );
+    assert!(said.contains("\nTurn 1\n  customer: "), "{said}");
+    assert!(said.contains("  tool:     order_lookup("), "{said}");
+    let missing = show("A001/nobody/r0");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("no conversation `A001/nobody/r0` in desk.jsonl")
     );
     let html = std::fs::read_to_string(&report).expect("report.html");
     for id in common::DESK_SECTIONS {
@@ -109,7 +116,9 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
             "{id}"
         );
     }
-    assert!(html.contains("<div id=\"desk-explorer\">"));
+    assert!(
+        html.contains("<div class=\"explorer\" id=\"desk-explorer\" data-key=\"conversation\">")
+    );
     assert_self_contained(&html);
 
     // The metric table shows desk-summary.json's numbers.

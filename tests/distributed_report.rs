@@ -175,18 +175,9 @@ fn the_aggregator_writes_a_support_desk_runs_report() {
             "{id}"
         );
     }
-    // Every conversation is in the explorer's data (gzip, base64, a JSON array).
-    let open = "<script type=\"application/octet-stream\" id=\"desk-data\" data-encoding=\"gzip+base64\" data-conversations=\"162\">";
-    let at = html.find(open).expect("the explorer's data") + open.len();
-    let data = &html[at..at + html[at..].find("</script>").expect("its end")];
-    let gz = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .expect("base64");
-    let mut json = String::new();
-    flate2::read::GzDecoder::new(gz.as_slice())
-        .read_to_string(&mut json)
-        .expect("gzip");
-    let conversations: Vec<serde_json::Value> = serde_json::from_str(&json).expect("JSON");
+    // Every conversation is in the explorer's data (gzip chunks, base64, JSON lines).
+    let conversations = explorer_transcripts(&html, "desk-explorer");
+    assert!(html.contains("data-total=\"162\" data-listed=\"162\" data-embedded=\"162\""));
     let shown: BTreeSet<String> = conversations
         .iter()
         .map(|c| c["id"].as_str().expect("an id").to_string())
@@ -199,4 +190,27 @@ fn the_aggregator_writes_a_support_desk_runs_report() {
         "the aggregator's desk report differs from `sage report --html`"
     );
     assert!(!folder.join(".report.html.tmp").exists());
+}
+
+/// Every transcript the explorer `root` of a page embeds: its gzip chunks (base64 in
+/// `<script data-explorer="ROOT" data-chunk="N">`), one JSON object per line.
+fn explorer_transcripts(html: &str, root: &str) -> Vec<serde_json::Value> {
+    let open = format!("data-explorer=\"{root}\" data-chunk=\"");
+    let mut out = Vec::new();
+    for (at, _) in html.match_indices(&open) {
+        let start = at + html[at..].find('>').expect("the tag's end") + 1;
+        let data = &html[start..start + html[start..].find("</script>").expect("its end")];
+        let gz = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .expect("base64");
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(gz.as_slice())
+            .read_to_string(&mut text)
+            .expect("gzip");
+        out.extend(
+            text.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")),
+        );
+    }
+    out
 }

@@ -47,7 +47,12 @@ const SHOT_HEIGHT: u32 = 1400;
 /// A screenshot of the element `selector` (its top [`SHOT_HEIGHT`] pixels) as `NAME.png` in
 /// the screenshot folder.
 fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
-    tab.set_viewport(1280, 900).expect("viewport");
+    shot_at(tab, selector, name, (1280, 900))
+}
+
+/// As [`shot`], in a window of `size` (width, height) pixels.
+fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathBuf {
+    tab.set_viewport(size.0, size.1).expect("viewport");
     let cut = format!(
         "(e => {{ e.dataset.shotStyle = e.getAttribute('style') || ''; \
          e.style.maxHeight = '{SHOT_HEIGHT}px'; e.style.overflow = 'hidden'; }})(document.querySelector({}))",
@@ -560,7 +565,7 @@ fn from_a_models_worst_branch_to_what_it_said_there() {
     let browser = Browser::launch();
     let tab = browser.open(&report, true).expect("open");
     tab.wait_for(
-        "document.getElementById('explorer').dataset.ready !== undefined",
+        "document.querySelector('div#explorer').dataset.ready !== undefined",
         READY,
     )
     .expect("the explorer is ready");
@@ -696,4 +701,200 @@ fn dialogue_record(folder: &Path, id: &str) -> Value {
         .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
         .find(|r| r["job"]["dialogue_id"] == id)
         .unwrap_or_else(|| panic!("no dialogue {id}"))
+}
+
+/// The explorer's layout and transcript as a reader sees them: at 1024 px the score columns are
+/// in view without scrolling sideways and the transcript opens right below the list; at 1440 px
+/// it opens beside the list, each pane scrolling on its own; a turn the judges were not asked
+/// about says "not judged" and marks nothing; the scores are on the 0-100 scale `sage show`
+/// prints; each turn lists its calls; one case opens across every model.
+#[test]
+fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
+    let folder = sage_runs().join("base");
+    let report = folder.join("report.html");
+    // A dialogue with a turn the judges were not asked about, and a scored turn.
+    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("records");
+    let record: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
+        .find(|r| {
+            let turns = r["turns"].as_array().expect("turns");
+            turns
+                .iter()
+                .any(|t| t["judges"].is_null() && t["outcome"]["kind"] == "valid")
+                && turns.iter().any(|t| t["scores"].is_object())
+        })
+        .expect("a dialogue with a turn not judged (judge_turns: paper)");
+    let id = record["job"]["dialogue_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let turns = record["turns"].as_array().expect("turns");
+    let unjudged = turns
+        .iter()
+        .find(|t| t["judges"].is_null())
+        .expect("unjudged")["turn"]
+        .as_u64()
+        .expect("n");
+    let scored = turns
+        .iter()
+        .find(|t| t["scores"].is_object())
+        .expect("scored");
+    let acc_cls = 100.0 * number(&scored["scores"]["acc_cls"]);
+
+    let browser = Browser::launch();
+    let tab = browser.open(&report, true).expect("open");
+    tab.set_viewport(1024, 800).expect("viewport");
+    tab.wait_for(
+        "document.querySelector('div#explorer').dataset.ready !== undefined",
+        READY,
+    )
+    .expect("ready");
+    // The rows are by dialogue id.
+    let ids = tab
+        .eval("[...document.querySelectorAll('#explorer tr[data-dialogue]')].map(r => r.dataset.dialogue)")
+        .expect("ids");
+    let ids: Vec<String> = serde_json::from_value(ids).expect("ids");
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "the default order is by dialogue id");
+    // The score columns are inside the list's box, no sideways scroll of the page.
+    let fits = tab
+        .eval(
+            "(() => { const s = document.querySelector('#explorer .explorer-scroll').getBoundingClientRect(); \
+             const cells = [...document.querySelectorAll('#explorer tbody tr:first-child td')].slice(0, 4); \
+             return cells.every(c => c.getBoundingClientRect().right <= s.right + 1) \
+             && document.documentElement.scrollWidth <= innerWidth; })()",
+        )
+        .expect("eval");
+    assert_eq!(fits, Value::Bool(true), "the scores are in view at 1024 px");
+    tab.click(&format!("#explorer tr[data-dialogue={}] td", js(&id)))
+        .expect("click");
+    let opened = format!(
+        "(v => v && v.dataset.dialogue === {} && v.querySelectorAll('.turn[data-turn]').length === {})(document.getElementById('dialogue-view'))",
+        js(&id),
+        turns.len()
+    );
+    tab.wait_for(&opened, READY).expect("the dialogue opens");
+    let below = tab
+        .eval(
+            "(() => { const l = document.querySelector('#explorer .explorer-list').getBoundingClientRect(); \
+             const v = document.getElementById('dialogue-view').getBoundingClientRect(); \
+             return v.top >= l.bottom - 1 && v.left < l.left + 5 && v.top < innerHeight && v.bottom > 0; })()",
+        )
+        .expect("eval");
+    assert_eq!(
+        below,
+        Value::Bool(true),
+        "narrow: the transcript is below the list, in view"
+    );
+    // Not judged: says so, no reference column, nothing red, no scores.
+    let turn = tab
+        .eval(&format!(
+            "(t => t && {{notJudged: t.classList.contains('not-judged'), tag: t.querySelector('h4 .tag.not-judged')?.textContent, \
+             diffs: t.querySelectorAll('.diff').length, scores: t.querySelectorAll('.scores').length, \
+             heads: [...t.querySelectorAll('table.compare tr:first-child th')].map(h => h.textContent)}})\
+             (document.querySelector('#dialogue-view .turn[data-turn=\"{unjudged}\"]'))"
+        ))
+        .expect("the turn");
+    assert_eq!(turn["notJudged"], true, "{turn}");
+    assert_eq!(turn["tag"], "not judged", "{turn}");
+    assert_eq!(turn["diffs"], 0, "{turn}");
+    assert_eq!(turn["scores"], 0, "{turn}");
+    assert_eq!(turn["heads"], serde_json::json!(["", "Agent"]), "{turn}");
+    // The scored turn: 0-100 scores, its calls per role, its judges' weighted Chat.
+    let shown = tab
+        .eval(&format!(
+            "(t => ({{acc: Number(t.querySelector('.scores [data-score=acc_cls]').dataset.value), \
+             roles: [...t.querySelectorAll('table.calls tr[data-role]')].map(r => r.dataset.role), \
+             chat: t.querySelectorAll('td[data-judge-chat]').length}}))\
+             (document.querySelector('#dialogue-view .turn[data-turn=\"{}\"]'))",
+            scored["turn"]
+        ))
+        .expect("the scored turn");
+    assert!((number(&shown["acc"]) - acc_cls).abs() < 0.006, "{shown}");
+    assert!(
+        shown["roles"]
+            .as_array()
+            .expect("roles")
+            .iter()
+            .any(|r| r == "agent"),
+        "{shown}"
+    );
+    assert!(number(&shown["chat"]) >= 1.0, "{shown}");
+    // `sage show` prints the same number on the same scale.
+    let printed = common::sage_ok(&["show", folder.to_str().expect("utf-8"), &id]);
+    assert!(
+        printed.contains(&format!("Acc_cls {acc_cls:.2}")),
+        "sage show prints Acc_cls {acc_cls:.2}: {printed}"
+    );
+    assert!(printed.contains("not judged"), "{printed}");
+    shot_at(&tab, "div#explorer", "sage-explorer-1024", (1024, 800));
+
+    // Wide: the transcript beside the list, each scrolling on its own.
+    tab.set_viewport(1440, 900).expect("viewport");
+    let beside = tab
+        .eval(
+            "(() => { const l = document.querySelector('#explorer .explorer-list').getBoundingClientRect(); \
+             const v = document.getElementById('dialogue-view'); const r = v.getBoundingClientRect(); \
+             const s = document.querySelector('#explorer .explorer-scroll'); \
+             return r.left >= l.right - 1 && getComputedStyle(v).overflowY === 'auto' \
+             && getComputedStyle(s).overflowY === 'auto' && v.scrollHeight > v.clientHeight; })()",
+        )
+        .expect("eval");
+    assert_eq!(
+        beside,
+        Value::Bool(true),
+        "wide: the transcript is beside the list"
+    );
+    shot_at(&tab, "div#explorer", "sage-explorer-wide", (1440, 900));
+
+    // The case across models: one column per model, one row per turn.
+    let case = sage::report::explorer::case_id(
+        &id,
+        record["job"]["service_model"].as_str().expect("model"),
+    );
+    // The transcript's link to its case (followed as a click on it does: the link may be
+    // scrolled under the sticky table of contents, where a click at its place would not land).
+    let href = tab
+        .eval("document.querySelector('#dialogue-view a.case-link').getAttribute('href')")
+        .expect("the case link");
+    assert_eq!(
+        href,
+        Value::String(sage::report::explorer::case_anchor(&case))
+    );
+    tab.eval("document.querySelector('#dialogue-view a.case-link').click()")
+        .expect("follow the case link");
+    tab.wait_for(
+        &format!(
+            "(v => v.dataset.case === {} && v.querySelector('table.case-turns') !== null)(document.getElementById('dialogue-view'))",
+            js(&case)
+        ),
+        READY,
+    )
+    .expect("the case opens");
+    let heads = tab
+        .eval("[...document.querySelectorAll('#dialogue-view table.case-turns th[data-model]')].map(t => t.dataset.model)")
+        .expect("heads");
+    let mut same_case: Vec<(String, String)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
+        .filter_map(|r| {
+            let (i, m) = (
+                r["job"]["dialogue_id"].as_str()?.to_string(),
+                r["job"]["service_model"].as_str()?.to_string(),
+            );
+            (sage::report::explorer::case_id(&i, &m) == case).then_some((i, m))
+        })
+        .collect();
+    same_case.sort();
+    assert!(same_case.len() > 1, "the case has several models");
+    let want: Vec<&str> = same_case.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(
+        heads,
+        serde_json::json!(want),
+        "every model's dialogue of the case"
+    );
+    shot_at(&tab, "#dialogue-view", "sage-case", (1440, 900));
+    assert_offline(&tab, &report);
 }

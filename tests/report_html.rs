@@ -345,3 +345,160 @@ fn row_key_attr(key: &str) -> String {
         .replace('"', "&quot;")
         .replace('\'', "&#39;")
 }
+
+/// The explorer's rows of a page: `(id, embedded)` and the note's counts.
+fn explorer_rows(html: &str) -> (Vec<(String, bool)>, serde_json::Value) {
+    let open = "<script type=\"application/json\" id=\"explorer-data\">";
+    let at = html.find(open).expect("the rows") + open.len();
+    let data: serde_json::Value =
+        serde_json::from_str(&html[at..at + html[at..].find("</script>").expect("end")])
+            .expect("JSON");
+    let rows = data["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_str().expect("id").to_string(),
+                r[1].as_i64() != Some(-1),
+            )
+        })
+        .collect();
+    let note = &html[html
+        .find("<p class=\"note explorer-embeds\"")
+        .expect("the note")..];
+    let counts = serde_json::json!({
+        "total": attr(note, "data-total"),
+        "listed": attr(note, "data-listed"),
+        "embedded": attr(note, "data-embedded"),
+        "failing": attr(note, "data-failing"),
+        "failing_embedded": attr(note, "data-failing-embedded"),
+    });
+    (rows, counts)
+}
+
+/// Above its limit (lowered for the test by `SAGE_EXPLORER_MAX_DIALOGUES`), the explorer lists
+/// the failing dialogues first, each model x scenario's worst first and the groups in turn, then
+/// a sample of the others; the page says so with the counts, `sage report` prints one line; under
+/// the limit it lists every dialogue.
+#[test]
+fn above_its_limit_the_explorer_embeds_the_failing_dialogues_first_and_says_so() {
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    let (dir, _) = small_run(tmp.path());
+    // Each dialogue: its group, whether it failed, its mean Overall.
+    let records: Vec<sage::protocol::DialogueRecord> =
+        std::fs::read_to_string(dir.join("dialogues.jsonl"))
+            .expect("records")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a record"))
+            .collect();
+    let facts: std::collections::BTreeMap<String, (String, bool, f64)> = records
+        .iter()
+        .map(|r| {
+            let scores: Vec<f64> = sage::scoring::summary::counted_scores(r)
+                .map(|s| s.overall)
+                .collect();
+            let mean = if scores.is_empty() {
+                f64::NEG_INFINITY
+            } else {
+                scores.iter().sum::<f64>() / scores.len() as f64
+            };
+            (
+                r.job.dialogue_id.clone(),
+                (
+                    format!("{}/{}", r.job.service_model, r.job.scenario),
+                    !sage::scoring::summary::reached_target(r),
+                    mean,
+                ),
+            )
+        })
+        .collect();
+    let failing = facts.values().filter(|f| f.1).count();
+    assert!(failing > 6, "the run has failing dialogues: {failing}");
+    let build = |limit: usize| -> (String, String) {
+        let out = tmp.path().join(format!("limit-{limit}.html"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(["report", &dir.display().to_string(), "--html", "--out"])
+            .arg(&out)
+            .env("SAGE_EXPLORER_MAX_DIALOGUES", limit.to_string())
+            .output()
+            .expect("sage runs");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (
+            std::fs::read_to_string(&out).expect("page"),
+            text(&o.stdout),
+        )
+    };
+
+    // Fewer than the failing dialogues: only failing ones, the worst of each group, groups
+    // in turn (no group has two more than another that still has some left).
+    let limit = 6;
+    let (html, stdout) = build(limit);
+    let (rows, counts) = explorer_rows(&html);
+    assert_eq!(rows.len(), limit);
+    assert!(rows.iter().all(|(_, embedded)| *embedded));
+    assert_eq!(
+        counts,
+        serde_json::json!({"total": records.len().to_string(), "listed": "6", "embedded": "6",
+            "failing": failing.to_string(), "failing_embedded": "6"})
+    );
+    assert!(stdout.contains(&format!(
+        "the explorer embeds 6 of the {} dialogues with their transcript (6 of the {failing} failing)",
+        records.len()
+    )), "{stdout}");
+    assert!(html.contains("<code class=\"show\">sage show results/html ID</code>"));
+    let listed: std::collections::BTreeSet<&str> = rows.iter().map(|(id, _)| id.as_str()).collect();
+    let mut per_group: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for (id, (group, fails, mean)) in &facts {
+        let entry = per_group.entry(group).or_default();
+        if *fails {
+            entry.1 += 1;
+        }
+        if listed.contains(id.as_str()) {
+            assert!(*fails, "{id} passed but is listed before failing ones");
+            entry.0 += 1;
+            // Every failing dialogue of its group left out is at least as good.
+            for (other, (g, f, m)) in &facts {
+                if g == group && *f && !listed.contains(other.as_str()) {
+                    assert!(
+                        m >= mean,
+                        "{other} ({m}) is worse than the listed {id} ({mean})"
+                    );
+                }
+            }
+        }
+    }
+    let most = per_group.values().map(|(n, _)| *n).max().unwrap_or(0);
+    for (group, (n, fails)) in &per_group {
+        assert!(
+            *n + 1 >= most || n == fails,
+            "group {group} has {n} listed of {fails} failing, another {most}"
+        );
+    }
+
+    // Room for every failing dialogue and three others.
+    let (html, _) = build(failing + 3);
+    let (rows, _) = explorer_rows(&html);
+    assert_eq!(rows.len(), failing + 3);
+    let passing = rows.iter().filter(|(id, _)| !facts[id].1).count();
+    assert_eq!(passing, 3);
+    // The same choice whatever the order of the records: reversed in the file.
+    let reversed: String = std::fs::read_to_string(dir.join("dialogues.jsonl"))
+        .expect("records")
+        .lines()
+        .rev()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.join("dialogues.jsonl"), reversed).expect("write");
+    let (again, _) = build(failing + 3);
+    assert_eq!(
+        explorer_rows(&again).0,
+        rows,
+        "the same rows from reversed records"
+    );
+
+    // Under the limit: every dialogue, no line printed.
+    let (html, stdout) = build(10_000);
+    assert_eq!(explorer_rows(&html).0.len(), records.len());
+    assert!(!stdout.contains("the explorer embeds"), "{stdout}");
+}

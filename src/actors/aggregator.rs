@@ -76,9 +76,9 @@ impl Handler<Finished> for Aggregator {
     type Result = Result<(), StoreError>;
     fn handle(&mut self, msg: Finished, _: &mut Context<Self>) -> Self::Result {
         let record = msg.0;
-        self.writer.append(&record)?;
+        let at = self.writer.append(&record)?;
         if let Some(report) = &mut self.report {
-            report.add(&record);
+            report.add(&record, at);
         }
         self.counts.dialogues += 1;
         self.counts.turns += record.turns.len();

@@ -123,8 +123,8 @@ pub async fn run_embedded(
             "dialogues.jsonl",
             &mut set,
             &run_id,
-            |r: crate::protocol::DialogueRecord| {
-                if report.add(&r) {
+            |at, r: crate::protocol::DialogueRecord| {
+                if report.add(&r, at) {
                     budget.add(&r);
                 }
             },

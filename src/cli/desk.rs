@@ -160,9 +160,9 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     let mut report = crate::store::desk::DeskFold::default();
     let mut page = crate::store::desk::DeskPage::new(&run);
     let mut stored = crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id);
-    run.resume_records(DESK_RECORDS, &mut stored, &run_id, |r| {
+    run.resume_records(DESK_RECORDS, &mut stored, &run_id, |at, r| {
         report.add(&r);
-        page.add(&r);
+        page.add(&r, at);
     })?;
     let done = stored.done();
     let todo: Vec<_> = jobs
@@ -187,11 +187,13 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
         run_embedded(&config, desk, todo, |record| {
-            if let Err(e) = writer.append(&record) {
-                failed.get_or_insert(e);
+            match writer.append(&record) {
+                Ok(at) => page.add(&record, at),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
             report.add(&record);
-            page.add(&record);
             if let Some(p) = &progress {
                 p.inc(1);
             }
@@ -225,7 +227,11 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     println!("{}", report.reported.table);
     println!("results: {}", run.path().display());
     // Folded as the records were written too: desk.jsonl is not read again.
-    println!("report: {}", page.write(&run, None)?.display());
+    let (path, embedded) = page.write(&run, None)?;
+    println!("report: {}", path.display());
+    if embedded.partial() {
+        println!("{}", embedded.line("conversation"));
+    }
     Ok(())
 }
 
@@ -233,7 +239,10 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
 /// [`crate::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
 /// prints its path.
 pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    let path = crate::store::desk::write_desk_html(run, out)?;
+    let (path, embedded) = crate::store::desk::write_desk_html(run, out)?;
     println!("report: {}", path.display());
+    if embedded.partial() {
+        println!("{}", embedded.line("conversation"));
+    }
     Ok(path)
 }

@@ -1,12 +1,13 @@
 //! `sage report A --compare B` and `sage show DIR DIALOGUE_ID`: wiring only (the comparison is
 //! `report::compare`, the transcript `report::transcript`).
 
+use crate::protocol::DialogueRecord;
 use crate::report::compare::{
     CompareFold, Comparison, FlipTranscripts, Links, RunInfo, relative_url,
 };
 use crate::scoring::Bootstrap;
+use crate::store::Reread;
 use crate::store::RunDir;
-use crate::store::export::Reread;
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,6 +38,9 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
         print_reported(&reported.warnings(), &reported.table);
         if let Some(html) = &reported.html {
             println!("report: {}", html.display());
+        }
+        if let Some(line) = reported.explorer_line() {
+            println!("{line}");
         }
         return Ok(());
     }
@@ -199,7 +203,10 @@ fn flip_transcripts(
     baseline: &RunDir,
 ) -> anyhow::Result<FlipTranscripts> {
     let mut out = FlipTranscripts::new();
-    let (mut now, mut before) = (Reread::open(current)?, Reread::open(baseline)?);
+    let (mut now, mut before): (Reread<DialogueRecord>, Reread<DialogueRecord>) = (
+        current.reread("dialogues.jsonl")?,
+        baseline.reread("dialogues.jsonl")?,
+    );
     for flip in comparison.flips_shown() {
         let (Some(current_at), Some(baseline_at)) = (flip.current_at, flip.baseline_at) else {
             continue;
@@ -218,13 +225,22 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     crate::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
     if run.is_desk() {
-        bail!(
-            "{}: a support-desk run; `sage show` prints SAGE dialogues. Its conversations are in \
-             {}#conversation={}",
-            dir.display(),
-            dir.join(crate::store::REPORT_HTML).display(),
-            crate::report::encode_uri_component(id)
-        );
+        let found = run.find_desk(id)?;
+        return match found {
+            Some(record) => {
+                print!(
+                    "{}",
+                    crate::report::transcript::desk_transcript_text(&record)
+                );
+                Ok(())
+            }
+            None => bail!(
+                "{}: no conversation `{}` in {}",
+                dir.display(),
+                id.escape_debug(),
+                crate::store::desk::DESK_RECORDS
+            ),
+        };
     }
     match run.find_dialogue(id)? {
         Some(record) => {

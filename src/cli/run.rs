@@ -394,6 +394,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(html) = &reported.html {
         println!("report: {}", html.display());
     }
+    if let Some(line) = reported.explorer_line() {
+        println!("{line}");
+    }
     // A model that never answered was not measured: the run did not do its job for it.
     if !reported.unreached.is_empty() {
         let models: Vec<String> = reported.unreached.iter().map(|u| u.to_string()).collect();

@@ -1,14 +1,16 @@
 //! The HTML report: one self-contained file (`report.html`) that people open from disk, read,
-//! drill into, compare and share. Pure: it folds records handed to it and renders a `String`;
-//! reading the results folder and writing the file is the store's and the CLI's job.
+//! drill into, compare and share. Pure: it folds records handed to it and writes the page to the
+//! `std::io::Write` it is given, section by section ([`page::PageWriter`]); reading the results
+//! folder and giving it the file is the store's and the CLI's job.
 //!
-//! The page is made of [`Section`]s assembled by [`Page::render`]. Every section works without
+//! The page is made of [`Section`]s written one after the other. Every section works without
 //! JavaScript except the dialogue explorers; the page fetches nothing (its Content Security
 //! Policy forbids every network request). docs/report.md describes the report and the DOM
 //! contract that the browser test (tests/report_browser.rs) checks.
 //!
 //! * [`sage`]: the SAGE suite's fold ([`SageReport`]) and its sections.
-//! * [`explorer`]: the dialogue explorer (rows, compressed transcripts, [`dialogue_anchor`]).
+//! * [`explorer`]: the explorer of both suites (rows, the bounded choice, compressed
+//!   transcripts, [`dialogue_anchor`], [`explorer::case_anchor`]).
 //! * [`graph`]: the SOP graph's layered layout as SVG.
 //! * [`charts`]: SVG bar and line charts.
 //! * [`stats`]: exact means and Cohen's kappa.

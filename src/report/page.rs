@@ -16,6 +16,7 @@
 use base64::Engine;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use sha2::{Digest, Sha256};
+use std::io::Write;
 
 /// One part of the page, listed in the table of contents.
 #[derive(Debug, Clone)]
@@ -129,51 +130,148 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-impl Page {
-    /// The whole document.
+/// What a page says before its sections: its title, style rules, scripts and table of contents.
+#[derive(Debug, Clone, Default)]
+pub struct PageHead {
+    /// The document title (plain text).
+    pub title: String,
+    /// Extra style rules for the sections (the shared ones are [`BASE_CSS`]).
+    pub styles: Vec<String>,
+    /// The page's scripts, run at the end of the body in this order; each is allowed by its
+    /// hash in the page's Content Security Policy.
+    pub scripts: Vec<&'static str>,
+    /// The sections' `(id, title)`, in order: the table of contents.
+    pub toc: Vec<(String, String)>,
+}
+
+/// A page being written to `W` as it is rendered: the head and the table of contents first,
+/// then each section (a [`Section`] rendered whole, or a body streamed by its caller between
+/// [`PageWriter::open_section`] and [`PageWriter::close_section`]), then the scripts
+/// ([`PageWriter::finish`]). The whole page is never held in memory.
+pub struct PageWriter<W: Write> {
+    out: W,
+    scripts: Vec<&'static str>,
+}
+
+impl<W: Write> PageWriter<W> {
+    /// Writes the document's head, its header and its table of contents.
+    pub fn start(mut out: W, head: &PageHead) -> std::io::Result<PageWriter<W>> {
+        let styles: String = std::iter::once(BASE_CSS)
+            .chain(head.styles.iter().map(String::as_str))
+            .collect();
+        let top = html! {
+            (DOCTYPE)
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(csp(&head.scripts));
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (head.title) }
+                // The style sheet is this crate's constants, not a record's text.
+                style { (PreEscaped(styles)) }
+            }
+        };
+        let header = html! {
+            header.page { h1 { (head.title) } }
+            nav #toc {
+                @for (id, title) in &head.toc {
+                    a href={ "#" (id) } { (title) }
+                }
+            }
+        };
+        // The opening tags are constants: maud writes only whole elements.
+        let top = top.into_string();
+        let (doctype, rest) = top.split_at(top.find("<head>").unwrap_or(0));
+        out.write_all(doctype.as_bytes())?;
+        out.write_all(b"<html lang=\"en\">")?;
+        out.write_all(rest.as_bytes())?;
+        out.write_all(b"<body>")?;
+        out.write_all(header.into_string().as_bytes())?;
+        out.write_all(b"<main>")?;
+        Ok(PageWriter {
+            out,
+            scripts: head.scripts.clone(),
+        })
+    }
+
+    /// Writes a section whole.
+    pub fn section(&mut self, section: &Section) -> std::io::Result<()> {
+        self.open_section(&section.id, &section.title)?;
+        self.out.write_all(section.html.0.as_bytes())?;
+        self.close_section()
+    }
+
+    /// Opens a section (its element and heading) whose body the caller writes next, through
+    /// [`PageWriter::out`].
+    pub fn open_section(&mut self, id: &str, title: &str) -> std::io::Result<()> {
+        let head = html! { h2 { (title) } };
+        let id = html! { (id) }.into_string();
+        write!(
+            self.out,
+            "<section id=\"{id}\" data-section=\"{id}\">{}",
+            head.into_string()
+        )
+    }
+
+    /// Where an open section's body goes.
+    pub fn out(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    /// Closes the section opened last.
+    pub fn close_section(&mut self) -> std::io::Result<()> {
+        self.out.write_all(b"</section>")
+    }
+
+    /// Writes the scripts and closes the document; the writer, flushed.
     ///
     /// # Panics
     ///
     /// Never on record data; a script file that holds `</script` is a programming error
     /// (checked by a unit test for every script of the report).
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.write_all(b"</main>")?;
+        for script in &self.scripts {
+            // The scripts are this crate's `.js` files (none holds `</script`, a unit test
+            // checks it), allowed by their hashes in the policy.
+            let script = html! { script { (PreEscaped(*script)) } };
+            self.out.write_all(script.into_string().as_bytes())?;
+        }
+        self.out.write_all(b"</body></html>\n")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl Page {
+    /// The page's head: title, styles, scripts and the table of contents of its sections.
+    pub fn head(&self) -> PageHead {
+        PageHead {
+            title: self.title.clone(),
+            styles: self.styles.clone(),
+            scripts: self.scripts.clone(),
+            toc: self
+                .sections
+                .iter()
+                .map(|s| (s.id.clone(), s.title.clone()))
+                .collect(),
+        }
+    }
+
+    /// Writes the whole document to `out` through a [`PageWriter`].
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<W> {
+        let mut writer = PageWriter::start(out, &self.head())?;
+        for section in &self.sections {
+            writer.section(section)?;
+        }
+        writer.finish()
+    }
+
+    /// The whole document as a string (small pages and tests; reports write theirs with a
+    /// [`PageWriter`]).
     pub fn render(&self) -> String {
-        let styles: String = std::iter::once(BASE_CSS)
-            .chain(self.styles.iter().map(String::as_str))
-            .collect();
-        let page = html! {
-            (DOCTYPE)
-            html lang="en" {
-                head {
-                    meta charset="utf-8";
-                    meta http-equiv="Content-Security-Policy" content=(csp(&self.scripts));
-                    meta name="viewport" content="width=device-width, initial-scale=1";
-                    title { (self.title) }
-                    style { (PreEscaped(styles)) }
-                }
-                body {
-                    header.page { h1 { (self.title) } }
-                    nav #toc {
-                        @for section in &self.sections {
-                            a href={ "#" (section.id) } { (section.title) }
-                        }
-                    }
-                    main {
-                        @for section in &self.sections {
-                            section id=(section.id) data-section=(section.id) {
-                                h2 { (section.title) }
-                                (section.html)
-                            }
-                        }
-                    }
-                    @for script in &self.scripts {
-                        script { (PreEscaped(*script)) }
-                    }
-                }
-            }
-        };
-        let mut out = page.into_string();
-        out.push('\n');
-        out
+        // Writing into a Vec cannot fail, and the page is UTF-8 (maud writes strings).
+        let bytes = self.write_to(Vec::new()).unwrap_or_default();
+        String::from_utf8(bytes).unwrap_or_default()
     }
 }
 
@@ -234,6 +332,7 @@ mod tests {
             crate::report::charts::SCRIPT,
             crate::report::graph::SCRIPT,
             crate::report::explorer::SCRIPT,
+            crate::report::explorer::sage::SCRIPT,
             crate::report::desk::DESK_JS,
         ] {
             assert!(!script.to_ascii_lowercase().contains("</script"));

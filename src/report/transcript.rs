@@ -1,7 +1,10 @@
 //! One dialogue's transcript as plain text (`sage show DIR DIALOGUE_ID`): the case, then per
 //! turn the customer's message, the agent's reply, its classification, path, action and outputs
 //! beside the reference (the judges' consensus and the route the rule engine derived from it;
-//! `==` where they agree, `!=` where they differ), each judge's vote and the turn's scores.
+//! `==` where they agree, `!=` where they differ), each judge's vote (its five 3/6/9 chat
+//! scores and their weighted Chat), the turn's scores on the 0-100 scale the HTML report uses,
+//! and its model calls per role (tokens, latency, cost). A turn the judges were not asked about
+//! (`judge_turns`) says "not judged" and compares nothing.
 
 use crate::protocol::{DialogueRecord, ServiceOutcome, TurnRecord};
 use crate::scenario::Value;
@@ -38,7 +41,7 @@ pub fn transcript_text(record: &DialogueRecord) -> String {
         if reached_target(record) { "yes" } else { "no" }
     );
     for t in &record.turns {
-        turn(&mut out, t, &job.judge_models);
+        turn(&mut out, t, job);
     }
     let scores: Vec<_> = counted_scores(record).collect();
     if !scores.is_empty() {
@@ -135,7 +138,8 @@ fn label_width(t: &TurnRecord) -> usize {
         .max(14)
 }
 
-fn turn(out: &mut String, t: &TurnRecord, judges: &[String]) {
+fn turn(out: &mut String, t: &TurnRecord, job: &crate::protocol::DialogueJob) {
+    let judges = &job.judge_models;
     let width = label_width(t);
     let _ = writeln!(out, "\nTurn {}", t.turn);
     said(out, "customer: ", &t.user_message);
@@ -147,6 +151,9 @@ fn turn(out: &mut String, t: &TurnRecord, judges: &[String]) {
     match &t.outcome {
         ServiceOutcome::Valid { turn } => {
             said(out, "agent:    ", &turn.chat);
+            if !turn.cot.is_empty() {
+                said(out, "cot:      ", &turn.cot);
+            }
             let mut rows = Rows { out, width };
             rows.row(
                 "",
@@ -191,6 +198,7 @@ fn turn(out: &mut String, t: &TurnRecord, judges: &[String]) {
                 None => {
                     let why = match &t.reference {
                         Some(Err(e)) => format!("no reference: {e}"),
+                        _ if t.judges.is_none() => "not judged".to_string(),
                         _ => "no reference".to_string(),
                     };
                     rows.row("path", &path, None, &why);
@@ -218,7 +226,7 @@ fn turn(out: &mut String, t: &TurnRecord, judges: &[String]) {
                 Ok(j) => {
                     let c = &j.chat;
                     format!(
-                        "{name}: {} · chat {} {} {} {} {} ({:.1})",
+                        "{name}: {} · chat {} {} {} {} {} (3/6/9; weighted {:.1} of 100)",
                         assignment(&j.classification),
                         c.linguistic_quality,
                         c.anthropomorphism_emotion,
@@ -234,15 +242,79 @@ fn turn(out: &mut String, t: &TurnRecord, judges: &[String]) {
         }
     }
     if let Some(s) = &t.scores {
+        // One unit for every score, as the HTML report shows them: 0-100.
         let scores = format!(
-            "OA {:.2} · Logic {:.2} (Acc_cls {:.2}, Sim_path {:.2}, Acc_action {:.2}) · Chat {:.2}",
-            s.overall, s.logic, s.acc_cls, s.sim_path, s.acc_action, s.chat
+            "OA {:.2} · Logic {:.2} (Acc_cls {:.2}, Sim_path {:.2}, Acc_action {:.2}) · Chat {:.2} (0-100)",
+            s.overall,
+            s.logic,
+            100.0 * s.acc_cls,
+            100.0 * s.sim_path,
+            100.0 * s.acc_action,
+            s.chat
         );
         rows.line("scores", &scores);
+    } else if t.judges.is_none() && !matches!(t.outcome, ServiceOutcome::InfraError { .. }) {
+        rows.line(
+            "not judged",
+            "the run's judge_turns did not ask the judges about this turn: no reference, no scores",
+        );
+    }
+    for (role, v) in super::explorer::sage::calls_by_role(job, &t.calls) {
+        rows.line(
+            if role == "agent" { "calls" } else { "" },
+            &format!(
+                "{role}: {} · {} tokens in, {} out · {} ms · ${:.4}",
+                v[0], v[1], v[2], v[3], v[4]
+            ),
+        );
     }
     if let Some(e) = &t.infra_error {
         rows.line("infra error", &format!("not scored: {e}"));
     }
+}
+
+/// A support-desk conversation as plain text (`sage show DIR ID` on a desk folder): the case,
+/// what it owed, the trap, the outcome and the judges, then every line (a tool call with its
+/// arguments and result).
+pub fn desk_transcript_text(record: &crate::protocol::desk::DeskRecord) -> String {
+    let job = &record.job;
+    let mut out = String::new();
+    let _ = writeln!(out, "Conversation {}", job.dialogue_id);
+    let _ = writeln!(
+        out,
+        "  model {} · case {} ({}, order {}) · run {}",
+        job.model,
+        job.case,
+        record.run.bucket.name(),
+        record.run.order,
+        job.repeat + 1
+    );
+    let _ = writeln!(
+        out,
+        "  outcome {}",
+        crate::report::desk::outcomes(record).join(", ")
+    );
+    if let Some(e) = &record.infra_error {
+        let _ = writeln!(out, "  infrastructure error: {e}");
+    }
+    let mut turn = 0;
+    for line in &record.transcript {
+        if line.turn != turn {
+            turn = line.turn;
+            let _ = writeln!(out, "\nTurn {turn}");
+        }
+        said(
+            &mut out,
+            &format!("{:<9} ", format!("{}:", line.speaker)),
+            &line.text,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTokens {} in, {} out · cost ${:.4}",
+        record.usage.input_tokens, record.usage.output_tokens, record.cost_usd
+    );
+    out
 }
 
 #[cfg(test)]
@@ -357,8 +429,47 @@ mod tests {
         assert!(text.contains("judges         j1: A=x · chat 9 6 9 6 9"));
         assert!(text.contains("j2: failed: timeout"));
         assert!(text.contains(
-            "OA 48.00 · Logic 40.00 (Acc_cls 0.00, Sim_path 0.50, Acc_action 1.00) · Chat 80.00"
+            "OA 48.00 · Logic 40.00 (Acc_cls 0.00, Sim_path 50.00, Acc_action 100.00) · Chat 80.00 (0-100)"
         ));
         assert!(text.contains("Means over 1 scored turns: OA 48.00"));
+        assert!(text.contains("j1: A=x · chat 9 6 9 6 9 (3/6/9; weighted 86.7 of 100)"));
+
+        // A turn the judges were not asked about: "not judged", nothing compared.
+        let mut unjudged = record.clone();
+        let t = &mut unjudged.turns[0];
+        t.judges = None;
+        t.reference = None;
+        t.scores = None;
+        t.calls = vec![crate::protocol::CallRecord {
+            model: "m".into(),
+            simulated: false,
+            request: vec![],
+            response: None,
+            finish_reason: None,
+            error: None,
+            attempts: 1,
+            usage: Usage {
+                input_tokens: 120,
+                output_tokens: 30,
+                ..Usage::default()
+            },
+            cost_usd: 0.0015,
+            cached: false,
+            latency_ms: 850,
+        }];
+        let text = transcript_text(&unjudged);
+        assert!(!text.contains(" != "), "{text}");
+        assert!(
+            text.contains("    not judged     the run's judge_turns did not ask the judges"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("    {:<14} {:<24}    not judged", "path", "a>c")),
+            "{text}"
+        );
+        assert!(
+            text.contains("calls          agent: 1 · 120 tokens in, 30 out · 850 ms · $0.0015"),
+            "{text}"
+        );
     }
 }

@@ -6,6 +6,7 @@ use super::{RunDir, StoreError, now_utc};
 use crate::plan::desk::DeskConfig;
 use crate::protocol::desk::DeskRecord;
 use crate::report::desk::{DeskReportFold, DeskRunInfo};
+use crate::report::explorer::Embedded;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -64,6 +65,31 @@ impl RunDir {
         match self.read_json::<serde_json::Value>("manifest.json") {
             Ok(manifest) => manifest["suite"] == "support-desk",
             Err(_) => self.path().join(DESK_RECORDS).exists(),
+        }
+    }
+
+    /// The first support-desk record of conversation `id`, if any (desk.jsonl read up to it).
+    pub fn find_desk(&self, id: &str) -> Result<Option<DeskRecord>, StoreError> {
+        enum Stop {
+            Found(Box<DeskRecord>),
+            Failed(StoreError),
+        }
+        impl From<StoreError> for Stop {
+            fn from(e: StoreError) -> Stop {
+                Stop::Failed(e)
+            }
+        }
+        let scanned = self.scan_jsonl_at(DESK_RECORDS, |_, r: DeskRecord| {
+            if r.job.dialogue_id == id {
+                Err(Stop::Found(Box::new(r)))
+            } else {
+                Ok(())
+            }
+        });
+        match scanned {
+            Ok(()) => Ok(None),
+            Err(Stop::Found(r)) => Ok(Some(*r)),
+            Err(Stop::Failed(e)) => Err(e),
         }
     }
 
@@ -129,6 +155,7 @@ impl DeskFold {
                 file: run.path().join(DESK_RECORDS),
                 unreached: Vec::new(),
                 html: None,
+                explorer: None,
                 budget: None,
             },
             infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
@@ -146,17 +173,6 @@ pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
         fold.add(&r);
     })?;
     fold.write(run)
-}
-
-/// Why a desk run's HTML report could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum DeskHtmlError {
-    /// Reading the folder failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Building the page failed.
-    #[error(transparent)]
-    Report(#[from] crate::report::desk::DeskReportError),
 }
 
 /// What the report's run header shows of a desk manifest.
@@ -183,7 +199,6 @@ pub fn run_info(manifest: &DeskManifest) -> DeskRunInfo {
 /// records or as desk.jsonl is read.
 pub struct DeskPage {
     fold: DeskReportFold,
-    failed: Option<crate::report::desk::DeskReportError>,
 }
 
 impl DeskPage {
@@ -202,35 +217,55 @@ impl DeskPage {
             },
         };
         DeskPage {
-            fold: DeskReportFold::new(info),
-            failed: None,
+            fold: DeskReportFold::new(info).with_limits(super::explorer_limits()),
         }
     }
 
-    /// Folds a record in (the first error is kept and reported by [`DeskPage::write`]).
-    pub fn add(&mut self, record: &DeskRecord) {
-        if self.failed.is_none()
-            && let Err(e) = self.fold.add(record)
-        {
-            self.failed = Some(e);
-        }
+    /// Folds a record in, whose line starts at byte `at` of desk.jsonl.
+    pub fn add(&mut self, record: &DeskRecord, at: u64) {
+        self.fold.add(record, at);
     }
 
-    /// Writes the page to `out`, by default report.html in the folder, atomically; its path.
-    pub fn write(self, run: &RunDir, out: Option<&Path>) -> Result<PathBuf, DeskHtmlError> {
-        if let Some(e) = self.failed {
-            return Err(e.into());
-        }
-        Ok(run.write_report_html(&self.fold.page()?.render(), out)?)
+    /// Writes the page to `out`, by default report.html in the folder, atomically (the
+    /// conversations the explorer embeds read back from desk.jsonl); its path and what the
+    /// explorer embeds.
+    pub fn write(
+        &mut self,
+        run: &RunDir,
+        out: Option<&Path>,
+    ) -> Result<(PathBuf, Embedded), StoreError> {
+        let target = out.map_or_else(|| run.path().join(super::REPORT_HTML), Path::to_path_buf);
+        let mut spool = tempfile::tempfile_in(run.path()).map_err(super::io(run.path()))?;
+        let show = super::show_command(&self.fold.run_id());
+        let mut embedded = Embedded::default();
+        let path = run.write_report_html(out, |w| {
+            let written = if run.path().join(DESK_RECORDS).exists() {
+                let mut records = run.reread::<DeskRecord>(DESK_RECORDS)?;
+                self.fold.write_page(w, &mut records, &mut spool, &show)
+            } else {
+                self.fold
+                    .write_page(w, &mut Vec::<DeskRecord>::new(), &mut spool, &show)
+            };
+            embedded = written.map_err(super::io(&target))?;
+            Ok::<(), StoreError>(())
+        })?;
+        Ok((path, embedded))
     }
 }
 
 /// Writes the HTML report of the support-desk run in `run` (desk.jsonl read once, folded by
-/// [`DeskPage`]) to `out`, by default report.html in the folder, atomically; its path. `sage
-/// report DIR --html` and the aggregator (when a run completes) write it here; `sage run
+/// [`DeskPage`], the conversations its explorer embeds read again by their offset) to `out`,
+/// by default report.html in the folder, atomically; its path and what the explorer embeds.
+/// `sage report DIR --html` and the aggregator (when a run completes) write it here; `sage run
 /// --suite support-desk` folds the same page as it writes the records.
-pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> Result<PathBuf, DeskHtmlError> {
+pub fn write_desk_html(
+    run: &RunDir,
+    out: Option<&Path>,
+) -> Result<(PathBuf, Embedded), StoreError> {
     let mut page = DeskPage::new(run);
-    run.scan_desk(|r: DeskRecord| page.add(&r))?;
+    run.scan_jsonl_at(DESK_RECORDS, |at, r: DeskRecord| {
+        page.add(&r, at);
+        Ok::<(), StoreError>(())
+    })?;
     page.write(run, out)
 }

@@ -8,6 +8,7 @@ mod report;
 
 pub use report::{
     Duplicates, REPORT_HTML, Reported, SageFold, Unreached, report, report_html, run_info,
+    show_command,
 };
 
 use crate::plan::RunConfig;
@@ -62,13 +63,33 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 
 /// Writes `text` to the file `path` atomically (a temporary file beside it, then renamed).
 pub fn write_file(path: &Path, text: &str) -> Result<(), StoreError> {
+    write_file_with(path, |out| out.write_all(text.as_bytes()).map_err(io(path)))
+}
+
+/// Writes the file `path` with `write` atomically: into a temporary file beside it (buffered),
+/// renamed over `path` once `write` returned and the data is flushed; the temporary file is
+/// removed when anything fails.
+pub fn write_file_with<E: From<StoreError>>(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<(), E>,
+) -> Result<(), E> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    fs::write(&tmp, text).map_err(io(&tmp))?;
-    fs::rename(&tmp, path).map_err(io(path))
+    let file = File::create(&tmp).map_err(io(&tmp))?;
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, file);
+    let written = write(&mut out).and_then(|()| {
+        let file = out.into_inner().map_err(|e| io(&tmp)(e.into_error()))?;
+        file.sync_data().map_err(io(&tmp))?;
+        fs::rename(&tmp, path).map_err(io(path))?;
+        Ok(())
+    });
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// What a run was: its configuration, versions and seed (manifest.json).
@@ -398,11 +419,13 @@ impl RunDir {
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
+        let offset = file.metadata().map_err(io(&path))?.len();
         Ok(DialogueWriter {
             _lock: lock,
             file,
             path,
             line: Vec::with_capacity(64 * 1024),
+            offset,
         })
     }
 
@@ -417,6 +440,32 @@ impl RunDir {
     /// Calls `f` with every complete record, without holding them all.
     pub fn scan_dialogues(&self, f: impl FnMut(DialogueRecord)) -> Result<(), StoreError> {
         self.scan_jsonl("dialogues.jsonl", f)
+    }
+
+    /// Calls `f` with every complete record and the byte offset where its line starts.
+    pub fn scan_dialogues_at(
+        &self,
+        mut f: impl FnMut(u64, DialogueRecord),
+    ) -> Result<(), StoreError> {
+        self.scan_jsonl_at("dialogues.jsonl", |at, r| {
+            f(at, r);
+            Ok::<(), StoreError>(())
+        })
+    }
+
+    /// A reader of the records of the JSON-lines file `name` by their offset.
+    pub fn reread<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Reread<T>, StoreError> {
+        let path = self.file(name);
+        let file = File::open(&path).map_err(io(&path))?;
+        Ok(Reread {
+            file: BufReader::with_capacity(1 << 16, file),
+            path,
+            line: Vec::new(),
+            _record: std::marker::PhantomData,
+        })
     }
 
     /// The first record of dialogues.jsonl with dialogue id `id`, if any: the file is read up
@@ -449,7 +498,10 @@ impl RunDir {
         match scanned {
             Ok(()) => Ok(None),
             Err(Stop::Failed(e)) => Err(e),
-            Err(Stop::Found(offset)) => export::Reread::open(self)?.at(offset).map(Some),
+            Err(Stop::Found(offset)) => self
+                .reread::<DialogueRecord>("dialogues.jsonl")?
+                .at(offset)
+                .map(Some),
         }
     }
 
@@ -530,7 +582,8 @@ impl RunDir {
 
     /// Reads the records of the JSON-lines file `name` once, to resume a run: each record's
     /// job is checked against `jobs` (the run's jobs as planned from its manifest) and marked
-    /// stored there, then handed to `keep` (to fold it into the run's report). A record of
+    /// stored there, then handed to `keep` with the offset of its line (to fold it into the
+    /// run's report). A record of
     /// another run or another configuration is an error naming its line, since resuming would
     /// mix two runs; a dialogue id already stored is skipped (the report's fold counts it).
     pub fn resume_records<R>(
@@ -538,17 +591,17 @@ impl RunDir {
         name: &str,
         jobs: &mut crate::plan::JobSet,
         run_id: &str,
-        mut keep: impl FnMut(R),
+        mut keep: impl FnMut(u64, R),
     ) -> Result<(), StoreError>
     where
         R: serde::de::DeserializeOwned + HasJob,
     {
         let mut foreign = None;
         let mut line = 0;
-        self.scan_jsonl(name, |record: R| {
+        self.scan_jsonl_at(name, |at, record: R| {
             line += 1;
             if foreign.is_some() {
-                return;
+                return Ok::<(), StoreError>(());
             }
             let (run, dialogue) = record.ids();
             let checked = if run != run_id {
@@ -563,10 +616,11 @@ impl RunDir {
                 Ok(()) => {
                     let dialogue = dialogue.to_string();
                     jobs.mark_done(&dialogue);
-                    keep(record);
+                    keep(at, record);
                 }
                 Err(e) => foreign = Some((line, e)),
             }
+            Ok(())
         })?;
         match foreign {
             Some((line, e)) => Err(StoreError::Corrupt {
@@ -614,25 +668,27 @@ pub struct DialogueWriter {
     path: PathBuf,
     /// The line being written, reused (records are tens of kilobytes).
     line: Vec<u8>,
+    /// The file's length: where the next line starts.
+    offset: u64,
 }
 
 impl DialogueWriter {
-    /// Appends one record as a line and hands it to the operating system before returning.
-    pub fn append(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
+    /// Appends one record as a line and hands it to the operating system before returning;
+    /// the byte offset where its line starts (to read it back: [`RunDir::reread`]).
+    pub fn append(&mut self, record: &impl Serialize) -> Result<u64, StoreError> {
         self.line.clear();
         serde_json::to_writer(&mut self.line, record).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
         self.line.push(b'\n');
-        self.file.write_all(&self.line).map_err(io(&self.path))?;
-        self.file.flush().map_err(io(&self.path))
+        self.write_line()
     }
 
     /// Appends a record already serialized as one line of JSON (as a worker sent it), without
     /// decoding and encoding it again. Text holding a line break is refused (it would be two
-    /// lines).
-    pub fn append_json(&mut self, json: &[u8]) -> Result<(), StoreError> {
+    /// lines). The byte offset where its line starts.
+    pub fn append_json(&mut self, json: &[u8]) -> Result<u64, StoreError> {
         if json.contains(&b'\n') {
             return Err(StoreError::Corrupt {
                 path: self.path.clone(),
@@ -642,9 +698,67 @@ impl DialogueWriter {
         self.line.clear();
         self.line.extend_from_slice(json);
         self.line.push(b'\n');
-        self.file.write_all(&self.line).map_err(io(&self.path))?;
-        self.file.flush().map_err(io(&self.path))
+        self.write_line()
     }
+
+    /// Writes the line held, flushed; where it starts.
+    fn write_line(&mut self) -> Result<u64, StoreError> {
+        let at = self.offset;
+        self.file.write_all(&self.line).map_err(io(&self.path))?;
+        self.file.flush().map_err(io(&self.path))?;
+        self.offset += self.line.len() as u64;
+        Ok(at)
+    }
+}
+
+/// Reads records of a JSON-lines file back by the byte offset where their line starts (the
+/// HTML report's explorer reads the records it embeds so).
+pub struct Reread<T> {
+    file: BufReader<File>,
+    path: PathBuf,
+    line: Vec<u8>,
+    _record: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: serde::de::DeserializeOwned> Reread<T> {
+    /// The record whose line starts at `offset`.
+    pub fn at(&mut self, offset: u64) -> Result<T, StoreError> {
+        use std::io::{Seek, SeekFrom};
+        self.file
+            .seek(SeekFrom::Start(offset))
+            .map_err(io(&self.path))?;
+        self.line.clear();
+        self.file
+            .read_until(b'\n', &mut self.line)
+            .map_err(io(&self.path))?;
+        serde_json::from_slice(&self.line).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            message: format!("the record at byte {offset} (read again): {e}"),
+        })
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> crate::report::explorer::Records<T> for Reread<T> {
+    fn read(&mut self, at: u64) -> std::io::Result<T> {
+        self.at(at).map_err(std::io::Error::other)
+    }
+}
+
+/// Environment variable that lowers the number of dialogues the HTML report's explorer embeds
+/// (tests: the choice above the limit is checked on small runs). Not for everyday use.
+pub const EXPLORER_LIMIT_VAR: &str = "SAGE_EXPLORER_MAX_DIALOGUES";
+
+/// How much the HTML report's explorer embeds: [`crate::report::explorer::Limits`], the number
+/// of dialogues lowered by [`EXPLORER_LIMIT_VAR`] when it is set.
+pub fn explorer_limits() -> crate::report::explorer::Limits {
+    let mut limits = crate::report::explorer::Limits::default();
+    if let Some(n) = std::env::var(EXPLORER_LIMIT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        limits.dialogues = n;
+    }
+    limits
 }
 
 /// A new run id: the UTC date and time, the suite (`desk` for the support desk, nothing for

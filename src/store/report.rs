@@ -73,6 +73,8 @@ pub struct Reported {
     pub unreached: Vec<Unreached>,
     /// The HTML report written, if one was.
     pub html: Option<PathBuf>,
+    /// What its explorer embeds (with the HTML report).
+    pub explorer: Option<crate::report::explorer::Embedded>,
     /// The run's cost budgets and what was spent (summary.json's `budget`), when it has one.
     pub budget: Option<BudgetSummary>,
 }
@@ -108,6 +110,14 @@ impl Reported {
         let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
         out.extend(self.unreached.iter().map(|u| u.to_string()));
         out
+    }
+
+    /// The line that says what the HTML report's explorer embeds, when it leaves dialogues
+    /// out (`sage run` and `sage report --html` print it).
+    pub fn explorer_line(&self) -> Option<String> {
+        self.explorer
+            .filter(|e| e.partial())
+            .map(|e| e.line("dialogue"))
     }
 }
 
@@ -169,7 +179,9 @@ impl SageFold {
     /// The same fold that also builds the HTML report of the run of `manifest` (`sops`: its
     /// compiled scenarios, for the graphs), written by [`SageFold::write`] as report.html.
     pub fn with_html(mut self, manifest: &Manifest, sops: Vec<Arc<Sop>>) -> SageFold {
-        self.html = Some(Box::new(SageReport::new(run_info(manifest), sops)));
+        self.html = Some(Box::new(
+            SageReport::new(run_info(manifest), sops).with_limits(super::explorer_limits()),
+        ));
         self
     }
 
@@ -183,8 +195,10 @@ impl SageFold {
         }
     }
 
-    /// Folds a record in; false (and nothing folded) when its dialogue id was folded already.
-    pub fn add(&mut self, record: &DialogueRecord) -> bool {
+    /// Folds a record in, whose line starts at byte `at` of the folder's dialogues.jsonl (the
+    /// HTML report reads the records its explorer embeds back from there); false (and nothing
+    /// folded) when its dialogue id was folded already.
+    pub fn add(&mut self, record: &DialogueRecord, at: u64) -> bool {
         if !self.duplicates.first(&record.job.dialogue_id) {
             return false;
         }
@@ -204,7 +218,7 @@ impl SageFold {
         self.summary.add(record);
         self.budget.add(record);
         if let Some(html) = &mut self.html {
-            html.add(record);
+            html.add(record, at);
         }
         true
     }
@@ -242,8 +256,30 @@ impl SageFold {
             "leaderboard.md",
             &crate::scoring::leaderboard_markdown(&summary),
         )?;
+        let mut explorer = None;
         let html = match &mut self.html {
-            Some(report) => Some(run.write_report_html(&report.page(&summary).render(), html)?),
+            Some(report) => {
+                let target = html.map_or_else(|| run.path().join(REPORT_HTML), Path::to_path_buf);
+                let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
+                // The transcripts are compressed into a scratch file in the folder first.
+                let mut spool = tempfile::tempfile_in(run.path()).map_err(super::io(run.path()))?;
+                let show = show_command(&report.info().run_id);
+                let mut none = NoRecords;
+                let written = run.write_report_html(html, |out| {
+                    let records = match &mut records {
+                        Ok(r) => r as &mut dyn crate::report::explorer::Records<DialogueRecord>,
+                        // No records file: nothing to read back (no dialogue was folded).
+                        Err(_) => &mut none,
+                    };
+                    explorer = Some(
+                        report
+                            .write_page(&summary, out, records, &mut spool, &show)
+                            .map_err(super::io(&target))?,
+                    );
+                    Ok::<(), StoreError>(())
+                })?;
+                Some(written)
+            }
             None => None,
         };
         Ok(Reported {
@@ -261,26 +297,45 @@ impl SageFold {
                 })
                 .collect(),
             html,
+            explorer,
             budget: summary.budget,
         })
     }
 }
 
 impl RunDir {
-    /// Writes an HTML report's text to `out` when given, else to report.html in the folder
-    /// (atomically either way: a temporary file beside it, then renamed); its path. The SAGE
-    /// and the support-desk reports are both written here, by the CLI and the aggregator.
-    pub fn write_report_html(&self, text: &str, out: Option<&Path>) -> Result<PathBuf, StoreError> {
-        match out {
-            Some(path) => {
-                super::write_file(path, text)?;
-                Ok(path.to_path_buf())
-            }
-            None => {
-                self.write_text(REPORT_HTML, text)?;
-                Ok(self.path().join(REPORT_HTML))
-            }
-        }
+    /// Writes an HTML report with `write` to `out` when given, else to report.html in the
+    /// folder, atomically either way (a temporary file beside it, renamed once complete); its
+    /// path. The SAGE and the support-desk reports are both written here, by the CLI and the
+    /// aggregator, as they are rendered: the page is never held whole.
+    pub fn write_report_html<E: From<StoreError>>(
+        &self,
+        out: Option<&Path>,
+        write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), E>,
+    ) -> Result<PathBuf, E> {
+        let path = match out {
+            Some(path) => path.to_path_buf(),
+            None => self.path().join(REPORT_HTML),
+        };
+        super::write_file_with(&path, write)?;
+        Ok(path)
+    }
+}
+
+/// The `sage show` command (without the dialogue id) that prints a dialogue of run `run_id`
+/// in its default results folder; the explorer prints it for the dialogues it leaves out.
+pub fn show_command(run_id: &str) -> String {
+    format!("sage show results/{run_id}")
+}
+
+/// No records to read back.
+struct NoRecords;
+
+impl crate::report::explorer::Records<DialogueRecord> for NoRecords {
+    fn read(&mut self, at: u64) -> std::io::Result<DialogueRecord> {
+        Err(std::io::Error::other(format!(
+            "no dialogues.jsonl to read the record at byte {at} from"
+        )))
     }
 }
 
@@ -290,15 +345,16 @@ impl RunDir {
 pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
     let mut fold = SageFold::new(&manifest.config, manifest.jobs);
-    run.scan_dialogues(|r| {
-        fold.add(&r);
+    run.scan_dialogues_at(|at, r| {
+        fold.add(&r, at);
     })?;
     fold.write(run)
 }
 
 /// As [`report`], and also writes the HTML report (to `out`, else report.html in the folder),
-/// in the same single pass over dialogues.jsonl; `sops` are the run's compiled scenarios (those
-/// missing are reported without their graph).
+/// in the same single pass over dialogues.jsonl (the records the explorer embeds read back by
+/// their offset); `sops` are the run's compiled scenarios (those missing are reported without
+/// their graph).
 pub fn report_html(
     run: &RunDir,
     sops: Vec<Arc<Sop>>,
@@ -306,8 +362,8 @@ pub fn report_html(
 ) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
     let mut fold = SageFold::new(&manifest.config, manifest.jobs).with_html(&manifest, sops);
-    run.scan_dialogues(|r| {
-        fold.add(&r);
+    run.scan_dialogues_at(|at, r| {
+        fold.add(&r, at);
     })?;
     fold.write_to(run, out)
 }

@@ -84,14 +84,15 @@ impl Collector {
             let mut jobs = jobs;
             let mut report = Report::new(&spec);
             let desk = spec.is_desk();
-            dir.scan_jsonl(records, |line: serde_json::Value| {
+            dir.scan_jsonl_at(records, |at, line: serde_json::Value| {
                 if let Ok(record) = Record::from_value(desk, line)
                     && record.check(&jobs).is_ok()
                     && jobs.mark_done(record.ids().1)
                 {
                     count(&mut status, &record);
-                    report.add(&record);
+                    report.add(&record, at);
                 }
+                Ok::<(), crate::store::StoreError>(())
             })?;
             status.results = Some(dir.path().display().to_string());
             status.budget = report.budget();
@@ -190,10 +191,10 @@ impl Collector {
                 folder.writer.insert(folder.dir.jsonl_writer(records)?)
             }
         };
-        writer.append_json(json)?;
+        let at = writer.append_json(json)?;
         folder.jobs.mark_done(record.ids().1);
         count(&mut folder.status, &record);
-        folder.report.add(&record);
+        folder.report.add(&record, at);
         folder.dirty = true;
         metrics().records_stored.inc();
         if folder.status.state == RunState::Submitted {
@@ -309,7 +310,7 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     if !folder.status.ended() {
         return Ok(());
     }
-    let (table, html) = folder.report.write(run, &folder.dir)?;
+    let (table, html) = folder.report.write(&folder.dir)?;
     if folder.status.state != RunState::Complete {
         let (stored, jobs) = (folder.status.stored, folder.status.jobs);
         if stored < jobs {
@@ -361,10 +362,11 @@ impl Report {
         }
     }
 
-    fn add(&mut self, record: &Record) {
+    /// Folds a record whose line starts at byte `at` of the folder's records file.
+    fn add(&mut self, record: &Record, at: u64) {
         match (self, record) {
             (Report::Sage(fold), Record::Sage(r)) => {
-                fold.add(r);
+                fold.add(r, at);
             }
             (Report::Desk(fold), Record::Desk(r)) => {
                 fold.add(r);
@@ -376,13 +378,9 @@ impl Report {
     /// Writes the run's summary files and its report.html (atomically, the folder claimed):
     /// the terminal table, and report.html's path when it was written. A SAGE run's report is
     /// folded as its records came; a desk run's is built as `sage run --suite support-desk`
-    /// builds it, desk.jsonl read once more. A desk report that cannot be built (not a disk
-    /// error) is logged and left out: the run still completes with its summary.
-    fn write(
-        &mut self,
-        run: &str,
-        dir: &RunDir,
-    ) -> Result<(String, Option<PathBuf>), ClusterError> {
+    /// builds it, desk.jsonl read once more (and the conversations its explorer embeds read
+    /// again by their offset).
+    fn write(&mut self, dir: &RunDir) -> Result<(String, Option<PathBuf>), ClusterError> {
         Ok(match self {
             Report::Sage(fold) => {
                 let reported = fold.write(dir)?;
@@ -390,14 +388,8 @@ impl Report {
             }
             Report::Desk(fold) => {
                 let table = fold.write(dir)?.reported.table;
-                match crate::store::desk::write_desk_html(dir, None) {
-                    Ok(path) => (table, Some(path)),
-                    Err(crate::store::desk::DeskHtmlError::Store(e)) => return Err(e.into()),
-                    Err(e) => {
-                        tracing::error!(run, error = %e, "cannot build the run's HTML report");
-                        (table, None)
-                    }
-                }
+                let (path, _) = crate::store::desk::write_desk_html(dir, None)?;
+                (table, Some(path))
             }
         })
     }

@@ -1,85 +1,108 @@
-(function(){
-  var root=document.querySelector('div#desk-explorer'),data=document.getElementById('desk-data');
-  if(!root||!data)return;
-  var tbody=root.querySelector('#desk-explorer-table tbody'),count=document.getElementById('desk-explorer-count');
-  var more=document.getElementById('desk-explorer-more'),view=document.getElementById('conversation-view');
-  var filters=root.querySelectorAll('[data-filter]'),all=[],byId=new Map(),matched=[],shown=0;
-  function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=String(text);return e;}
-  async function load(){
-    var text=data.textContent.trim();
-    if(data.dataset.encoding!=='gzip+base64')return JSON.parse(text);
-    var bin=atob(text),bytes=new Uint8Array(bin.length);
-    for(var i=0;i<bin.length;i++)bytes[i]=bin.charCodeAt(i);
-    var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    return JSON.parse(await new Response(stream).text());
-  }
-  function matches(c){
-    for(var i=0;i<filters.length;i++){
-      var f=filters[i],v=f.value,k=f.dataset.filter;if(!v)continue;
-      if(k==='outcome'){if(c.outcome.indexOf(v)<0)return false;}
-      else if(String(c[k])!==v)return false;
-    }
+// The support-desk conversation explorer (docs/report.md): its filters, columns and
+// conversation view, mounted on the shared engine (explorer.js). A row: [id, chunk, position,
+// case id, model, case, bucket, repeat, turns, tool calls, [outcomes]] (names as indexes into
+// the tables). Record text is only ever written with text nodes.
+(function () {
+  "use strict";
+  if (!window.Explorer) return;
+  var el = window.Explorer.el;
+  var BAD = { "unsafe": 1, "false_closure": 1, "infra_error": 1 };
+
+  function match(r, st, ctx) {
+    var t = ctx.tables;
+    if (st.model !== undefined && t.models[r[4]] !== st.model) return false;
+    if (st["case"] !== undefined && t.cases[r[5]] !== st["case"]) return false;
+    if (st.bucket !== undefined && t.buckets[r[6]] !== st.bucket) return false;
+    if (st.outcome !== undefined && r[10].map(function (o) { return t.outcomes[o]; }).indexOf(st.outcome) < 0) return false;
     return true;
   }
-  function row(c){
-    var tr=el('tr');tr.dataset.conversation=c.id;tr.dataset.model=c.model;
-    var a=el('a','conv',c.id);a.href='#conversation='+encodeURIComponent(c.id);
-    var td=el('td');td.appendChild(a);tr.appendChild(td);
-    tr.appendChild(el('td',null,c.model));tr.appendChild(el('td',null,c.case));tr.appendChild(el('td',null,c.bucket));
-    tr.appendChild(el('td','num',c.repeat+1));tr.appendChild(el('td','num',c.turns));
-    tr.appendChild(el('td','num',c.lines.filter(function(l){return l.speaker==='tool';}).length));
-    var o=el('td');c.outcome.forEach(function(t){var s=el('span','tag '+(t==='unsafe'||t==='false_closure'||t==='infra_error'?'bad':t==='resolved'?'good':''),t.replace('_',' '));o.appendChild(s);o.appendChild(document.createTextNode(' '));});
-    tr.appendChild(o);
-    tr.addEventListener('click',function(e){if(e.target.tagName!=='A')location.hash='conversation='+encodeURIComponent(c.id);});
-    return tr;
-  }
-  function fill(){
-    var end=Math.min(shown+100,matched.length),frag=document.createDocumentFragment();
-    for(;shown<end;shown++)frag.appendChild(row(matched[shown]));
-    tbody.appendChild(frag);
-    more.textContent=shown<matched.length?(matched.length-shown)+' more below':'';
-    if(shown<matched.length&&more.getBoundingClientRect().top<innerHeight+200)requestAnimationFrame(fill);
-  }
-  function apply(){
-    matched=all.filter(matches);shown=0;tbody.textContent='';
-    count.textContent=matched.length+' of '+all.length+' conversations';fill();
-  }
-  function open(id){
-    var c=byId.get(id);if(!c)return;
-    view.hidden=false;view.dataset.conversation=id;view.textContent='';
-    view.appendChild(el('h3',null,c.id));
-    var facts=c.model+' · case '+c.case+' ('+c.bucket+', order '+c.order+') · run '+(c.repeat+1)+' · owed: '+c.required+(c.forbidden?' · trap: '+c.forbidden:'')+' · '+c.outcome.join(', ');
-    view.appendChild(el('p','muted',facts));
-    if(c.judged||c.rejudged){var j=function(x){return x?('resolution '+x.resolution_quality.toFixed(2)+', policy '+x.policy_adherence.toFixed(2)):'-';};view.appendChild(el('p','muted','judge: '+j(c.judged)+' · second judge: '+j(c.rejudged)));}
-    if(c.infra_error)view.appendChild(el('p','bad','infrastructure error: '+c.infra_error));
-    c.lines.forEach(function(l,i){
-      var d=el('div','line '+l.speaker+(i===c.marked?' marked':''));d.dataset.turn=l.turn;
-      d.appendChild(el('span','who','turn '+l.turn+' · '+l.speaker));
-      if(l.tool!=null){
-        d.classList.add('tool-call');d.dataset.tool=l.tool;
-        d.appendChild(el('code','tool',l.tool));
-        var compact=function(s){try{return JSON.stringify(JSON.parse(s));}catch(e){return s;}};
-        var pretty=function(s){try{return JSON.stringify(JSON.parse(s),null,1);}catch(e){return s;}};
-        d.appendChild(el('pre','args',compact(l.args)));
-        var r=compact(l.result);
-        if(r.length>200){var det=el('details','result'),sum=el('summary',null,'→ '+r.slice(0,160)+'…');det.appendChild(sum);det.appendChild(el('pre',null,pretty(l.result)));d.appendChild(det);}
-        else d.appendChild(el('pre','result','→ '+r));
-      }else d.appendChild(el('div','text',l.text));
-      view.appendChild(d);
+
+  function tags(r, t) {
+    var o = el("td", { "class": "outcome" }, []);
+    r[10].forEach(function (i) {
+      var name = t.outcomes[i];
+      o.appendChild(el("span", { "class": "tag " + (BAD[name] ? "bad" : name === "resolved" ? "good" : "") }, [name.replace("_", " ")]));
+      o.appendChild(document.createTextNode(" "));
     });
-    root.querySelectorAll('tr.open').forEach(function(t){t.classList.remove('open');});
-    var tr=root.querySelector('tr[data-conversation="'+CSS.escape(id)+'"]');if(tr)tr.classList.add('open');
-    view.scrollIntoView({block:'start'});
+    return o;
   }
-  function fromHash(){var m=location.hash.match(/^#conversation=(.*)$/);if(m){try{open(decodeURIComponent(m[1]));}catch(e){}}}
-  count.textContent='loading…';
-  load().then(function(list){
-    all=list;all.forEach(function(c){byId.set(c.id,c);});
-    var cmp=function(x,y){return x<y?-1:x>y?1:0;};
-    all.sort(function(a,b){return cmp(a.model,b.model)||cmp(a.case,b.case)||a.repeat-b.repeat;});
-    filters.forEach(function(f){f.addEventListener('change',apply);});
-    addEventListener('scroll',function(){if(shown<matched.length&&more.getBoundingClientRect().top<innerHeight+200)fill();},{passive:true});
-    addEventListener('hashchange',fromHash);
-    apply();fromHash();root.dataset.ready=String(all.length);
-  }).catch(function(e){count.textContent='the conversations could not be read: '+e;root.dataset.error=String(e);});
+
+  function cells(r, st, ctx) {
+    var t = ctx.tables;
+    return [
+      el("td", { "class": "id", title: r[0] }, [el("a", { "class": "conv", href: ctx.anchor(r[0]) }, [r[0]]),
+        r[1] < 0 ? el("span", { "class": "tag" }, ["not embedded"]) : null]),
+      tags(r, t),
+      el("td", { "class": "cut", title: t.models[r[4]] }, [t.models[r[4]]]),
+      el("td", { "class": "cut", title: t.cases[r[5]] }, [t.cases[r[5]]]),
+      el("td", null, [t.buckets[r[6]]]),
+      el("td", { "class": "num" }, [r[7] + 1]),
+      el("td", { "class": "num" }, [r[8]]),
+      el("td", { "class": "num" }, [r[9]])
+    ];
+  }
+
+  function header(view, r, ctx) {
+    view.appendChild(el("h3", null, [r[0]]));
+    view.appendChild(el("p", null, [el("a", { href: ctx.anchor(r[0]) }, ["link"]), " · ",
+      el("a", { href: ctx.caseAnchor(r[3]), "class": "case-link" }, ["this case, every model"])]));
+  }
+
+  function compact(s) { try { return JSON.stringify(JSON.parse(s)); } catch (e) { return s; } }
+  function pretty(s) { try { return JSON.stringify(JSON.parse(s), null, 1); } catch (e) { return s; } }
+
+  function lineView(c, l, i) {
+    var d = el("div", { "class": "line " + l.speaker + (i === c.marked ? " marked" : ""), "data-turn": String(l.turn) }, [
+      el("span", { "class": "who" }, ["turn " + l.turn + " · " + l.speaker])]);
+    if (l.tool !== undefined && l.tool !== null) {
+      d.classList.add("tool-call");
+      d.setAttribute("data-tool", l.tool);
+      d.appendChild(el("code", { "class": "tool" }, [l.tool]));
+      d.appendChild(el("pre", { "class": "args" }, [compact(l.args)]));
+      var r = compact(l.result);
+      if (r.length > 200) d.appendChild(el("details", { "class": "result" }, [el("summary", null, ["→ " + r.slice(0, 160) + "…"]), el("pre", null, [pretty(l.result)])]));
+      else d.appendChild(el("pre", { "class": "result" }, ["→ " + r]));
+    } else d.appendChild(el("div", { "class": "text" }, [l.text]));
+    return d;
+  }
+
+  function facts(c) {
+    var out = [el("p", { "class": "muted" }, [c.model + " · case " + c["case"] + " (" + c.bucket + ", order " + c.order + ") · run " + (c.repeat + 1) + " · owed: " + c.required + (c.forbidden ? " · trap: " + c.forbidden : "") + " · " + c.outcome.join(", ")])];
+    var j = function (x) { return x ? "resolution " + x.resolution_quality.toFixed(2) + ", policy " + x.policy_adherence.toFixed(2) : "-"; };
+    if (c.judged || c.rejudged) out.push(el("p", { "class": "muted" }, ["judge: " + j(c.judged) + " · second judge: " + j(c.rejudged)]));
+    if (c.infra_error) out.push(el("p", { "class": "bad" }, ["infrastructure error: " + c.infra_error]));
+    return out;
+  }
+
+  function render(view, c) {
+    facts(c).forEach(function (p) { view.appendChild(p); });
+    c.lines.forEach(function (l, i) { view.appendChild(lineView(c, l, i)); });
+    var marked = view.querySelector(".line.marked");
+    (marked || view).scrollIntoView({ block: "start" });
+  }
+
+  // Every model's conversation of one case: a column per conversation, a row per turn.
+  function renderCase(view, cs, rs, ctx) {
+    var n = 0;
+    cs.forEach(function (c) { c.lines.forEach(function (l) { n = Math.max(n, l.turn); }); });
+    var head = el("tr", null, [el("th", null, ["Turn"])].concat(cs.map(function (c, k) {
+      return el("th", { "data-model": c.model }, [el("a", { href: ctx.anchor(rs[k][0]) }, [c.model]), " · " + c.outcome.join(", ")]);
+    })));
+    var trs = [head];
+    for (var turn = 0; turn <= n; turn++) {
+      var cells = [el("th", null, [String(turn)])], any = false;
+      cs.forEach(function (c) {
+        var td = el("td", null, []);
+        c.lines.forEach(function (l, i) { if (l.turn === turn) { td.appendChild(lineView(c, l, i)); any = true; } });
+        cells.push(td);
+      });
+      if (any) trs.push(el("tr", { "data-turn": String(turn) }, cells));
+    }
+    view.appendChild(el("table", { "class": "data case-turns" }, trs));
+  }
+
+  window.Explorer.mount({
+    root: "desk-explorer", data: "desk-data", count: "desk-explorer-count", view: "conversation-view", noun: "conversation",
+    match: match, cells: cells, header: header, render: function (view, c) { render(view, c); }, renderCase: renderCase
+  });
 })();

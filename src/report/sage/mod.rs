@@ -5,9 +5,9 @@
 //! counters, a bounded list of split turns, and the explorer's rows and compressed transcripts.
 
 use super::charts::{self, Line, num, raw};
-use super::explorer::{self, ExplorerFold, dialogue_anchor};
+use super::explorer::{self, Embedded, Explorer, Limits, Records, SageExplorer, dialogue_anchor};
 use super::graph::{self, GraphUse};
-use super::page::{Page, Section};
+use super::page::Section;
 use super::stats::{Confusion, Mean, category};
 use crate::plan::RunConfig;
 use crate::protocol::{DialogueRecord, FormatError, ServiceOutcome};
@@ -141,7 +141,7 @@ pub struct SageReport {
     /// Per model, infrastructure-error turns.
     infra_turns: BTreeMap<String, u64>,
     infra_examples: Vec<InfraExample>,
-    explorer: ExplorerFold,
+    explorer: Explorer<SageExplorer>,
 }
 
 impl SageReport {
@@ -160,8 +160,19 @@ impl SageReport {
             panel: 0,
             infra_turns: BTreeMap::new(),
             infra_examples: Vec::new(),
-            explorer: ExplorerFold::default(),
+            explorer: Explorer::new(SageExplorer::default(), Limits::default()),
         }
+    }
+
+    /// The same report whose explorer embeds at most `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> SageReport {
+        self.explorer = Explorer::new(SageExplorer::default(), limits);
+        self
+    }
+
+    /// The explorer's fold.
+    pub fn explorer(&self) -> &Explorer<SageExplorer> {
+        &self.explorer
     }
 
     /// The run.
@@ -194,8 +205,10 @@ impl SageReport {
         &self.format_errors
     }
 
-    /// Folds a record in (the caller skips repeated dialogue ids).
-    pub fn add(&mut self, record: &DialogueRecord) {
+    /// Folds a record in (the caller skips repeated dialogue ids), whose line starts at byte
+    /// `at` of dialogues.jsonl (the explorer reads the records it embeds back from there when
+    /// the page is written).
+    pub fn add(&mut self, record: &DialogueRecord, at: u64) {
         let job = &record.job;
         let model = &job.service_model;
         let routes = self.routes.entry(job.scenario.clone()).or_default();
@@ -319,12 +332,12 @@ impl SageReport {
                 *r.dialogues_by_model.entry(model.clone()).or_default() += 1;
             }
         }
-        self.explorer.add(record);
+        self.explorer.add(record, at);
     }
 
-    /// The page's sections, the leaderboard first (`leaderboard`, `run`, `charts`,
-    /// `sop-graphs`, `judges`, `explorer`) for `summary` (the summary folded from the same
-    /// records). Closes the explorer's open chunk of transcripts.
+    /// The page's sections before the explorer, the leaderboard first (`leaderboard`, `run`,
+    /// `charts`, `sop-graphs`, `judges`) for `summary` (the summary folded from the same
+    /// records).
     pub fn sections(&mut self, summary: &Summary) -> Vec<Section> {
         vec![
             Section::new(
@@ -340,19 +353,30 @@ impl SageReport {
                 self.graphs_html(summary),
             ),
             Section::new("judges", "Judges", self.judges_html(summary)),
-            Section::trusted("explorer", "Dialogue explorer", self.explorer.html()),
         ]
     }
 
-    /// The whole page: [`SageReport::sections`] with their styles and scripts. Other suites'
-    /// or a comparison's sections can be pushed onto it before [`Page::render`].
-    pub fn page(&mut self, summary: &Summary) -> Page {
-        Page {
+    /// Writes the whole page to `out`, each section as it is rendered, the dialogue explorer
+    /// (`explorer`) last: its transcripts are read back from `records` by the places given to
+    /// [`SageReport::add`] and compressed into `spool` (a scratch file) first. `show` is the
+    /// `sage show` command (without the id) printed for the dialogues the page leaves out.
+    /// What the explorer embeds.
+    pub fn write_page<W: std::io::Write, X: std::io::Read + std::io::Write + std::io::Seek>(
+        &mut self,
+        summary: &Summary,
+        out: W,
+        records: &mut dyn Records<DialogueRecord>,
+        spool: &mut X,
+        show: &str,
+    ) -> std::io::Result<Embedded> {
+        let parts = explorer::PageParts {
             title: format!("SAGE run {}", self.info.run_id),
-            sections: self.sections(summary),
             styles: styles(),
             scripts: scripts(),
-        }
+            sections: self.sections(summary),
+            explorer: ("explorer", "Dialogue explorer"),
+        };
+        self.explorer.write_page(parts, out, records, spool, show)
     }
 }
 
@@ -362,13 +386,20 @@ pub fn styles() -> Vec<String> {
         charts::CSS.to_string(),
         graph::css(),
         explorer::CSS.to_string(),
+        explorer::sage::CSS.to_string(),
         LEADERBOARD_CSS.to_string(),
     ]
 }
 
 /// Scripts of the SAGE sections: the leaderboard's sorting and the explorer.
 pub fn scripts() -> Vec<&'static str> {
-    vec![SORT_SCRIPT, charts::SCRIPT, graph::SCRIPT, explorer::SCRIPT]
+    vec![
+        SORT_SCRIPT,
+        charts::SCRIPT,
+        graph::SCRIPT,
+        explorer::SCRIPT,
+        explorer::sage::SCRIPT,
+    ]
 }
 
 #[cfg(test)]

@@ -56,7 +56,12 @@ fn info() -> RunInfo {
     }
 }
 
+/// The report of two dialogues, and the records it read them from (placed by index).
 fn folded() -> SageReport {
+    folded_with_records().0
+}
+
+fn folded_with_records() -> (SageReport, Vec<DialogueRecord>) {
     let r1 = route(&["s1", "s2"], "Done");
     let r2 = route(&["s1"], "Stop");
     let mut report = SageReport::new(info(), Vec::new());
@@ -65,21 +70,43 @@ fn folded() -> SageReport {
     infra["infra_error"] = json!("timeout");
     let mut format = turn(4, 0.0, r2.clone(), ["x", "x", "x"]);
     format["outcome"] = json!({"kind": "format_error", "error": {"type": "missing_key", "key": "cot"}, "chat": "?"});
-    report.add(&record(
-        "sc/0001/m1/r0",
-        "m1",
-        vec![
-            turn(1, 80.0, r1.clone(), ["x", "x", "y"]),
-            turn(2, 60.0, r1.clone(), ["x", "x", "x"]),
-            turn(3, 40.0, r2.clone(), ["y", "x", "x"]),
-        ],
-    ));
-    report.add(&record(
-        "sc/0002/m2/r0",
-        "m2",
-        vec![turn(1, 100.0, r1, ["x", "y", "y"]), infra, format],
-    ));
+    let records = vec![
+        record(
+            "sc/0001/m1/r0",
+            "m1",
+            vec![
+                turn(1, 80.0, r1.clone(), ["x", "x", "y"]),
+                turn(2, 60.0, r1.clone(), ["x", "x", "x"]),
+                turn(3, 40.0, r2.clone(), ["y", "x", "x"]),
+            ],
+        ),
+        record(
+            "sc/0002/m2/r0",
+            "m2",
+            vec![turn(1, 100.0, r1, ["x", "y", "y"]), infra, format],
+        ),
+    ];
+    for (i, r) in records.iter().enumerate() {
+        report.add(r, i as u64);
+    }
+    (report, records)
+}
+
+/// The whole page of `report`, its transcripts read from `records`.
+fn page(report: &mut SageReport, records: &[DialogueRecord]) -> String {
+    let summary = crate::scoring::summarize(records, &Default::default());
+    let mut out = Vec::new();
+    let mut spool = std::io::Cursor::new(Vec::new());
     report
+        .write_page(
+            &summary,
+            &mut out,
+            &mut records.to_vec(),
+            &mut spool,
+            "sage show results/r",
+        )
+        .expect("a page");
+    String::from_utf8(out).expect("utf-8")
 }
 
 #[test]
@@ -232,20 +259,13 @@ fn judges_kappa_and_splits() {
 
 #[test]
 fn sections_follow_the_dom_contract() {
-    let mut report = folded();
+    let (mut report, records) = folded_with_records();
     let summary = crate::scoring::summarize(&[], &Default::default());
     let sections = report.sections(&summary);
     let ids: Vec<&str> = sections.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
         ids,
-        [
-            "leaderboard",
-            "run",
-            "charts",
-            "sop-graphs",
-            "judges",
-            "explorer"
-        ]
+        ["leaderboard", "run", "charts", "sop-graphs", "judges"]
     );
     let routes = &sections[3].html.0;
     assert!(routes.contains(
@@ -262,8 +282,10 @@ fn sections_follow_the_dom_contract() {
     assert!(
         routes.contains("<select data-graph-model><option value=\"\">all models</option></select>")
     );
-    let explorer = &sections[5].html.0;
-    assert!(explorer.contains("<div id=\"explorer\">"));
+    assert!(sections[0].html.0.contains("id=\"leaderboard-table\""));
+    let html = page(&mut report, &records);
+    let explorer = &html[html.find("<section id=\"explorer\"").expect("the explorer")..];
+    assert!(explorer.contains("<div class=\"explorer\" id=\"explorer\" data-key=\"dialogue\">"));
     for f in [
         "model",
         "scenario",
@@ -277,8 +299,7 @@ fn sections_follow_the_dom_contract() {
             "{f}"
         );
     }
-    assert!(sections[0].html.0.contains("id=\"leaderboard-table\""));
-    let html = report.page(&summary).render();
+    assert!(html.contains("<a href=\"#explorer\">Dialogue explorer</a>"));
     assert!(!html.contains("http://") && !html.contains("https://"));
 }
 
@@ -286,8 +307,8 @@ fn sections_follow_the_dom_contract() {
 fn transcripts_are_gzip_chunks_of_json_lines() {
     use base64::Engine;
     use std::io::Read;
-    let mut report = folded();
-    let html = report.explorer.html();
+    let (mut report, records) = folded_with_records();
+    let html = page(&mut report, &records);
     let start = html.find("data-chunk=\"0\">").unwrap() + "data-chunk=\"0\">".len();
     let end = start + html[start..].find('<').unwrap();
     let bytes = base64::engine::general_purpose::STANDARD
@@ -302,23 +323,58 @@ fn transcripts_are_gzip_chunks_of_json_lines() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 2);
+    // Both reached their target action (`Done`, their last valid answer's): in priority order,
+    // group m1 first (its only dialogue), then m2.
+    assert_eq!(lines[0]["i"], "sc/0001/m1/r0");
     assert_eq!(lines[1]["i"], "sc/0002/m2/r0");
     assert_eq!(lines[1]["t"][1]["k"], 2);
     assert_eq!(lines[1]["t"][2]["k"], 1);
-    // Judge 1 agreed with the consensus (left out), judges 2 and 3 did not.
+    // Judge 1 agreed with the consensus (left out), judges 2 and 3 did not; each judge's
+    // weighted Chat on 0-100.
     assert!(lines[1]["t"][0]["j"][0].get("c").is_none());
     assert_eq!(lines[1]["t"][0]["j"][1]["c"], json!(["y"]));
-    // The row: id, model 1, scenario 0, route 0, level 0, persona 0, end 0, mean overall
-    // of the scored turns (100 + 20) / 2, flags format and infra, 3 turns, chunk 0, line 1.
-    // Last, the routes it reached with the mean Logic of its turns there: route 0 (s1>s2
-    // -> Done) at 100, route 1 (s1 -> Stop) at 0 (the format error; the infrastructure
-    // error is not scored).
-    let row = "[\"sc/0002/m2/r0\",1,0,0,0,0,0,60,3,3,0,1,[[0,100],[1,0]]]";
+    assert_eq!(lines[1]["t"][0]["j"][0]["w"], json!(100.0));
+    // Every score on 0-100: Acc_cls, Sim_path, Acc_action, Logic, Chat, Overall.
+    assert_eq!(
+        lines[0]["t"][0]["s"],
+        json!([100.0, 100.0, 100.0, 80.0, 100.0, 84.0])
+    );
+    // The row: id, chunk 0, line 1, case, then model 1, scenario 0, route 0, level 0,
+    // persona 0, end 0, mean overall of the scored turns (100 + 20) / 2, flags format and
+    // infra, 3 turns, and the routes it reached with the mean Logic of its turns there:
+    // route 0 (s1>s2 -> Done) at 100, route 1 (s1 -> Stop) at 0 (the format error; the
+    // infrastructure error is not scored).
+    // The tables are sorted: reached route 0 is `s1 -> Stop`, 1 `s1>s2 -> Done`.
+    let row = "[\"sc/0002/m2/r0\",0,1,\"sc/0002/r0\",1,0,0,0,0,0,60.0,3,3,[[0,0.0],[1,100.0]]]";
     assert!(html.contains(row), "{row}");
-    let row = "[\"sc/0001/m1/r0\",0,0,0,0,0,0,68,0,3,0,0,[[0,70],[1,40]]]";
+    let row = "[\"sc/0001/m1/r0\",0,0,\"sc/0001/r0\",0,0,0,0,0,0,68.0,0,3,[[0,40.0],[1,70.0]]]";
     assert!(html.contains(row), "{row}");
-    assert!(html.contains("\"reached\":[\"sc: s1>s2 -> Done\",\"sc: s1 -> Stop\"]"));
-    assert!(html.contains("<option value=\"1\">sc: s1 -&gt; Stop</option>"));
+    assert!(html.contains("\"reached\":[\"sc: s1 -> Stop\",\"sc: s1>s2 -> Done\"]"));
+    assert!(html.contains("<option value=\"0\">sc: s1 -&gt; Stop</option>"));
+}
+
+#[test]
+fn above_the_limit_the_page_embeds_the_choice_and_says_so() {
+    let (_, records) = folded_with_records();
+    let mut report = SageReport::new(info(), Vec::new()).with_limits(explorer::Limits {
+        dialogues: 1,
+        bytes: 1 << 20,
+    });
+    for (i, r) in records.iter().enumerate() {
+        report.add(r, i as u64);
+    }
+    let html = page(&mut report, &records);
+    // Both reached their target action (`Done`, their last valid answer's): the sample takes
+    // group m1's (the first group) alone.
+    let rows = &html[html.find("\"rows\":").expect("the rows")..];
+    assert!(
+        rows.starts_with("\"rows\":[[\"sc/0001/m1/r0\",0,0,"),
+        "{rows}"
+    );
+    assert!(!rows.contains("\"sc/0002/m2/r0\""), "{rows}");
+    assert!(html.contains("data-total=\"2\" data-listed=\"1\" data-embedded=\"1\" data-failing=\"0\" data-failing-embedded=\"0\""), "{html}");
+    assert!(html.contains("This page embeds 1 of the run's 2 dialogues with their transcript"));
+    assert!(html.contains("<code class=\"show\">sage show results/r ID</code>"));
 }
 
 #[test]

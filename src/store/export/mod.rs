@@ -18,7 +18,7 @@ pub mod example;
 pub mod select;
 mod write;
 
-use super::{Manifest, RunDir, StoreError, io};
+use super::{Manifest, RunDir, StoreError};
 use crate::plan::derive_seed;
 use crate::prompts;
 use crate::protocol::DialogueRecord;
@@ -31,7 +31,7 @@ use example::{
 use select::{Caps, Location, Seen};
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -467,41 +467,6 @@ impl Parts {
     }
 }
 
-/// Reads single records of dialogues.jsonl again, by the byte offset of their line.
-pub(crate) struct Reread {
-    file: BufReader<File>,
-    path: PathBuf,
-    line: Vec<u8>,
-}
-
-impl Reread {
-    /// Opens the folder's dialogues.jsonl.
-    pub(crate) fn open(run: &RunDir) -> Result<Reread, StoreError> {
-        let path = run.file("dialogues.jsonl");
-        let file = File::open(&path).map_err(io(&path))?;
-        Ok(Reread {
-            file: BufReader::with_capacity(1 << 16, file),
-            path,
-            line: Vec::new(),
-        })
-    }
-
-    /// The record whose line starts at `offset`.
-    pub(crate) fn at(&mut self, offset: u64) -> Result<DialogueRecord, StoreError> {
-        self.file
-            .seek(SeekFrom::Start(offset))
-            .map_err(io(&self.path))?;
-        self.line.clear();
-        self.file
-            .read_until(b'\n', &mut self.line)
-            .map_err(io(&self.path))?;
-        serde_json::from_slice(&self.line).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
-            message: format!("the record at byte {offset} (read again): {e}"),
-        })
-    }
-}
-
 /// A record that passed the filters, ready to be walked.
 struct Ready {
     system: String,
@@ -645,7 +610,7 @@ fn examples(
         return Ok(());
     }
     // The examples kept, in file order: each record read again once.
-    let mut reread = Reread::open(run)?;
+    let mut reread = run.reread::<DialogueRecord>("dialogues.jsonl")?;
     let mut ignored = ExportStats::default();
     for group in kept.at.chunk_by(|a, b| a.offset == b.offset) {
         let record = reread.at(group[0].offset)?;
@@ -743,7 +708,7 @@ fn pairs(
         stats.dpo = Some(dpo_stats);
         return Ok(());
     }
-    let mut reread = Reread::open(run)?;
+    let mut reread = run.reread::<DialogueRecord>("dialogues.jsonl")?;
     let mut seen = options.dedup.then(Seen::default);
     let mut per_scenario: HashMap<String, usize> = HashMap::new();
     let mut per_route: HashMap<(String, String), usize> = HashMap::new();
