@@ -218,7 +218,7 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                         th.num data-sort=(c.key) title=(c.meaning)
                             aria-sort=[(c.key == "overall").then_some("descending")] { (c.heading) }
                     }
-                    th.num data-sort="noise_floor" title=(NOISE_FLOOR) { "OA noise floor" }
+                    th.num data-sort="noise_floor" title=(NOISE_FLOOR) { "Noise floor" }
                     @for k in &ks {
                         th.num data-sort={ "pass^" (k) } title={ "cases passing all of " (k) " repeats, %" } {
                             "pass^" (k)
@@ -337,7 +337,7 @@ fn legend(summary: &Summary, names: &dyn Fn(&str) -> String) -> Markup {
             @for c in &LEADERBOARD {
                 div { dt { (c.heading) } dd { (c.meaning) } }
             }
-            div { dt { "OA noise floor" } dd { (NOISE_FLOOR) } }
+            div { dt { "Noise floor" } dd { (NOISE_FLOOR) } }
             @if !ks.is_empty() {
                 div {
                     dt { "pass^k" }
@@ -386,6 +386,8 @@ pub(super) const LEADERBOARD_CSS: &str = r#"
 #leaderboard td.best{font-weight:bold}
 #leaderboard td.num,#leaderboard .model-name{white-space:nowrap}
 #leaderboard-table td.num .ci{display:block}
+#leaderboard-table th,#leaderboard-table td{padding:3px 6px}
+#leaderboard-table th.num{max-width:6.5em}
 #leaderboard .best-mark{font-weight:normal;color:var(--accent)}
 #scenario-matrix th{vertical-align:bottom}
 #scenario-matrix .scenario-name{font-weight:normal;font-size:11px;color:var(--muted)}
