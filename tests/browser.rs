@@ -316,7 +316,7 @@ fn loads_blocked_by_the_content_security_policy_are_seen_and_data_urls_listed() 
         "csp.html",
         &format!(
             "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
-            sage::report::page::csp(&["fetch('http://127.0.0.1:9/z').catch(() => 0)"])
+            sage::report::page::csp(&["fetch('http://127.0.0.1:9/z').catch(() => 0)"], &[])
         ),
         &format!(
             "<img src=\"{png}\" alt=\"\"><img src=\"http://127.0.0.1:9/y.png\" alt=\"\">\

@@ -54,7 +54,7 @@ fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
 fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathBuf {
     tab.set_viewport(size.0, size.1).expect("viewport");
     let cut = format!(
-        "(e => {{ e.dataset.shotStyle = e.getAttribute('style') || ''; \
+        "(e => {{ e.dataset.shotStyle = e.style.cssText; \
          e.style.maxHeight = '{SHOT_HEIGHT}px'; e.style.overflow = 'hidden'; }})(document.querySelector({}))",
         js(selector)
     );
@@ -62,7 +62,7 @@ fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathB
     let path = screenshot_dir().join(format!("{name}.png"));
     tab.screenshot(&path, Some(selector)).expect("screenshot");
     tab.eval(&format!(
-        "(e => {{ e.setAttribute('style', e.dataset.shotStyle); delete e.dataset.shotStyle; }})(document.querySelector({}))",
+        "(e => {{ e.style.cssText = e.dataset.shotStyle; delete e.dataset.shotStyle; }})(document.querySelector({}))",
         js(selector)
     ))
     .expect("restore");

@@ -63,7 +63,7 @@ fn open<'b>(browser: &'b Browser, js: bool) -> Tab<'b> {
     tab.set_viewport(1280, 900).expect("viewport");
     if js {
         tab.wait_for(
-            "document.getElementById('explorer').dataset.ready !== undefined",
+            "document.querySelector('div#explorer').dataset.ready !== undefined",
             READY,
         )
         .expect("the page is ready");

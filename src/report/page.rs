@@ -6,7 +6,9 @@
 //! [`Markup`], so text from a record cannot become markup unless a renderer wraps it in
 //! `PreEscaped` on purpose. The scripts are the `.js` files of `src/report/js/`, inlined and
 //! listed by their SHA-256 in the policy (`script-src 'sha256-…'`, no `'unsafe-inline'`): a
-//! script that is not one of them does not run, whatever a record holds.
+//! script that is not one of them does not run, whatever a record holds. The style sheet is
+//! allowed the same way (`style-src 'sha256-…'`): the report uses no `style` attribute (colours
+//! are classes or SVG attributes; scripts set styles through the CSSOM).
 //!
 //! DOM contract (checked through a real browser, see docs/report.md): every section is a
 //! `<section id="ID" data-section="ID">` whose first child is its `<h2>`; the table of contents
@@ -69,17 +71,27 @@ pub fn csp_hash(text: &str) -> String {
     )
 }
 
-/// The Content Security Policy of a page whose only scripts are `scripts`: nothing may be
-/// fetched (no network, no file, no `data:` fetch), only those scripts run (by hash, never
-/// `'unsafe-inline'`), inline styles and `data:` images are allowed.
-pub fn csp(scripts: &[&str]) -> String {
-    let mut script_src: Vec<String> = scripts.iter().map(|s| csp_hash(s)).collect();
-    if script_src.is_empty() {
-        script_src.push("'none'".into());
-    }
+/// The Content Security Policy of a page whose only scripts are `scripts` and whose only style
+/// sheets are the `<style>` elements `styles`: nothing may be fetched (no network, no file, no
+/// `data:` fetch), only those scripts run and only those style sheets apply (each by its hash,
+/// never `'unsafe-inline'`: no inline event handler, `style` attribute or injected element
+/// takes effect), `data:` images are allowed.
+pub fn csp(scripts: &[&str], styles: &[&str]) -> String {
+    let sources = |texts: &[&str]| -> String {
+        if texts.is_empty() {
+            "'none'".into()
+        } else {
+            texts
+                .iter()
+                .map(|t| csp_hash(t))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
     format!(
-        "default-src 'none'; style-src 'unsafe-inline'; script-src {}; img-src data:; base-uri 'none'; form-action 'none'",
-        script_src.join(" ")
+        "default-src 'none'; style-src {}; script-src {}; img-src data:; base-uri 'none'; form-action 'none'",
+        sources(styles),
+        sources(scripts)
     )
 }
 
@@ -163,7 +175,7 @@ impl<W: Write> PageWriter<W> {
             (DOCTYPE)
             head {
                 meta charset="utf-8";
-                meta http-equiv="Content-Security-Policy" content=(csp(&head.scripts));
+                meta http-equiv="Content-Security-Policy" content=(csp(&head.scripts, &[&styles]));
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (head.title) }
                 // The style sheet is this crate's constants, not a record's text.
@@ -302,14 +314,24 @@ mod tests {
         let html = page.render();
         assert!(html.contains("<title>Run &lt;1&gt;</title>"));
         assert!(html.contains("default-src 'none'"));
-        let script_src = html
-            .split(';')
-            .find(|d| d.trim().starts_with("script-src"))
-            .unwrap();
+        let directive = |name: &str| {
+            html.split(['"', ';'])
+                .map(str::trim)
+                .find(|d| d.starts_with(name))
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(
-            script_src.trim(),
+            directive("script-src"),
             format!("script-src {}", csp_hash("let s = 1;"))
         );
+        // The one style element, by the hash of its exact text.
+        let css = &html[html.find("<style>").unwrap() + 7..html.find("</style>").unwrap()];
+        assert_eq!(
+            directive("style-src"),
+            format!("style-src {}", csp_hash(css))
+        );
+        assert!(!html.contains("unsafe-inline"));
         assert!(html.contains("<a href=\"#leaderboard\">Leaderboard</a>"));
         assert!(html.contains("<section id=\"leaderboard\" data-section=\"leaderboard\"><h2>Leaderboard</h2><p>x&lt;/p&gt;&lt;script&gt;alert(1)&lt;/script&gt;</p></section>"));
         assert!(html.contains("<script>let s = 1;</script>"));
