@@ -496,3 +496,87 @@ fn a_wide_sop_reads_as_well() {
     )
     .expect("screenshot");
 }
+
+/// A route's "every model" link opens the case of its worst dialogue (the lowest mean Logic of
+/// a dialogue's scored turns on the route, ties by case id), computed here from the records,
+/// with every model's dialogue of that case side by side.
+#[test]
+fn a_routes_worst_case_opens_across_every_model() {
+    use sage::protocol::{DialogueRecord, ServiceOutcome};
+    let folder = default_run();
+    // Per (scenario, route key), the worst (mean Logic, case) from dialogues.jsonl.
+    let mut worst: std::collections::BTreeMap<(String, String), (f64, String)> = Default::default();
+    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).expect("records");
+    for line in text.lines() {
+        let record: DialogueRecord = serde_json::from_str(line).expect("a record");
+        let job = &record.job;
+        let mut on: std::collections::BTreeMap<String, (f64, u32)> = Default::default();
+        for t in &record.turns {
+            if let (Some(s), Some(Ok(route)), false) = (
+                t.scores,
+                &t.reference,
+                matches!(t.outcome, ServiceOutcome::InfraError { .. }),
+            ) {
+                let e = on
+                    .entry(sage::scoring::summary::route_key(route))
+                    .or_default();
+                e.0 += s.logic;
+                e.1 += 1;
+            }
+        }
+        let case = sage::report::explorer::case_id(&job.dialogue_id, &job.service_model);
+        for (key, (sum, n)) in on {
+            let mean = sum / f64::from(n);
+            let slot = worst
+                .entry((job.scenario.clone(), key))
+                .or_insert((f64::INFINITY, String::new()));
+            if (mean, &case) < (slot.0, &slot.1) {
+                *slot = (mean, case.clone());
+            }
+        }
+    }
+    let browser = Browser::launch();
+    let tab = open(&browser, true);
+    let links = tab
+        .eval(
+            "[...document.querySelectorAll('table.routes tr[data-route]')].map(r => [r.closest('table').dataset.scenario, \
+             r.dataset.route, (r.querySelector('td[data-col=case] a.case') || {getAttribute: () => null}).getAttribute('href')])",
+        )
+        .expect("links");
+    let links: Vec<(String, String, Option<String>)> = serde_json::from_value(links).expect("rows");
+    assert!(links.len() > 30, "every scenario's routes: {}", links.len());
+    for (scenario, route, href) in &links {
+        let want = worst
+            .get(&(scenario.clone(), route.clone()))
+            .map(|(_, case)| sage::report::explorer::case_anchor(case));
+        assert_eq!(href, &want, "{scenario} {route}");
+    }
+    // Following one opens that case with every model's dialogue in its columns.
+    let (scenario, route, href) = links
+        .iter()
+        .find(|(_, _, h)| h.is_some())
+        .expect("a reached route");
+    let case = &worst[&(scenario.clone(), route.clone())].1;
+    tab.eval(&format!(
+        "document.querySelector('table.routes[data-scenario=' + {} + '] tr[data-route=' + {} + '] td[data-col=case] a').click()",
+        js(&js(scenario)),
+        js(&js(route))
+    ))
+    .expect("follow");
+    tab.wait_for(
+        &format!(
+            "(v => v && v.dataset.case === {} && v.querySelectorAll('table.case-turns th[data-model]').length > 0)(document.getElementById('dialogue-view'))",
+            js(case)
+        ),
+        READY,
+    )
+    .unwrap_or_else(|e| panic!("{href:?} opens its case: {e}"));
+    let shown = tab
+        .eval("[...document.querySelectorAll('#dialogue-view table.case-turns th[data-model]')].map(t => t.dataset.model)")
+        .expect("models");
+    let mut shown: Vec<String> = serde_json::from_value(shown).expect("names");
+    shown.sort();
+    let mut want = models(folder);
+    want.sort();
+    assert_eq!(shown, want, "every model of the run plays the case");
+}

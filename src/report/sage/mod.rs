@@ -65,6 +65,9 @@ pub struct RouteUse {
     pub by_model: BTreeMap<String, Mean>,
     /// Per model under test, its dialogues that reached the route.
     pub dialogues_by_model: BTreeMap<String, usize>,
+    /// The case (`report::explorer::case_id`) of the dialogue with the lowest mean Logic on the
+    /// route, with that mean (ties: the smaller case id): the case to read across models.
+    pub worst_case: Option<(f64, String)>,
 }
 
 /// Judge agreement on one field: each pair of judges ([`judge_pairs`]) and the consensus
@@ -214,7 +217,8 @@ impl SageReport {
         let routes = self.routes.entry(job.scenario.clone()).or_default();
         let graph = self.graphs.entry(job.scenario.clone()).or_default();
         let judges = self.judges.entry(job.scenario.clone()).or_default();
-        let mut reached: BTreeSet<String> = BTreeSet::new();
+        // Per reached route, the Logic of this dialogue's turns on it.
+        let mut reached: BTreeMap<String, Mean> = BTreeMap::new();
         for t in &record.turns {
             let infra = matches!(t.outcome, ServiceOutcome::InfraError { .. });
             if let ServiceOutcome::FormatError { error, .. } = &t.outcome {
@@ -248,7 +252,7 @@ impl SageReport {
                     .entry(model.clone())
                     .or_default()
                     .add(scores.logic);
-                reached.insert(key);
+                reached.entry(key).or_default().add(scores.logic);
                 graph.add(model, &route.path, &route.action, scores.logic);
             }
             // Judges: every turn the panel classified.
@@ -326,10 +330,20 @@ impl SageReport {
                 self.split_turns += u64::from(split_here);
             }
         }
-        for key in reached {
+        for (key, logic) in reached {
             if let Some(r) = routes.get_mut(&key) {
                 r.dialogues += 1;
                 *r.dialogues_by_model.entry(model.clone()).or_default() += 1;
+                if let Some(logic) = logic.get() {
+                    let case = explorer::case_id(&job.dialogue_id, model);
+                    let worse = r
+                        .worst_case
+                        .as_ref()
+                        .is_none_or(|(l, c)| logic.total_cmp(l).then_with(|| case.cmp(c)).is_lt());
+                    if worse {
+                        r.worst_case = Some((logic, case));
+                    }
+                }
             }
         }
         self.explorer.add(record, at);

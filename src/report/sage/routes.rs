@@ -85,7 +85,7 @@ impl SageReport {
             table.data.routes data-scenario=(id) {
                 tr {
                     th { "Route" } th.num { "Targeted" } th.num { "Dialogues" } th.num { "Turns" }
-                    th.num { "Mean Logic" } th { "Weakest model" }
+                    th.num { "Mean Logic" } th { "Weakest model" } th { "Worst case" }
                 }
                 @for k in &keys {
                     (route_row(
@@ -172,6 +172,14 @@ fn route_row(scenario: &str, key: &str, u: &RouteUse, targeted: usize) -> Markup
                 @if let Some((m, v)) = weakest {
                     a href=(route_anchor(scenario, key, Some(m))) title="its dialogues on this route, worst first" { (m) }
                     " (" (num(v)) ")"
+                }
+            }
+            td data-col="case" {
+                @if let Some((_, case)) = &u.worst_case {
+                    a.case href=(explorer::case_anchor(case))
+                        title="the case of the route's worst dialogue, every model's turns side by side" {
+                        "every model"
+                    }
                 }
             }
         }
