@@ -20,8 +20,9 @@ fn excerpt_of<'a>(html: &'a str, id: &str) -> &'a str {
     &rest[..rest.find("</details>").expect("the excerpt ends")]
 }
 
+/// `text` as the page writes it (maud's escaping).
 fn escape(text: &str) -> String {
-    sage::report::escape(text)
+    maud::html! { (text) }.into_string()
 }
 
 /// The page references nothing outside itself: no element loads anything, every link is a

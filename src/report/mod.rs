@@ -29,5 +29,5 @@ pub mod stats;
 pub mod transcript;
 
 pub use explorer::{dialogue_anchor, encode_uri_component};
-pub use page::{Page, Section, escape};
+pub use page::{Page, Section};
 pub use sage::{RunInfo, SageReport};

@@ -41,11 +41,6 @@ impl Section {
         }
     }
 
-    /// A section whose body was built as a string by a renderer that escaped every value from
-    /// a record itself. Only for the renderers not yet written with `maud`.
-    pub fn trusted(id: impl Into<String>, title: impl Into<String>, html: String) -> Self {
-        Section::new(id, title, PreEscaped(html))
-    }
 }
 
 /// A whole report page.
@@ -124,23 +119,6 @@ svg.chart .axis{stroke:var(--line)}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
 pre{white-space:pre-wrap;background:var(--panel);padding:8px;border-radius:4px}
 "#;
-
-/// HTML-escapes `text` for element content and quoted attribute values (for the renderers not
-/// yet written with `maud`, and for text that is not HTML, such as a terminal's).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// What a page says before its sections: its title, style rules, scripts and table of contents.
 #[derive(Debug, Clone, Default)]
@@ -290,14 +268,6 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_covers_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
-    }
 
     #[test]
     fn a_page_lists_its_sections_escapes_text_and_allows_only_its_scripts() {
