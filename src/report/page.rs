@@ -40,7 +40,6 @@ impl Section {
             html,
         }
     }
-
 }
 
 /// A whole report page.

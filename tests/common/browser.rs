@@ -681,6 +681,24 @@ impl Tab<'_> {
         std::fs::write(path, png).map_err(|e| CdpError::Io(format!("{}: {e}", path.display())))
     }
 
+    /// A PNG of what the window shows now (the viewport at its scroll position, sticky
+    /// elements where a reader sees them), written to `path`.
+    pub fn screenshot_viewport(&self, path: &Path) -> CdpResult<()> {
+        self.call("Page.bringToFront", json!({}))?;
+        let shot = self.call(
+            "Page.captureScreenshot",
+            json!({ "format": "png", "captureBeyondViewport": false }),
+        )?;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap_or_default())
+            .map_err(|e| CdpError::Protocol(format!("screenshot data: {e}")))?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CdpError::Io(format!("{}: {e}", parent.display())))?;
+        }
+        std::fs::write(path, png).map_err(|e| CdpError::Io(format!("{}: {e}", path.display())))
+    }
+
     /// Sets the viewport to `width` × `height` CSS pixels (device scale 1, not mobile).
     pub fn set_viewport(&self, width: u32, height: u32) -> CdpResult<()> {
         self.call(
