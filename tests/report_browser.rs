@@ -44,10 +44,13 @@ fn screenshot_sections(tab: &Tab<'_>, prefix: &str) -> Vec<PathBuf> {
 /// The height at which a screenshot is cut.
 const SHOT_HEIGHT: u32 = 1400;
 
-/// A screenshot of the element `selector` (its top [`SHOT_HEIGHT`] pixels) as `NAME.png` in
-/// the screenshot folder.
+/// A screenshot of the window, 1,280 x [`SHOT_HEIGHT`], with the element `selector` scrolled to
+/// the top (below the sticky table of contents, as a reader sees it), as `NAME.png` in the
+/// screenshot folder.
 fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
-    shot_at(tab, selector, name, (1280, 900))
+    let path = window_at(tab, selector, name, (1280, SHOT_HEIGHT));
+    tab.set_viewport(1280, 900).expect("viewport");
+    path
 }
 
 /// As [`shot`], in a window of `size` (width, height) pixels.
@@ -66,6 +69,20 @@ fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathB
         js(selector)
     ))
     .expect("restore");
+    path
+}
+
+/// A screenshot of the window at `size` as a reader sees it with `selector`'s top scrolled to
+/// just below the table of contents (sticky parts where they stay), written as `name`.png.
+fn window_at(tab: &Tab<'_>, selector: &str, name: &str, size: (u32, u32)) -> PathBuf {
+    tab.set_viewport(size.0, size.1).expect("viewport");
+    tab.eval(&format!(
+        "document.querySelector({}).scrollIntoView()",
+        js(selector)
+    ))
+    .expect("scroll");
+    let path = screenshot_dir().join(format!("{name}.png"));
+    tab.screenshot_viewport(&path).expect("screenshot");
     path
 }
 
@@ -829,7 +846,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         "sage show prints Acc_cls {acc_cls:.2}: {printed}"
     );
     assert!(printed.contains("not judged"), "{printed}");
-    shot_at(&tab, "div#explorer", "sage-explorer-1024", (1024, 800));
+    window_at(&tab, "div#explorer", "sage-explorer-1024", (1024, 800));
 
     // Wide: the transcript beside the list, each scrolling on its own.
     tab.set_viewport(1440, 900).expect("viewport");
@@ -847,7 +864,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         Value::Bool(true),
         "wide: the transcript is beside the list"
     );
-    shot_at(&tab, "div#explorer", "sage-explorer-wide", (1440, 900));
+    window_at(&tab, "div#explorer", "sage-explorer-wide", (1440, 900));
 
     // The case across models: one column per model, one row per turn.
     let case = sage::report::explorer::case_id(
