@@ -156,7 +156,15 @@ fn hostile_sage_records_stay_text() {
         let old = r["job"]["scenario"].as_str().expect("scenario").to_string();
         r["job"]["scenario"] = json!(scenario_id);
         r["job"]["dialogue_id"] = json!(id1.replacen(&old, &scenario_id, 1));
+        // Its last turn a format error whose judges could not be reached: the infrastructure
+        // error shows beside the format error (a run's order once put a format error last, and
+        // the page showed only that).
         if let Some(t) = r["turns"].as_array_mut().and_then(|t| t.last_mut()) {
+            t["outcome"] = json!({
+                "kind": "format_error",
+                "error": { "type": "invalid_json", "message": "expected value" },
+                "chat": "{not json",
+            });
             t["infra_error"] = json!(short);
         }
     }
@@ -229,7 +237,12 @@ fn hostile_sage_records_stay_text() {
     let text = tab
         .eval("document.getElementById('dialogue-view').textContent")
         .expect("text");
-    assert!(text.as_str().expect("text").contains(SCRIPT));
+    let text = text.as_str().expect("text");
+    assert!(text.contains("invalid JSON: expected value"), "{text}");
+    assert!(
+        text.contains(&format!("Infrastructure error: {SCRIPT}")),
+        "{text}"
+    );
 
     // The case across models: the hostile model's column.
     let case = id.replace(&format!("/{MODEL}/"), "/");

@@ -47,9 +47,13 @@ struct Turn<'a> {
     /// The model's raw output, when recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     w: Option<&'a str>,
-    /// The error (format or infrastructure), if any.
+    /// The outcome's error (format or infrastructure), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     e: Option<String>,
+    /// The turn's infrastructure error when it is not the outcome's (a format error whose
+    /// judges could not be reached, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    i: Option<&'a str>,
     /// 1 when the judges were not asked about this turn (`judge_turns`).
     #[serde(skip_serializing_if = "is_zero")]
     z: u8,
@@ -200,7 +204,12 @@ fn transcript(record: &DialogueRecord) -> Transcript<'_> {
                 }
                 ServiceOutcome::InfraError { error } => (2, "", Some(error.clone()), None),
             };
-            let e = e.or_else(|| t.infra_error.clone());
+            // The turn's own infrastructure error (the user, agent or judges unreachable)
+            // shows beside a format error, never in place of it.
+            let i = t
+                .infra_error
+                .as_deref()
+                .filter(|i| e.as_deref() != Some(*i));
             let r = t.reference.as_ref().map(|r| match r {
                 Ok(route) => Reference::Route {
                     p: &route.path,
@@ -246,7 +255,8 @@ fn transcript(record: &DialogueRecord) -> Transcript<'_> {
                 h: agent.map_or("", |a| a.cot.as_str()),
                 w: t.raw_output.as_deref(),
                 e,
-                z: u8::from(t.judges.is_none() && k != 2),
+                i,
+                z: u8::from(t.judges.is_none() && k != 2 && t.infra_error.is_none()),
                 a: agent.map(|a| aligned(&names, &a.classification)),
                 p: agent.map(|a| a.path.as_slice()),
                 x: agent.map(|a| a.action.as_str()),

@@ -95,7 +95,7 @@
 
   function turnView(d, t) {
     var kids = [];
-    var head = "Turn " + t.n + (t.k === 1 ? " · format error" : t.k === 2 ? " · infrastructure error" : "");
+    var head = "Turn " + t.n + (t.k === 1 ? " · format error" : "") + (t.k === 2 || t.i ? " · infrastructure error" : "");
     kids.push(el("h4", null, [head, t.z ? el("span", { "class": "tag not-judged" }, ["not judged"]) : null]));
     kids.push(el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u]));
     kids.push(el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""]));
@@ -104,6 +104,7 @@
       kids.push(el("details", { "class": "raw" }, [el("summary", null, ["Raw model output (" + t.w.length + " characters)"]), el("pre", null, [t.w])]));
     }
     if (t.e) kids.push(el("p", { "class": "err" }, [t.e]));
+    if (t.i) kids.push(el("p", { "class": "err" }, ["Infrastructure error: " + t.i]));
     var judges = t.j || [];
     var judged = !t.z;
     // The reference classification: the judges' consensus (the customer's truth when equal).
