@@ -119,15 +119,12 @@ pub(super) async fn publish_jobs<J: serde::Serialize>(
         }
         // A second submission of the same job within the window is dropped by the server.
         headers.insert("Nats-Msg-Id", header_value(&id));
-        let what = || format!("queueing jobs on {subject}");
-        let ack = bounded(
-            what(),
-            broker
-                .js
-                .publish_with_headers(subject.clone(), headers, payload.into()),
-        )
-        .await?;
-        pending.push(bounded(what(), ack.into_future()));
+        pending.push(publish_acked(
+            broker.js.clone(),
+            subject.clone(),
+            headers,
+            payload.into(),
+        ));
         queued += 1;
         if pending.len() >= PUBLISH_WINDOW
             && let Some(done) = pending.next().await
@@ -139,6 +136,46 @@ pub(super) async fn publish_jobs<J: serde::Serialize>(
         done?;
     }
     Ok(queued)
+}
+
+/// Publishes one job and awaits the server's confirmation. A publication that finds no stream
+/// for its subject is tried again after 250 ms and 500 ms (ADR-22's retry on "no responders"):
+/// a stream just created, by this process or another at the same moment, can miss its first
+/// publications on a loaded server. The job's message id makes a repeat harmless.
+async fn publish_acked(
+    js: async_nats::jetstream::Context,
+    subject: String,
+    headers: async_nats::HeaderMap,
+    payload: bytes::Bytes,
+) -> Result<(), NatsError> {
+    use async_nats::jetstream::context::PublishErrorKind;
+    let what = || format!("queueing jobs on {subject}");
+    let mut attempt = 0u32;
+    loop {
+        let result = match tokio::time::timeout(BROKER_WAIT, async {
+            js.publish_with_headers(subject.clone(), headers.clone(), payload.clone())
+                .await?
+                .await
+        })
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => {
+                return Err(NatsError::Timeout {
+                    what: what(),
+                    after: BROKER_WAIT,
+                });
+            }
+        };
+        match result {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == PublishErrorKind::StreamNotFound && attempt < 2 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(250 << (attempt - 1))).await;
+            }
+            Err(e) => return Err(js_error(what())(&e)),
+        }
+    }
 }
 
 /// Resumes a SAGE run that its cost budgets stopped, with `spec` (the run's spec from the
