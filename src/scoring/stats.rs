@@ -94,13 +94,32 @@ pub fn poisson_weights(seed: u64, cluster: &str, resamples: usize) -> Vec<u8> {
 /// percentile interval, in memory that does not grow with the clusters (B weighted sums per
 /// metric). Metric `m` counts its observations in denominator column `den[m]` (metrics observed
 /// on the same turns share one), `D` columns in all.
+///
+/// Every sum is of integers (observations in scale units, counts, small integer weights), held
+/// exactly, so folds of disjoint clusters can be added up or taken from each other
+/// ([`RatioFold::plus`], [`RatioFold::minus`]) and give what folding the clusters would.
 #[derive(Debug, Clone)]
 pub struct RatioFold<const N: usize, const D: usize> {
     den: [usize; N],
     num: [i128; N],
-    count: [u64; D],
-    /// `resamples` rows of `N + D` weighted sums (empty until the first cluster).
-    boot: Vec<f64>,
+    count: [i64; D],
+    /// One row of weighted sums per resample (empty until the first cluster).
+    boot: Vec<Row<N, D>>,
+}
+
+/// One resample's weighted sums: per metric, of its observations; per denominator column, of
+/// the observations counted.
+#[derive(Debug, Clone, Copy)]
+struct Row<const N: usize, const D: usize> {
+    sum: [f64; N],
+    count: [f64; D],
+}
+
+impl<const N: usize, const D: usize> Row<N, D> {
+    const ZERO: Self = Row {
+        sum: [0.0; N],
+        count: [0.0; D],
+    };
 }
 
 /// One cluster's observations of `N` metrics: per metric, the sum of its observations and, per
@@ -111,8 +130,8 @@ pub struct Cluster<const N: usize, const D: usize> {
     pub point: [i128; N],
     /// Per metric: the sum of the observations, each as `BOOT_SCALE` units.
     pub boot: [f64; N],
-    /// Per denominator column: observations.
-    pub count: [u64; D],
+    /// Per denominator column: observations (negative in a difference of clusters).
+    pub count: [i64; D],
 }
 
 impl<const N: usize, const D: usize> Cluster<N, D> {
@@ -137,6 +156,32 @@ impl<const N: usize, const D: usize> Cluster<N, D> {
     pub fn count(&mut self, d: usize) {
         self.count[d] += 1;
     }
+
+    /// This cluster's observations less `other`'s (the change a variant of the same turns
+    /// makes, say): exact, as every sum is of integers.
+    pub fn minus(&self, other: &Self) -> Self {
+        Cluster {
+            point: std::array::from_fn(|m| self.point[m] - other.point[m]),
+            boot: std::array::from_fn(|m| self.boot[m] - other.boot[m]),
+            count: std::array::from_fn(|d| self.count[d] - other.count[d]),
+        }
+    }
+
+    /// The observations of both clusters.
+    pub fn plus(&self, other: &Self) -> Self {
+        Cluster {
+            point: std::array::from_fn(|m| self.point[m] + other.point[m]),
+            boot: std::array::from_fn(|m| self.boot[m] + other.boot[m]),
+            count: std::array::from_fn(|d| self.count[d] + other.count[d]),
+        }
+    }
+
+    /// Whether it holds nothing: folding it changes no sum.
+    pub fn is_zero(&self) -> bool {
+        self.point.iter().all(|x| *x == 0)
+            && self.boot.iter().all(|x| *x == 0.0)
+            && self.count.iter().all(|x| *x == 0)
+    }
 }
 
 impl<const N: usize, const D: usize> Default for Cluster<N, D> {
@@ -158,28 +203,67 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
 
     /// Adds one cluster, weighted in resample `b` by `weights[b]`.
     pub fn add(&mut self, cluster: &Cluster<N, D>, weights: &[u8]) {
+        if cluster.is_zero() {
+            return;
+        }
         for m in 0..N {
             self.num[m] += cluster.point[m];
         }
         for d in 0..D {
             self.count[d] += cluster.count[d];
         }
-        let width = N + D;
         if self.boot.is_empty() {
-            self.boot = vec![0.0; weights.len() * width];
+            self.boot = vec![Row::ZERO; weights.len()];
         }
-        let mut row = vec![0.0; width];
-        row[..N].copy_from_slice(&cluster.boot);
-        for (r, c) in row[N..].iter_mut().zip(cluster.count) {
-            *r = c as f64;
-        }
-        for (sums, &w) in self.boot.chunks_exact_mut(width).zip(weights) {
-            if w == 0 {
-                continue;
-            }
+        let x = Row {
+            sum: cluster.boot,
+            count: cluster.count.map(|c| c as f64),
+        };
+        // Every row, weight 0 included: a multiplication costs less than a branch the
+        // weights' randomness makes the processor mispredict.
+        for (row, &w) in self.boot.iter_mut().zip(weights) {
             let w = f64::from(w);
-            for (s, x) in sums.iter_mut().zip(row.iter()) {
+            for (s, x) in row.sum.iter_mut().zip(&x.sum) {
                 *s += w * x;
+            }
+            for (s, x) in row.count.iter_mut().zip(&x.count) {
+                *s += w * x;
+            }
+        }
+    }
+
+    /// Adds the clusters `other` folded (clusters not in this fold, drawn with the same
+    /// weights): the fold of both sets, exactly.
+    pub fn plus(&mut self, other: &Self) {
+        self.combine(other, 1);
+    }
+
+    /// Takes away the clusters `other` folded (a part of this fold's clusters, or of their
+    /// observations): the fold of the rest, exactly.
+    pub fn minus(&mut self, other: &Self) {
+        self.combine(other, -1);
+    }
+
+    fn combine(&mut self, other: &Self, sign: i8) {
+        if other.boot.is_empty() {
+            return;
+        }
+        for m in 0..N {
+            self.num[m] += i128::from(sign) * other.num[m];
+        }
+        for d in 0..D {
+            self.count[d] += i64::from(sign) * other.count[d];
+        }
+        if self.boot.is_empty() {
+            self.boot = vec![Row::ZERO; other.boot.len()];
+        }
+        let sign = f64::from(sign);
+        for (row, x) in self.boot.iter_mut().zip(&other.boot) {
+            for (s, x) in row.sum.iter_mut().zip(&x.sum) {
+                *s += sign * x;
+            }
+            for (s, x) in row.count.iter_mut().zip(&x.count) {
+                *s += sign * x;
             }
         }
     }
@@ -188,7 +272,7 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
     /// resample in which a metric has no observation is skipped for it.
     pub fn metrics(&self, bootstrap: &Bootstrap) -> [Option<Metric>; N] {
         std::array::from_fn(|m| {
-            let n = self.count[self.den[m]];
+            let n = self.count[self.den[m]].max(0);
             let mean = self.mean(m)?;
             let draws = self.draws(bootstrap, |row| self.draw(row, m));
             let (ci_low, ci_high) = interval(&draws, bootstrap).unwrap_or((mean, mean));
@@ -238,7 +322,7 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
         self.mean(m)?;
         let draws: Vec<f64> = self
             .boot
-            .chunks_exact(N + D)
+            .iter()
             .take(bootstrap.resamples)
             .filter_map(|row| self.draw(row, m))
             .collect();
@@ -259,16 +343,16 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
     }
 
     /// Metric `m`'s mean in one resample's row; `None` when the resample holds no observation.
-    fn draw(&self, row: &[f64], m: usize) -> Option<f64> {
-        let den = row[N + self.den[m]];
-        (den > 0.0).then(|| row[m] / BOOT_SCALE / den)
+    fn draw(&self, row: &Row<N, D>, m: usize) -> Option<f64> {
+        let den = row.count[self.den[m]];
+        (den > 0.0).then(|| row.sum[m] / BOOT_SCALE / den)
     }
 
     /// `f` of every resample's row (those it gives a value for), sorted.
-    fn draws(&self, bootstrap: &Bootstrap, f: impl Fn(&[f64]) -> Option<f64>) -> Vec<f64> {
+    fn draws(&self, bootstrap: &Bootstrap, f: impl Fn(&Row<N, D>) -> Option<f64>) -> Vec<f64> {
         let mut draws: Vec<f64> = self
             .boot
-            .chunks_exact(N + D)
+            .iter()
             .take(bootstrap.resamples)
             .filter_map(f)
             .collect();

@@ -16,7 +16,7 @@ use crate::protocol::{
 };
 use crate::scenario::{Adversarial, Value};
 use crate::sop::Route;
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -444,11 +444,15 @@ impl<'r> TurnFact<'r> {
             ServiceOutcome::Valid { turn } => Some(turn.chat.chars().count() as f64),
             _ => None,
         };
-        let dims: Vec<[f64; 5]> = answered_chat_scores(self.record)
-            .iter()
-            .map(chat_dimensions)
-            .collect();
-        let dim = |k: usize| mean(&dims.iter().map(|d| d[k]).collect::<Vec<_>>());
+        // Each chat dimension's mean over the judges that answered (summed in their order).
+        let (mut sums, mut judges) = ([0.0; 5], 0usize);
+        for chat in answered_chat_scores(self.record) {
+            for (sum, x) in sums.iter_mut().zip(chat_dimensions(chat)) {
+                *sum += x;
+            }
+            judges += 1;
+        }
+        let dim = |k: usize| (judges > 0).then(|| sums[k] / judges as f64);
         self.observed = [
             Some(s.overall),
             Some(s.logic),
@@ -498,19 +502,25 @@ impl<'r> Dialogue<'r> {
         (self.record.turns.iter().flat_map(|t| &t.calls)).chain(&self.record.closing_calls)
     }
 
-    /// The released code's path variant: Sim_path replaced by the prefix score, Logic and
-    /// Overall recomputed.
-    fn with_prefix_path(&self) -> Dialogue<'r> {
-        let mut d = self.clone();
-        for f in &mut d.turns {
-            if let Some(s) = &mut f.scores {
-                s.sim_path = s.sim_path_prefix;
-                s.logic = logic(s.acc_cls, s.sim_path, s.acc_action);
-                s.overall = overall(s.logic, s.chat);
+    /// The released code's path variant of each turn whose scores it changes (Sim_path
+    /// replaced by the prefix score, Logic and Overall recomputed): the turn's index and its
+    /// facts as the variant sees them.
+    fn prefix_path_changes(&self) -> Vec<(usize, TurnFact<'r>)> {
+        let mut out = Vec::new();
+        for (i, f) in self.turns.iter().enumerate() {
+            let Some(s) = f.scores else { continue };
+            let mut variant = s;
+            variant.sim_path = s.sim_path_prefix;
+            variant.logic = logic(variant.acc_cls, variant.sim_path, variant.acc_action);
+            variant.overall = overall(variant.logic, variant.chat);
+            if variant != s {
+                let mut fact = f.clone();
+                fact.scores = Some(variant);
+                fact.observe();
+                out.push((i, fact));
             }
-            f.observe();
         }
-        d
+        out
     }
 
     /// Means of the scored turns' (overall, logic, chat); `None` without a scored turn.
@@ -554,57 +564,114 @@ const COLUMNS: usize = 4;
 #[derive(Debug, Clone)]
 struct GroupFold {
     dialogues: usize,
-    /// Turns with scores (see [`GroupStats::turns`]).
-    scored: usize,
-    valid: usize,
-    format_errors: usize,
-    infra: usize,
-    unjudged: usize,
+    turns: TurnCounts,
     means: RatioFold<METRICS, COLUMNS>,
+}
+
+/// Turns of a group by what happened in them.
+#[derive(Debug, Clone, Copy, Default)]
+struct TurnCounts {
+    /// Turns with scores (see [`GroupStats::turns`]).
+    scored: i64,
+    valid: i64,
+    format_errors: i64,
+    infra: i64,
+    unjudged: i64,
+}
+
+impl TurnCounts {
+    fn combine(&mut self, other: &TurnCounts, sign: i64) {
+        self.scored += sign * other.scored;
+        self.valid += sign * other.valid;
+        self.format_errors += sign * other.format_errors;
+        self.infra += sign * other.infra;
+        self.unjudged += sign * other.unjudged;
+    }
 }
 
 impl Default for GroupFold {
     fn default() -> Self {
         GroupFold {
             dialogues: 0,
-            scored: 0,
-            valid: 0,
-            format_errors: 0,
-            infra: 0,
-            unjudged: 0,
+            turns: TurnCounts::default(),
             means: RatioFold::new(DENOMINATORS),
         }
     }
 }
 
+/// The turns of `d` that `select` picks, as one cluster of observations and their counts;
+/// `None` when it picks none.
+fn gather(
+    d: &Dialogue,
+    select: impl Fn(&TurnFact) -> bool,
+) -> Option<(Cluster<METRICS, COLUMNS>, TurnCounts)> {
+    let mut cluster = Cluster::<METRICS, COLUMNS>::new();
+    let mut counts = TurnCounts::default();
+    let mut any = false;
+    for f in d.turns.iter().filter(|f| select(f)) {
+        any = true;
+        counts.scored += i64::from(f.scores.is_some());
+        match f.kind {
+            Kind::Valid => counts.valid += 1,
+            Kind::FormatError => counts.format_errors += 1,
+            Kind::Infra => counts.infra += 1,
+            Kind::Unjudged => counts.unjudged += 1,
+        }
+        cluster = cluster.plus(&observations(f));
+    }
+    any.then_some((cluster, counts))
+}
+
+/// One turn's observations, as a cluster of that turn alone.
+fn observations(f: &TurnFact) -> Cluster<METRICS, COLUMNS> {
+    let mut cluster = Cluster::new();
+    for (m, x) in f.observed.iter().enumerate() {
+        cluster.observe(m, *x);
+    }
+    for (column, first) in [(0, 0), (1, FORMAT_ERROR), (2, 8), (3, 9)] {
+        if f.observed[first].is_some() {
+            cluster.count(column);
+        }
+    }
+    cluster
+}
+
 impl GroupFold {
-    /// Adds the turns of `d` that `select` picks (nothing when it picks none).
-    fn add(&mut self, d: &Dialogue, select: impl Fn(&TurnFact) -> bool, weights: &[u8]) {
-        let mut cluster = Cluster::<METRICS, COLUMNS>::new();
-        let mut any = false;
-        for f in d.turns.iter().filter(|f| select(f)) {
-            any = true;
-            self.scored += usize::from(f.scores.is_some());
-            match f.kind {
-                Kind::Valid => self.valid += 1,
-                Kind::FormatError => self.format_errors += 1,
-                Kind::Infra => self.infra += 1,
-                Kind::Unjudged => self.unjudged += 1,
-            }
-            for (m, x) in f.observed.iter().enumerate() {
-                cluster.observe(m, *x);
-            }
-            let observed = |m: usize| f.observed[m].is_some();
-            for (column, first) in [(0, 0), (1, FORMAT_ERROR), (2, 8), (3, 9)] {
-                if observed(first) {
-                    cluster.count(column);
-                }
-            }
-        }
-        if any {
-            self.dialogues += 1;
-            self.means.add(&cluster, weights);
-        }
+    /// Adds the turns of `d` that `select` picks (nothing when it picks none); whether it
+    /// picked any.
+    fn add(&mut self, d: &Dialogue, select: impl Fn(&TurnFact) -> bool, weights: &[u8]) -> bool {
+        let Some((cluster, counts)) = gather(d, select) else {
+            return false;
+        };
+        self.dialogues += 1;
+        self.turns.combine(&counts, 1);
+        self.means.add(&cluster, weights);
+        true
+    }
+
+    /// The fold of both groups' dialogues (disjoint groups).
+    fn plus(&self, other: &GroupFold) -> GroupFold {
+        let mut out = self.clone();
+        out.dialogues += other.dialogues;
+        out.turns.combine(&other.turns, 1);
+        out.means.plus(&other.means);
+        out
+    }
+
+    /// This group without the turns of `part` (turns of its dialogues), counting `dialogues`.
+    fn without(&self, part: &GroupFold, dialogues: usize) -> GroupFold {
+        let mut out = self.clone();
+        out.dialogues = dialogues;
+        out.turns.combine(&part.turns, -1);
+        out.means.minus(&part.means);
+        out
+    }
+
+    /// The sum of `groups` (disjoint).
+    fn sum<'g>(groups: impl IntoIterator<Item = &'g GroupFold>) -> GroupFold {
+        groups
+            .into_iter()
+            .fold(GroupFold::default(), |acc, g| acc.plus(g))
     }
 
     fn stats(&self, bootstrap: &Bootstrap) -> GroupStats {
@@ -624,13 +691,14 @@ impl GroupFold {
             user_satisfaction,
             instruction_compliance,
         ] = self.means.metrics(bootstrap);
+        let count = |n: i64| usize::try_from(n).unwrap_or(0);
         GroupStats {
             dialogues: self.dialogues,
-            turns: self.scored,
-            valid_turns: self.valid,
-            format_error_turns: self.format_errors,
-            infra_error_turns: self.infra,
-            unjudged_turns: self.unjudged,
+            turns: count(self.turns.scored),
+            valid_turns: count(self.turns.valid),
+            format_error_turns: count(self.turns.format_errors),
+            infra_error_turns: count(self.turns.infra),
+            unjudged_turns: count(self.turns.unjudged),
             overall,
             logic,
             chat,
@@ -694,26 +762,44 @@ const ROLES: [&str; 4] = ["service", "user", "judge", "other"];
 /// The adversarial levels, in their order.
 const LEVELS: [Adversarial; 3] = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong];
 
-/// Everything folded about one model under test.
+/// Everything folded about one model under test. Each dialogue is folded into as few groups
+/// as its breakdowns need; the summary's other groups are sums and differences of these
+/// (exact: see [`RatioFold::plus`]), which spares the run most of the bootstrap's work.
 #[derive(Debug, Clone, Default)]
 struct ModelFold {
     simulated: bool,
     structured_output: Option<crate::plan::model::StructuredOutput>,
     dialogues: usize,
-    all: GroupFold,
-    turn_level: GroupFold,
+    /// Every turn, per scenario (the model's `all` is their sum).
     by_scenario: BTreeMap<String, GroupFold>,
     by_adversarial: [GroupFold; 3],
-    /// `t1`, `t5`, `t10`, `t15`, `final`.
-    by_turn: [GroupFold; 5],
-    /// Drop format errors, prefix path, both.
-    released: [GroupFold; 3],
+    /// The turns at `t1`, `t5`, `t10`, `t15`.
+    by_depth: [GroupFold; 4],
+    /// The final turn when it is at none of those depths, and when it is at one.
+    final_off: GroupFold,
+    final_on: GroupFold,
+    /// Dialogues with a turn at one of the depths or a final turn (the turn-level group's).
+    turn_level_dialogues: usize,
+    /// The format-error turns (the released code's drop-format-errors variant is every turn
+    /// but these).
+    format_error_turns: GroupFold,
+    /// Dialogues with a turn that is not a format error.
+    kept_dialogues: usize,
+    /// The released code's prefix-path scores less the paper's, over every turn and over the
+    /// turns that are not format errors (a dialogue whose paths score the same adds nothing).
+    prefix_change: [RatioFold<METRICS, COLUMNS>; 2],
     end_reasons: [usize; 4],
     calls_total: CallSums,
     calls_by_role: [CallSums; 4],
     calls_by_model: BTreeMap<String, CallSums>,
     /// Per case, when repeats are tracked.
     cases: BTreeMap<String, CaseFold>,
+}
+
+impl Default for RatioFold<METRICS, COLUMNS> {
+    fn default() -> Self {
+        RatioFold::new(DENOMINATORS)
+    }
 }
 
 /// What is kept of one case (its repeats) of one model.
@@ -735,12 +821,6 @@ impl ModelFold {
         self.dialogues += 1;
         let every = |_: &TurnFact| true;
         let no_format_error = |f: &TurnFact| f.kind != Kind::FormatError;
-        self.all.add(d, every, weights);
-        self.turn_level.add(
-            d,
-            |f| TURN_DEPTHS.contains(&f.record.turn) || f.is_final,
-            weights,
-        );
         self.by_scenario
             .entry(job.scenario.clone())
             .or_default()
@@ -748,14 +828,32 @@ impl ModelFold {
         if let Some(i) = LEVELS.iter().position(|l| *l == job.adversarial) {
             self.by_adversarial[i].add(d, every, weights);
         }
+        let mut turn_level = false;
         for (i, depth) in TURN_DEPTHS.iter().enumerate() {
-            self.by_turn[i].add(d, |f| f.record.turn == *depth, weights);
+            turn_level |= self.by_depth[i].add(d, |f| f.record.turn == *depth, weights);
         }
-        self.by_turn[4].add(d, |f| f.is_final, weights);
-        self.released[0].add(d, no_format_error, weights);
-        let prefixed = d.with_prefix_path();
-        self.released[1].add(&prefixed, every, weights);
-        self.released[2].add(&prefixed, no_format_error, weights);
+        let at_depth = |f: &TurnFact| TURN_DEPTHS.contains(&f.record.turn);
+        turn_level |= self
+            .final_off
+            .add(d, |f| f.is_final && !at_depth(f), weights);
+        self.final_on.add(d, |f| f.is_final && at_depth(f), weights);
+        self.turn_level_dialogues += usize::from(turn_level);
+        self.format_error_turns
+            .add(d, |f| f.kind == Kind::FormatError, weights);
+        self.kept_dialogues += usize::from(d.turns.iter().any(no_format_error));
+        // A cluster is the sum of its turns' observations: the variant's change is the sum of
+        // the changed turns' changes.
+        let changes = d.prefix_path_changes();
+        if !changes.is_empty() {
+            let selections: [&dyn Fn(&TurnFact) -> bool; 2] = [&every, &no_format_error];
+            for (fold, select) in self.prefix_change.iter_mut().zip(selections) {
+                let mut change = Cluster::new();
+                for (i, variant) in changes.iter().filter(|(_, f)| select(f)) {
+                    change = change.plus(&observations(variant).minus(&observations(&d.turns[*i])));
+                }
+                fold.add(&change, weights);
+            }
+        }
         if let Some(i) = DialogueEnd::ALL.iter().position(|e| *e == d.record.end) {
             self.end_reasons[i] += 1;
         }
@@ -804,14 +902,32 @@ impl ModelFold {
             .filter(|(role, sums)| **role != "other" || sums.calls > 0)
             .map(|(role, sums)| (role.to_string(), sums.totals()))
             .collect();
-        let scored_turns = self.all.scored;
+        let all = GroupFold::sum(self.by_scenario.values());
+        let turn_level = GroupFold {
+            dialogues: self.turn_level_dialogues,
+            ..GroupFold::sum(self.by_depth.iter().chain([&self.final_off]))
+        };
+        let by_turn: Vec<GroupFold> = self
+            .by_depth
+            .iter()
+            .cloned()
+            .chain([self.final_off.plus(&self.final_on)])
+            .collect();
+        let kept = all.without(&self.format_error_turns, self.kept_dialogues);
+        let mut prefixed = [all.clone(), kept.clone()];
+        for (group, change) in prefixed.iter_mut().zip(&self.prefix_change) {
+            group.means.plus(change);
+        }
+        let [prefix_path, both] = prefixed;
+        let released = [kept, prefix_path, both];
+        let scored_turns = usize::try_from(all.turns.scored).unwrap_or(0);
         ModelSummary {
             model: model.to_string(),
             simulated: self.simulated,
             structured_output: self.structured_output,
             dialogues: self.dialogues,
-            all: self.all.stats(bootstrap),
-            turn_level: self.turn_level.stats(bootstrap),
+            all: all.stats(bootstrap),
+            turn_level: turn_level.stats(bootstrap),
             by_scenario: self
                 .by_scenario
                 .iter()
@@ -826,7 +942,7 @@ impl ModelFold {
                 .iter()
                 .map(|k| format!("t{k}"))
                 .chain(["final".to_string()])
-                .zip(&self.by_turn)
+                .zip(&by_turn)
                 .filter_map(|(key, g)| present(key, g))
                 .collect(),
             released: [
@@ -835,7 +951,7 @@ impl ModelFold {
                 RELEASED_BOTH,
             ]
             .iter()
-            .zip(&self.released)
+            .zip(&released)
             .map(|(key, g)| (key.to_string(), g.stats(bootstrap)))
             .collect(),
             ended_early: end_reasons[DialogueEnd::UserEndedEarly.name()],
@@ -860,7 +976,7 @@ impl ModelFold {
             },
             repeats: repeat_summary(&self.cases),
             pass_k: pass_k(&self.cases),
-            noise_floor: self.all.means.rerun_half_width(OVERALL, bootstrap),
+            noise_floor: all.means.rerun_half_width(OVERALL, bootstrap),
         }
     }
 }
@@ -954,21 +1070,26 @@ impl AgreementFold {
             let Some(first) = judged.first() else {
                 continue;
             };
-            let names: IndexSet<&String> = truth
-                .keys()
-                .chain(consensus.keys())
-                .chain(judged.iter().flat_map(|j| j.keys()))
-                .collect();
+            // The field names in their first order (a handful: a list beats a hash set).
+            let mut names: Vec<&String> = truth.keys().collect();
+            for name in consensus.keys().chain(judged.iter().flat_map(|j| j.keys())) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
             self.turns += 1;
             let (mut all_agree, mut all_true) = (true, true);
             for (position, name) in names.into_iter().enumerate() {
-                let counts = self
-                    .fields
-                    .entry(name.clone())
-                    .or_insert_with(|| FieldCounts {
+                if !self.fields.contains_key(name) {
+                    let counts = FieldCounts {
                         position,
                         ..Default::default()
-                    });
+                    };
+                    self.fields.insert(name.clone(), counts);
+                }
+                let Some(counts) = self.fields.get_mut(name) else {
+                    continue;
+                };
                 counts.position = counts.position.min(position);
                 let agree = judged.iter().all(|j| match (first.get(name), j.get(name)) {
                     (Some(a), Some(b)) => values_equal(a, b),

@@ -1238,3 +1238,123 @@ fn turns_not_judged_have_no_scores_but_count_their_format() {
     assert_eq!(s.judged_turns, Some(crate::protocol::JudgeTurns::Every));
     assert!(!leaderboard_markdown(&s).contains("Not judged"));
 }
+
+/// Records whose dialogues run to turn 16: valid turns of varied scores, format errors, an
+/// unreachable agent, paths the released prefix score rates lower, dialogues ending at a depth
+/// and off it.
+fn long_records() -> Vec<DialogueRecord> {
+    let ab = |a: &str| fields(&[("A", text(a)), ("B", text("z"))]);
+    let mut out = records();
+    for (i, length) in [16u32, 5, 7, 10, 12, 1].into_iter().enumerate() {
+        let turns = (1..=length)
+            .map(|n| {
+                let k = (n as usize + i) % 7;
+                match k {
+                    0 => format_error(n, panel(&[(ab("x"), all(3))])),
+                    5 if n > 1 => infra(n),
+                    6 => unjudged(format_error(n, panel(&[(ab("x"), all(3))]))),
+                    _ => {
+                        let mut t = valid(
+                            n,
+                            (k as f64 / 4.0, 1.0 - k as f64 / 8.0, f64::from(k.is_multiple_of(2))),
+                            &"x".repeat(k + n as usize),
+                            panel(&[(ab("x"), all(k as u8 + 3)), (ab("w"), all(9))]),
+                        );
+                        if k % 3 == 1 {
+                            t.scores.as_mut().unwrap().sim_path_prefix = 0.125;
+                        }
+                        t
+                    }
+                }
+            })
+            .collect();
+        let level = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong][i % 3];
+        let scenario = ["ecommerce_refund", "telecom_package"][i % 2];
+        let j = job(&format!("{scenario}/01{i:02}/m/r0"), "m", scenario, level);
+        out.push(dialogue(j, turns, DialogueEnd::MaxTurns));
+    }
+    out
+}
+
+/// The groups the summary derives from others (every turn, the turn-level group, the final
+/// turn, the released variants) equal the group folded directly: a summary of the records cut
+/// to those turns, intervals included.
+#[test]
+fn derived_groups_equal_a_direct_fold_of_their_turns() {
+    let bootstrap = Bootstrap::default();
+    let records = long_records();
+    let s = summarize(&records, &bootstrap);
+    let m = model(&s, "m");
+    let every_turn = |edit: &dyn Fn(&DialogueRecord) -> Vec<TurnRecord>| {
+        let cut: Vec<DialogueRecord> = records
+            .iter()
+            .map(|r| DialogueRecord {
+                turns: edit(r),
+                ..r.clone()
+            })
+            .collect();
+        model(&summarize(&cut, &bootstrap), "m").all.clone()
+    };
+    let is_format_error = |t: &TurnRecord| matches!(t.outcome, ServiceOutcome::FormatError { .. });
+    let last_scored = |r: &DialogueRecord| {
+        r.turns.iter().rposition(|t| {
+            t.scores.is_some() && !matches!(t.outcome, ServiceOutcome::InfraError { .. })
+        })
+    };
+    let prefixed = |turns: Vec<TurnRecord>| -> Vec<TurnRecord> {
+        turns
+            .into_iter()
+            .map(|mut t| {
+                if let Some(s) = &mut t.scores {
+                    s.sim_path = s.sim_path_prefix;
+                    s.logic = logic(s.acc_cls, s.sim_path, s.acc_action);
+                    s.overall = overall(s.logic, s.chat);
+                }
+                t
+            })
+            .collect()
+    };
+    let kept = |r: &DialogueRecord| -> Vec<TurnRecord> {
+        r.turns
+            .iter()
+            .filter(|t| !is_format_error(t))
+            .cloned()
+            .collect()
+    };
+    assert!(m.all.format_error_turns > 0 && m.all.infra_error_turns > 0);
+    assert_eq!(
+        m.by_scenario.values().map(|g| g.dialogues).sum::<usize>(),
+        m.all.dialogues
+    );
+    assert_eq!(m.released[RELEASED_DROP_FORMAT_ERRORS], every_turn(&kept));
+    assert_eq!(
+        m.released[RELEASED_PREFIX_PATH],
+        every_turn(&|r| prefixed(r.turns.clone()))
+    );
+    assert_ne!(m.released[RELEASED_PREFIX_PATH], m.all);
+    assert_eq!(
+        m.released[RELEASED_BOTH],
+        every_turn(&|r| prefixed(kept(r)))
+    );
+    assert_eq!(
+        m.turn_level,
+        every_turn(&|r| {
+            let last = last_scored(r);
+            (r.turns.iter().enumerate())
+                .filter(|(i, t)| super::summary::TURN_DEPTHS.contains(&t.turn) || Some(*i) == last)
+                .map(|(_, t)| t.clone())
+                .collect()
+        })
+    );
+    assert_eq!(
+        m.by_turn["final"],
+        every_turn(&|r| last_scored(r)
+            .map(|i| r.turns[i].clone())
+            .into_iter()
+            .collect())
+    );
+    assert_eq!(
+        m.by_turn.keys().collect::<Vec<_>>(),
+        ["t1", "t5", "t10", "t15", "final"]
+    );
+}

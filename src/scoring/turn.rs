@@ -154,7 +154,7 @@ pub fn score_record(record: &TurnRecord, sop: &Sop) -> Option<TurnScores> {
         return None;
     }
     let panel = record.judges.as_ref()?;
-    let judges = answered_chat_scores(record);
+    let judges: Vec<ChatScores> = answered_chat_scores(record).copied().collect();
     match &record.outcome {
         ServiceOutcome::InfraError { .. } => None,
         ServiceOutcome::FormatError { .. } => score_turn(Answer::FormatError, &judges),
@@ -174,13 +174,12 @@ pub fn score_record(record: &TurnRecord, sop: &Sop) -> Option<TurnScores> {
 }
 
 /// The chat scores of the judges of a stored turn that answered.
-pub fn answered_chat_scores(record: &TurnRecord) -> Vec<ChatScores> {
+pub fn answered_chat_scores(record: &TurnRecord) -> impl Iterator<Item = &ChatScores> {
     record
         .judges
         .iter()
         .flat_map(|panel| &panel.judgments)
-        .filter_map(|j| j.as_ref().ok().map(|j| j.chat))
-        .collect()
+        .filter_map(|j| j.as_ref().ok().map(|j| &j.chat))
 }
 
 /// Whether two classification values are equal, reading a boolean or an integer written as text
