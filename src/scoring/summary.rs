@@ -408,8 +408,8 @@ struct TurnFact<'r> {
     scores: Option<TurnScores>,
     /// The dialogue's last scored turn.
     is_final: bool,
-    /// Its observation of each metric (see [`TurnFact::observe`]).
-    observed: [Option<f64>; METRICS],
+    /// Its observations (see [`TurnFact::observe`]), as a cluster of this turn alone.
+    observed: Cluster<METRICS, COLUMNS>,
 }
 
 impl<'r> TurnFact<'r> {
@@ -420,7 +420,7 @@ impl<'r> TurnFact<'r> {
             kind,
             scores: record.scores.filter(|_| kind != Kind::Infra),
             is_final,
-            observed: [None; METRICS],
+            observed: Cluster::new(),
         };
         fact.observe();
         fact
@@ -436,8 +436,9 @@ impl<'r> TurnFact<'r> {
             ServiceOutcome::InfraError { .. } => None,
         };
         let Some(s) = self.scores else {
-            self.observed = [None; METRICS];
-            self.observed[FORMAT_ERROR] = format_error;
+            let mut observed = [None; METRICS];
+            observed[FORMAT_ERROR] = format_error;
+            self.observed = observations(&observed);
             return;
         };
         let chat_length = match &self.record.outcome {
@@ -453,7 +454,7 @@ impl<'r> TurnFact<'r> {
             judges += 1;
         }
         let dim = |k: usize| (judges > 0).then(|| sums[k] / judges as f64);
-        self.observed = [
+        self.observed = observations(&[
             Some(s.overall),
             Some(s.logic),
             Some(s.chat),
@@ -468,7 +469,7 @@ impl<'r> TurnFact<'r> {
             dim(2),
             dim(3),
             dim(4),
-        ];
+        ]);
     }
 }
 
@@ -617,19 +618,20 @@ fn gather(
             Kind::Infra => counts.infra += 1,
             Kind::Unjudged => counts.unjudged += 1,
         }
-        cluster = cluster.plus(&observations(f));
+        cluster.plus(&f.observed);
     }
     any.then_some((cluster, counts))
 }
 
-/// One turn's observations, as a cluster of that turn alone.
-fn observations(f: &TurnFact) -> Cluster<METRICS, COLUMNS> {
+/// A turn's observation of each metric (`None` where it does not count for one), in the order
+/// [`GroupFold::stats`] unpacks them, as a cluster of that turn alone.
+fn observations(observed: &[Option<f64>; METRICS]) -> Cluster<METRICS, COLUMNS> {
     let mut cluster = Cluster::new();
-    for (m, x) in f.observed.iter().enumerate() {
+    for (m, x) in observed.iter().enumerate() {
         cluster.observe(m, *x);
     }
     for (column, first) in [(0, 0), (1, FORMAT_ERROR), (2, 8), (3, 9)] {
-        if f.observed[first].is_some() {
+        if observed[first].is_some() {
             cluster.count(column);
         }
     }
@@ -785,8 +787,9 @@ struct ModelFold {
     format_error_turns: GroupFold,
     /// Dialogues with a turn that is not a format error.
     kept_dialogues: usize,
-    /// The released code's prefix-path scores less the paper's, over every turn and over the
-    /// turns that are not format errors (a dialogue whose paths score the same adds nothing).
+    /// The released code's prefix-path scores less the paper's, over the turns that are not
+    /// format errors and over those that are (a dialogue whose paths score the same adds
+    /// nothing; format errors seldom change).
     prefix_change: [RatioFold<METRICS, COLUMNS>; 2],
     end_reasons: [usize; 4],
     calls_total: CallSums,
@@ -845,11 +848,13 @@ impl ModelFold {
         // the changed turns' changes.
         let changes = d.prefix_path_changes();
         if !changes.is_empty() {
-            let selections: [&dyn Fn(&TurnFact) -> bool; 2] = [&every, &no_format_error];
+            let format_error = |f: &TurnFact| f.kind == Kind::FormatError;
+            let selections: [&dyn Fn(&TurnFact) -> bool; 2] = [&no_format_error, &format_error];
             for (fold, select) in self.prefix_change.iter_mut().zip(selections) {
                 let mut change = Cluster::new();
                 for (i, variant) in changes.iter().filter(|(_, f)| select(f)) {
-                    change = change.plus(&observations(variant).minus(&observations(&d.turns[*i])));
+                    change.plus(&variant.observed);
+                    change.minus(&d.turns[*i].observed);
                 }
                 fold.add(&change, weights);
             }
@@ -914,11 +919,12 @@ impl ModelFold {
             .chain([self.final_off.plus(&self.final_on)])
             .collect();
         let kept = all.without(&self.format_error_turns, self.kept_dialogues);
-        let mut prefixed = [all.clone(), kept.clone()];
-        for (group, change) in prefixed.iter_mut().zip(&self.prefix_change) {
-            group.means.plus(change);
-        }
-        let [prefix_path, both] = prefixed;
+        let [kept_change, format_error_change] = &self.prefix_change;
+        let mut prefix_path = all.clone();
+        prefix_path.means.plus(kept_change);
+        prefix_path.means.plus(format_error_change);
+        let mut both = kept.clone();
+        both.means.plus(kept_change);
         let released = [kept, prefix_path, both];
         let scored_turns = usize::try_from(all.turns.scored).unwrap_or(0);
         ModelSummary {
@@ -1048,7 +1054,8 @@ struct AgreementFold {
     turns: usize,
     unanimous_all: usize,
     truth_all: usize,
-    fields: BTreeMap<String, FieldCounts>,
+    /// Per field, in the order first seen.
+    fields: Vec<(String, FieldCounts)>,
 }
 
 impl AgreementFold {
@@ -1072,24 +1079,21 @@ impl AgreementFold {
             };
             // The field names in their first order (a handful: a list beats a hash set).
             let mut names: Vec<&String> = truth.keys().collect();
-            for name in consensus.keys().chain(judged.iter().flat_map(|j| j.keys())) {
-                if !names.contains(&name) {
-                    names.push(name);
+            let same_names = |m: &BTreeMap<String, Value>| m.keys().eq(truth.keys());
+            for map in std::iter::once(consensus).chain(judged.iter().copied()) {
+                if same_names(map) {
+                    continue;
+                }
+                for name in map.keys() {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
                 }
             }
             self.turns += 1;
             let (mut all_agree, mut all_true) = (true, true);
             for (position, name) in names.into_iter().enumerate() {
-                if !self.fields.contains_key(name) {
-                    let counts = FieldCounts {
-                        position,
-                        ..Default::default()
-                    };
-                    self.fields.insert(name.clone(), counts);
-                }
-                let Some(counts) = self.fields.get_mut(name) else {
-                    continue;
-                };
+                let counts = self.field(name, position);
                 counts.position = counts.position.min(position);
                 let agree = judged.iter().all(|j| match (first.get(name), j.get(name)) {
                     (Some(a), Some(b)) => values_equal(a, b),
@@ -1110,17 +1114,36 @@ impl AgreementFold {
         }
     }
 
+    /// The counts of field `name`, seen at `position` in a turn (made when new). A scenario's
+    /// turns name the same fields in the same order: the field is looked for there first.
+    fn field(&mut self, name: &str, position: usize) -> &mut FieldCounts {
+        let at = match self.fields.get(position) {
+            Some((known, _)) if known == name => position,
+            _ => match self.fields.iter().position(|(known, _)| known == name) {
+                Some(at) => at,
+                None => {
+                    let counts = FieldCounts {
+                        position,
+                        ..Default::default()
+                    };
+                    self.fields.push((name.to_string(), counts));
+                    self.fields.len() - 1
+                }
+            },
+        };
+        &mut self.fields[at].1
+    }
+
     /// The agreement; `None` without a counted turn.
     fn agreement(&self) -> Option<Agreement> {
         if self.turns == 0 {
             return None;
         }
         let percent = |part: usize, whole: usize| 100.0 * part as f64 / whole as f64;
-        let (truth, truth_turns) = self
-            .fields
-            .values()
-            .fold((0, 0), |(t, n), c| (t + c.truth, n + c.truth_turns));
-        let mut fields: Vec<(&String, &FieldCounts)> = self.fields.iter().collect();
+        let (truth, truth_turns) = (self.fields.iter())
+            .fold((0, 0), |(t, n), (_, c)| (t + c.truth, n + c.truth_turns));
+        let mut fields: Vec<(&String, &FieldCounts)> =
+            self.fields.iter().map(|(name, c)| (name, c)).collect();
         fields.sort_by_key(|(name, c)| (c.position, *name));
         Some(Agreement {
             turns: self.turns,
