@@ -320,8 +320,12 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
     /// Every resample's row, the pending clusters included.
     fn rows(&self) -> impl Iterator<Item = Row<N, D>> + '_ {
         let resamples = self.boot.len();
-        (self.boot.iter().enumerate())
-            .map(move |(b, row)| row.with(&self.pending, weights_of(&self.pending_weights, b, resamples)))
+        (self.boot.iter().enumerate()).map(move |(b, row)| {
+            row.with(
+                &self.pending,
+                weights_of(&self.pending_weights, b, resamples),
+            )
+        })
     }
 
     /// Adds the clusters `other` folded (clusters not in this fold, drawn with the same

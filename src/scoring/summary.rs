@@ -1140,8 +1140,8 @@ impl AgreementFold {
             return None;
         }
         let percent = |part: usize, whole: usize| 100.0 * part as f64 / whole as f64;
-        let (truth, truth_turns) = (self.fields.iter())
-            .fold((0, 0), |(t, n), (_, c)| (t + c.truth, n + c.truth_turns));
+        let (truth, truth_turns) =
+            (self.fields.iter()).fold((0, 0), |(t, n), (_, c)| (t + c.truth, n + c.truth_turns));
         let mut fields: Vec<(&String, &FieldCounts)> =
             self.fields.iter().map(|(name, c)| (name, c)).collect();
         fields.sort_by_key(|(name, c)| (c.position, *name));

@@ -1256,7 +1256,11 @@ fn long_records() -> Vec<DialogueRecord> {
                     _ => {
                         let mut t = valid(
                             n,
-                            (k as f64 / 4.0, 1.0 - k as f64 / 8.0, f64::from(k.is_multiple_of(2))),
+                            (
+                                k as f64 / 4.0,
+                                1.0 - k as f64 / 8.0,
+                                f64::from(k.is_multiple_of(2)),
+                            ),
                             &"x".repeat(k + n as usize),
                             panel(&[(ab("x"), all(k as u8 + 3)), (ab("w"), all(9))]),
                         );

@@ -10,7 +10,7 @@ use crate::report::{RunInfo, SageReport};
 use crate::scoring::budget::{BudgetFold, BudgetSummary};
 use crate::scoring::{Bootstrap, SummaryFold};
 use crate::sop::Sop;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,24 +18,53 @@ use std::sync::Arc;
 pub const REPORT_HTML: &str = "report.html";
 
 /// Dialogue ids a records file holds more than once (two processes wrote one folder): the
-/// first record of each id counts, the others are left out of the summary. Remembers each id
-/// as a 64-bit hash (8 bytes a dialogue).
+/// first record of each id counts, the others are left out of the summary.
+///
+/// A planned id, `<a>/<nnnn>/<b>` (`scenario/case/model/rN`), is remembered as one bit: a bit
+/// set per `<a>/#/<b>` group (a scenario, model and repeat), indexed by the number, so a run of
+/// a million dialogues takes about 125 KB. Any other id (a support-desk case, a number past
+/// [`Duplicates::MAX_NUMBER`], groups past [`Duplicates::MAX_GROUPS`]) is remembered as a
+/// 64-bit hash (8 bytes an id).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Duplicates {
     /// Records left out.
     pub count: usize,
     /// The first few ids concerned.
     pub examples: Vec<String>,
+    /// Per group (the 64-bit hash of `<a>/#/<b>`), a bit per number seen.
+    numbered: HashMap<u64, Vec<u64>>,
+    /// The other ids seen, as 64-bit hashes.
     seen: HashSet<u64>,
 }
 
 impl Duplicates {
     /// Ids named in a warning.
     const EXAMPLES: usize = 5;
+    /// The largest number a group's bit set holds (16 KB a group at most).
+    pub const MAX_NUMBER: usize = (1 << 17) - 1;
+    /// The most groups kept as bit sets (16 MB at most, whatever a records file holds).
+    pub const MAX_GROUPS: usize = 1024;
 
     /// Whether `id` is seen for the first time (else it is counted as a duplicate).
     pub fn first(&mut self, id: &str) -> bool {
-        if self.seen.insert(crate::plan::derive_seed(id)) {
+        let fresh = match numbered(id) {
+            Some((group, n))
+                if n <= Self::MAX_NUMBER
+                    && (self.numbered.len() < Self::MAX_GROUPS
+                        || self.numbered.contains_key(&group)) =>
+            {
+                let bits = self.numbered.entry(group).or_default();
+                let (word, bit) = (n / 64, 1u64 << (n % 64));
+                if bits.len() <= word {
+                    bits.resize(word + 1, 0);
+                }
+                let fresh = bits[word] & bit == 0;
+                bits[word] |= bit;
+                fresh
+            }
+            _ => self.seen.insert(crate::plan::derive_seed(id)),
+        };
+        if fresh {
             return true;
         }
         self.count += 1;
@@ -57,6 +86,18 @@ impl Duplicates {
             )
         })
     }
+}
+
+/// A planned id's group (the 64-bit hash of the id with its number written `#`) and number:
+/// the id's second `/`-separated part, when it is a number as the planner writes it (four
+/// digits at least, no other leading zero: `0001`, `12345`), so that one number is one id.
+fn numbered(id: &str) -> Option<(u64, usize)> {
+    let (head, rest) = id.split_once('/')?;
+    let (number, tail) = rest.split_once('/')?;
+    let n: usize = number.parse().ok()?;
+    let canonical = number.bytes().all(|b| b.is_ascii_digit())
+        && (number.len() == 4 || (number.len() > 4 && !number.starts_with('0')));
+    canonical.then(|| (crate::plan::derive_seed((head, tail)), n))
 }
 
 /// What a report found besides its table.
@@ -366,4 +407,61 @@ pub fn report_html(
         fold.add(&r, at);
     })?;
     fold.write_to(run, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Duplicates;
+
+    #[test]
+    fn each_id_counts_once_whether_planned_or_not() {
+        let mut d = Duplicates::default();
+        let ids = [
+            "telecom/0001/m/r0",
+            "telecom/0002/m/r0",
+            "telecom/0001/m/r1",
+            "telecom/0001/other/r0",
+            "retail/0001/m/r0",
+            "telecom/12345/m/r0",
+            // Not as the planner writes numbers: each its own id.
+            "telecom/1/m/r0",
+            "telecom/00001/m/r0",
+            "telecom/0001",
+            "desk-case-7/m/r0",
+            "telecom/999999999999999999999999/m/r0",
+            "telecom/0131072/m/r0",
+            "telecom/131072/m/r0",
+        ];
+        for id in ids {
+            assert!(d.first(id), "{id} is new");
+        }
+        for id in ids {
+            assert!(!d.first(id), "{id} is seen");
+        }
+        assert_eq!(d.count, ids.len());
+        assert_eq!(d.examples.len(), Duplicates::EXAMPLES);
+        // Planned ids take a bit each, the others a hash: a number past the bit sets' limit too.
+        assert_eq!(d.numbered.len(), 4);
+        assert_eq!(d.seen.len(), 7);
+    }
+
+    #[test]
+    fn a_million_planned_ids_take_bits_and_past_the_group_limit_hashes() {
+        let mut d = Duplicates::default();
+        for case in 0..50_000 {
+            for group in ["a/", "b/"] {
+                assert!(d.first(&format!("{group}{case:04}/m/r0")));
+            }
+        }
+        assert!(!d.first("a/0042/m/r0"));
+        let words: usize = d.numbered.values().map(Vec::len).sum();
+        assert!(words <= 2 * 50_000 / 64 + 2, "{words} words");
+        assert!(d.seen.is_empty());
+        for g in 0..Duplicates::MAX_GROUPS + 10 {
+            assert!(d.first(&format!("s{g}/0001/m/r0")));
+        }
+        assert_eq!(d.numbered.len(), Duplicates::MAX_GROUPS);
+        assert_eq!(d.seen.len(), 12);
+        assert!(!d.first(&format!("s{}/0001/m/r0", Duplicates::MAX_GROUPS + 5)));
+    }
 }
