@@ -1,7 +1,8 @@
 //! Benchmarks of the dialogue engine (method and numbers in docs/benchmarks.md):
 //!
 //! * `harness`: CPU microseconds per turn with zero-latency simulated models (the five model
-//!   calls of a turn, parsing, rule engine, scoring, record writing). Goal <= 50 us.
+//!   calls of a turn, parsing, rule engine, scoring, record writing, and the run's summary
+//!   folded as each record is written). Goal <= 50 us.
 //! * `concurrency`: 10,000 dialogues in flight with simulated models answering in 1 s. Goal:
 //!   turn throughput >= 95% of the ideal (dialogues in flight / the 3 s of sequential calls in a
 //!   turn: user, agent, then the three judges at once), peak RSS <= 1 GiB.
