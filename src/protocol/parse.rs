@@ -404,8 +404,8 @@ fn classification_of(
     sop.scenario()
         .fields()
         .map(|field| {
-            let dotted = format!("{key}.{}", field.name);
-            let json = given.get(&field.name).ok_or_else(|| missing(&dotted))?;
+            let json = (given.get(&field.name))
+                .ok_or_else(|| missing(&format!("{key}.{}", field.name)))?;
             field_value(field, json).map(|v| (field.name.clone(), v))
         })
         .collect()
@@ -455,8 +455,9 @@ fn now_path(sop: &Sop, obj: &Map<String, Json>) -> Result<Vec<String>, FormatErr
 
 /// One chat-quality dimension: 3, 6 or 9, as a number or a numeric string.
 fn dimension_score(dims: &Map<String, Json>, name: &str) -> Result<u8, FormatError> {
-    let dotted = format!("chat_quality_dimensions.{name}");
-    let json = dims.get(name).ok_or_else(|| missing(&dotted))?;
+    // The key's dotted name only for an error (an answer's five scores are read every turn).
+    let dotted = || format!("chat_quality_dimensions.{name}");
+    let json = dims.get(name).ok_or_else(|| missing(&dotted()))?;
     let number = match json {
         Json::Number(n) => n.as_f64(),
         Json::String(s) => s.trim().parse::<f64>().ok(),
@@ -465,7 +466,7 @@ fn dimension_score(dims: &Map<String, Json>, name: &str) -> Result<u8, FormatErr
     number
         .filter(|x| [3.0, 6.0, 9.0].contains(x))
         .map(|x| x as u8)
-        .ok_or_else(|| not_an_option(&dotted, json))
+        .ok_or_else(|| not_an_option(&dotted(), json))
 }
 
 /// The object under `key`; `dotted` names it in errors.
