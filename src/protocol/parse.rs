@@ -173,42 +173,318 @@ pub fn parse_judge_output(sop: &Sop, raw: &str) -> Result<Judgment, FormatError>
 
 /// [`parse_judge_output`] on the text as it is.
 fn parse_judge_strict(sop: &Sop, raw: &str) -> Result<Judgment, FormatError> {
-    // Fast path for the common case, an answer that is exactly the object of the contract:
-    // read only the two keys that matter (the reasoning texts are checked, not copied).
-    // Anything else (other keys included) takes the general path below, which gives the
-    // precise error; both accept the same answers.
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // the reasoning texts are read only to be checked
-    struct Answer {
-        classification: Map<String, Json>,
-        chat_quality_dimensions: Map<String, Json>,
-        #[serde(default)]
-        classification_reasoning: Option<Checked>,
-        #[serde(default)]
-        chat_quality_reasoning: Option<Checked>,
-    }
+    // Fast path for the common case, an answer that is exactly an object holding a valid
+    // verdict: read in one pass, each classification field resolved as it is read, nothing
+    // else kept. Anything else takes the general path below, which gives the precise error;
+    // both accept the same answers with the same verdict.
     let trimmed = raw.trim();
-    let fast = (trimmed.starts_with('{') && trimmed.ends_with('}'))
-        .then(|| serde_json::from_str::<Answer>(trimmed).ok())
-        .flatten();
-    let (classification, dims) = match &fast {
-        Some(a) => (
-            classification_of(sop, &a.classification, "classification")?,
-            &a.chat_quality_dimensions,
-        ),
-        None => {
-            let obj = extract_object(raw, false)?;
-            let classification = classification(sop, &obj, "classification")?;
-            return judgment(
-                classification,
-                object(&obj, "chat_quality_dimensions", "chat_quality_dimensions")?,
-            );
-        }
-    };
-    judgment(classification, dims)
+    if trimmed.starts_with('{')
+        && trimmed.ends_with('}')
+        && let Some(judgment) = fast_judgment(sop, trimmed)
+    {
+        return Ok(judgment);
+    }
+    let obj = extract_object(raw, false)?;
+    let classification = classification(sop, &obj, "classification")?;
+    judgment(
+        classification,
+        object(&obj, "chat_quality_dimensions", "chat_quality_dimensions")?,
+    )
 }
 
+/// The verdict of a text that is exactly one JSON object holding a valid one (as the general
+/// path reads it: every classification field one of its options, the five scores 3, 6 or 9,
+/// other keys any valid JSON), read without building the object; `None` for anything else.
+fn fast_judgment(sop: &Sop, text: &str) -> Option<Judgment> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let judgment = FastAnswer(sop).deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(judgment)
+}
+
+/// Reads an answer object into a verdict ([`fast_judgment`]). Any departure from a valid
+/// verdict (a missing, duplicated or invalid key, a value the general path would write
+/// differently) is an error, which sends the answer to the general path.
+struct FastAnswer<'s>(&'s Sop);
+
+/// A key of the answer object, read without being copied.
+enum AnswerKey {
+    Classification,
+    Dimensions,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for AnswerKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = AnswerKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<AnswerKey, E> {
+                Ok(match key {
+                    "classification" => AnswerKey::Classification,
+                    "chat_quality_dimensions" => AnswerKey::Dimensions,
+                    _ => AnswerKey::Other,
+                })
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
+/// The general path's message-free refusal: the fast path gives up.
+fn give_up<E: serde::de::Error>() -> E {
+    E::custom("not on the fast path")
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FastAnswer<'_> {
+    type Value = Judgment;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Judgment, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FastAnswer<'_> {
+    type Value = Judgment;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a verdict object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Judgment, A::Error> {
+        let (mut classification, mut chat) = (None, None);
+        while let Some(key) = map.next_key::<AnswerKey>()? {
+            match key {
+                AnswerKey::Classification if classification.is_none() => {
+                    classification = Some(map.next_value_seed(FastFields(self.0))?);
+                }
+                AnswerKey::Dimensions if chat.is_none() => {
+                    chat = Some(map.next_value::<FastScores>()?.0);
+                }
+                // A repeated key: the general path keeps the last one; not worth a fast path.
+                AnswerKey::Classification | AnswerKey::Dimensions => return Err(give_up()),
+                AnswerKey::Other => {
+                    map.next_value::<Checked>()?;
+                }
+            }
+        }
+        match (classification, chat) {
+            (Some(classification), Some(chat)) => Ok(Judgment {
+                classification,
+                chat,
+            }),
+            _ => Err(give_up()),
+        }
+    }
+}
+
+/// Reads a classification object: every field of the scenario once, each resolved to its
+/// canonical value ([`resolve`]); other keys any valid JSON.
+struct FastFields<'s>(&'s Sop);
+
+/// A key of a classification object: the index of the field it names, if any.
+struct FieldIndex<'s>(&'s [&'s Key]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for FieldIndex<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<usize>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for FieldIndex<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.iter().position(|field| field.name == key))
+    }
+}
+
+/// A field's value as the general path reads it from JSON: a boolean, an integer that fits
+/// an `i64` or a string (anything else gives up: the general path writes other numbers its own
+/// way or refuses the value).
+struct FastValue(Value);
+
+impl<'de> Deserialize<'de> for FastValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Scalar;
+        impl serde::de::Visitor<'_> for Scalar {
+            type Value = FastValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a boolean, an integer or a string")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<FastValue, E> {
+                Ok(FastValue(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<FastValue, E> {
+                Ok(FastValue(Value::Int(n)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<FastValue, E> {
+                i64::try_from(n)
+                    .map(|n| FastValue(Value::Int(n)))
+                    .map_err(|_| give_up())
+            }
+            fn visit_str<E>(self, s: &str) -> Result<FastValue, E> {
+                Ok(FastValue(Value::Str(s.to_string())))
+            }
+        }
+        deserializer.deserialize_any(Scalar)
+    }
+}
+
+/// The five chat-quality scores of a `chat_quality_dimensions` object, each as
+/// [`dimension_score`] reads it; other keys any valid JSON.
+struct FastScores(ChatScores);
+
+impl<'de> Deserialize<'de> for FastScores {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Scores;
+        impl<'de> serde::de::Visitor<'de> for Scores {
+            type Value = FastScores;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the chat-quality scores")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<FastScores, A::Error> {
+                let mut scores = [None; 5];
+                while let Some(key) = map.next_key_seed(DimensionIndex)? {
+                    let Some(i) = key else {
+                        map.next_value::<Checked>()?;
+                        continue;
+                    };
+                    let score = map.next_value::<FastScore>()?.0;
+                    if scores[i].replace(score).is_some() {
+                        return Err(give_up());
+                    }
+                }
+                let [Some(l), Some(a), Some(c), Some(u), Some(i)] = scores else {
+                    return Err(give_up());
+                };
+                Ok(FastScores(ChatScores {
+                    linguistic_quality: l,
+                    anthropomorphism_emotion: a,
+                    content_utility: c,
+                    user_satisfaction: u,
+                    instruction_compliance: i,
+                }))
+            }
+        }
+        deserializer.deserialize_map(Scores)
+    }
+}
+
+/// The five dimensions in [`ChatScores`]' order.
+const DIMENSIONS: [&str; 5] = [
+    "linguistic_quality",
+    "anthropomorphism_emotion",
+    "content_utility",
+    "user_satisfaction",
+    "instruction_compliance",
+];
+
+/// A key of a `chat_quality_dimensions` object: its index in [`DIMENSIONS`], if any.
+struct DimensionIndex;
+
+impl<'de> serde::de::DeserializeSeed<'de> for DimensionIndex {
+    type Value = Option<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<usize>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for DimensionIndex {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a dimension name")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
+        Ok(DIMENSIONS.iter().position(|d| *d == key))
+    }
+}
+
+/// One score as [`dimension_score`] reads it: 3, 6 or 9, as a number or a numeric string.
+struct FastScore(u8);
+
+impl<'de> Deserialize<'de> for FastScore {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Score;
+        impl serde::de::Visitor<'_> for Score {
+            type Value = FastScore;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("3, 6 or 9")
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<FastScore, E> {
+                self.visit_f64(n as f64)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<FastScore, E> {
+                self.visit_f64(n as f64)
+            }
+            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<FastScore, E> {
+                score_of(x).map(FastScore).ok_or_else(give_up)
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<FastScore, E> {
+                let x = s.trim().parse::<f64>().map_err(|_| give_up())?;
+                self.visit_f64(x)
+            }
+        }
+        deserializer.deserialize_any(Score)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FastFields<'_> {
+    type Value = BTreeMap<String, Value>;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FastFields<'_> {
+    type Value = BTreeMap<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a classification object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // A scenario has a handful of fields: a list beats a map.
+        let fields: Vec<&Key> = self.0.scenario().fields().collect();
+        let mut values: Vec<Option<Value>> = vec![None; fields.len()];
+        while let Some(index) = map.next_key_seed(FieldIndex(&fields))? {
+            let Some(i) = index else {
+                map.next_value::<Checked>()?;
+                continue;
+            };
+            let value = resolve(fields[i], map.next_value::<FastValue>()?.0);
+            if values[i].replace(value.ok_or_else(give_up)?).is_some() {
+                return Err(give_up());
+            }
+        }
+        fields
+            .iter()
+            .zip(values)
+            .map(|(field, value)| Ok((field.name.clone(), value.ok_or_else(give_up)?)))
+            .collect()
+    }
+}
 /// Any JSON value, read to its end and checked as a [`Json`] value is (strings decoded, numbers
 /// in range), without being kept.
 struct Checked;
@@ -423,9 +699,13 @@ fn field_value(field: &Key, json: &Json) -> Result<Value, FormatError> {
         _ => None,
     };
     value
-        .and_then(|v| field.point(&v))
-        .map(|p| field.value_at(p))
+        .and_then(|v| resolve(field, v))
         .ok_or_else(|| not_an_option(&field.name, json))
+}
+
+/// The canonical value of one of a field's options given as `value`; `None` when it is none.
+fn resolve(field: &Key, value: Value) -> Option<Value> {
+    field.point(&value).map(|p| field.value_at(p))
 }
 
 /// `now_path`: an array of stage ids the SOP has.
@@ -464,9 +744,13 @@ fn dimension_score(dims: &Map<String, Json>, name: &str) -> Result<u8, FormatErr
         _ => None,
     };
     number
-        .filter(|x| [3.0, 6.0, 9.0].contains(x))
-        .map(|x| x as u8)
+        .and_then(score_of)
         .ok_or_else(|| not_an_option(&dotted(), json))
+}
+
+/// A score of 3, 6 or 9 as its byte; `None` for any other number.
+fn score_of(x: f64) -> Option<u8> {
+    [3.0, 6.0, 9.0].contains(&x).then_some(x as u8)
 }
 
 /// The object under `key`; `dotted` names it in errors.
@@ -542,6 +826,91 @@ mod tests {
         }
         let valid = format!(r#"{{{classification}, {dims}, "classification_reasoning": "ok"}}"#);
         assert!(parse_judge_output(&sop, &valid).is_ok());
+    }
+
+    /// JSON texts a judge might give for a classification field (after its valid option) or a
+    /// score: spellings the general path accepts, and values it refuses.
+    const FIELD_VALUES: [&str; 8] = [
+        "\"Cal\\u006d\"",
+        "\"Nope\"",
+        "true",
+        "1",
+        "1.0",
+        "null",
+        "[\"Calm\"]",
+        "18446744073709551615",
+    ];
+    const SCORES: [&str; 12] = [
+        "3", "6", "9", "\" 6 \"", "\"9.0\"", "3.0", "6e0", "4", "\"x\"", "null", "true", "-3",
+    ];
+
+    /// The entries of one key: usually once with a valid value (`valid`, else a score from the
+    /// first three), sometimes with another value, missing or twice.
+    fn entries(key: &str, valid: Option<&str>, values: &[&str], pick: (u8, usize)) -> Vec<String> {
+        let value = |i: usize| match (i, valid) {
+            (0, Some(v)) => format!("\"{key}\": \"{v}\""),
+            (0, None) => format!("\"{key}\": {}", values[pick.1 % 3]),
+            (i, _) => format!("\"{key}\": {}", values[i % values.len()]),
+        };
+        match pick.0 % 16 {
+            0 => Vec::new(),
+            1 => vec![value(0), value(pick.1)],
+            2 | 3 => vec![value(pick.1)],
+            _ => vec![value(0)],
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// The fast path (an answer that is exactly an object) and the general path (the same
+        /// object after prose) give the same verdict or the same error, whatever the keys and
+        /// values.
+        #[test]
+        fn the_judges_fast_and_general_paths_agree(
+            fields in proptest::collection::vec((0u8..16, 0usize..24), 4),
+            scores in proptest::collection::vec((0u8..16, 0usize..24), 5),
+            extra in 0u8..4,
+            shuffle in proptest::collection::vec(0usize..16, 0..6),
+        ) {
+            let text = crate::scenario::bundled::BUNDLED[5].1;
+            let sop = crate::sop::from_yaml(text, "telecom_package.yaml").expect("sop");
+            let names = [
+                ("ApplicationTendency", "Agree"),
+                ("ConsumptionProfile", "Voice"),
+                ("ConsumptionType", "Enquiry"),
+                ("EmotionTag", "Calm"),
+            ];
+            let mut classification: Vec<String> = names.iter().zip(&fields)
+                .flat_map(|((name, valid), pick)| entries(name, Some(valid), &FIELD_VALUES, *pick))
+                .collect();
+            let mut dims: Vec<String> = DIMENSIONS.iter().zip(&scores)
+                .flat_map(|(name, pick)| entries(name, None, &SCORES, *pick)).collect();
+            for (i, j) in shuffle.iter().enumerate() {
+                for list in [&mut classification, &mut dims] {
+                    if !list.is_empty() {
+                        let n = list.len();
+                        list.swap(i % n, j % n);
+                    }
+                }
+            }
+            if extra & 1 == 1 {
+                classification.push("\"Other\": {\"a\": [1, null]}".into());
+                dims.push("\"overall\": 7".into());
+            }
+            let mut answer = vec![
+                format!("\"classification\": {{{}}}", classification.join(", ")),
+                format!("\"chat_quality_dimensions\": {{{}}}", dims.join(", ")),
+            ];
+            if extra & 2 == 2 {
+                answer.push("\"classification_reasoning\": \"because\"".into());
+                answer.swap(0, 1);
+            }
+            let answer = format!("{{{}}}", answer.join(", "));
+            let fast = parse_judge_output(&sop, &answer);
+            let general = parse_judge_output(&sop, &format!("Verdict: {answer}"));
+            proptest::prop_assert_eq!(fast, general, "{}", answer);
+        }
     }
 
     #[test]

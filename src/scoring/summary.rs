@@ -824,10 +824,7 @@ impl ModelFold {
         self.dialogues += 1;
         let every = |_: &TurnFact| true;
         let no_format_error = |f: &TurnFact| f.kind != Kind::FormatError;
-        self.by_scenario
-            .entry(job.scenario.clone())
-            .or_default()
-            .add(d, every, weights);
+        slot(&mut self.by_scenario, &job.scenario).add(d, every, weights);
         if let Some(i) = LEVELS.iter().position(|l| *l == job.adversarial) {
             self.by_adversarial[i].add(d, every, weights);
         }
@@ -874,10 +871,7 @@ impl ModelFold {
             };
             self.calls_total.add(c);
             self.calls_by_role[role].add(c);
-            self.calls_by_model
-                .entry(c.model.clone())
-                .or_default()
-                .add(c);
+            slot(&mut self.calls_by_model, &c.model).add(c);
         }
         if track_repeats {
             let case = self
@@ -1048,6 +1042,15 @@ struct FieldCounts {
     truth: usize,
 }
 
+/// The value under `key` in `map`, made with its default when new (the key is copied only
+/// then: this runs for every call of every turn).
+fn slot<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
 /// Judge agreement counts of one scenario.
 #[derive(Debug, Clone, Default)]
 struct AgreementFold {
@@ -1062,6 +1065,9 @@ impl AgreementFold {
     /// Counts the scored turns of `d` that have a consensus.
     fn add(&mut self, d: &Dialogue) {
         let truth = &d.job().fields;
+        // The truth's names as a judgment's map holds them (sorted).
+        let mut sorted_truth: Vec<&String> = truth.keys().collect();
+        sorted_truth.sort_unstable();
         for f in d.turns.iter().filter(|f| f.scores.is_some()) {
             let Some(panel) = &f.record.judges else {
                 continue;
@@ -1079,7 +1085,8 @@ impl AgreementFold {
             };
             // The field names in their first order (a handful: a list beats a hash set).
             let mut names: Vec<&String> = truth.keys().collect();
-            let same_names = |m: &BTreeMap<String, Value>| m.keys().eq(truth.keys());
+            let same_names =
+                |m: &BTreeMap<String, Value>| m.keys().eq(sorted_truth.iter().copied());
             for map in std::iter::once(consensus).chain(judged.iter().copied()) {
                 if same_names(map) {
                     continue;
@@ -1102,7 +1109,8 @@ impl AgreementFold {
                 counts.turns += 1;
                 counts.unanimous += usize::from(agree);
                 all_agree &= agree;
-                if let Some(t) = truth.get(name) {
+                // `names` begins with the truth's names, in its order.
+                if let Some((_, t)) = truth.get_index(position) {
                     let right = consensus.get(name).is_some_and(|c| values_equal(c, t));
                     counts.truth_turns += 1;
                     counts.truth += usize::from(right);
@@ -1211,14 +1219,8 @@ impl SummaryFold {
         if !self.judged_turns.contains(&job.judge_turns) {
             self.judged_turns.push(job.judge_turns.clone());
         }
-        self.models
-            .entry(job.service_model.clone())
-            .or_default()
-            .add(&d, &weights, self.track_repeats);
-        self.agreement
-            .entry(job.scenario.clone())
-            .or_default()
-            .add(&d);
+        slot(&mut self.models, &job.service_model).add(&d, &weights, self.track_repeats);
+        slot(&mut self.agreement, &job.scenario).add(&d);
         *self
             .coverage
             .entry(job.scenario.clone())
@@ -1226,10 +1228,7 @@ impl SummaryFold {
             .entry(route_key(&job.target))
             .or_default() += 1;
         for c in d.calls() {
-            self.calls_by_model
-                .entry(c.model.clone())
-                .or_default()
-                .add(c);
+            slot(&mut self.calls_by_model, &c.model).add(c);
         }
     }
 
