@@ -10,6 +10,9 @@
 //! - The support-desk suite on the same workers (roles split across two workers, every request
 //!   through the broker; then a worker killed mid-run): the desk summary equals the embedded
 //!   run's, every conversation is stored once, and the desk metrics are exported.
+//! - An aggregator killed right after storing a run's last record (before summarizing it),
+//!   five times in a row: started again, it finishes the run, whose summary equals the
+//!   embedded one.
 //! - A message id with a line break (the ids of a job read from NATS) is published, and
 //!   still deduplicates.
 
@@ -338,6 +341,55 @@ fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice()
         "sage_jetstream_redeliveries_total",
     );
     assert!(redelivered >= 1.0, "no job was delivered again");
+}
+
+#[test]
+fn a_restarted_aggregator_finishes_a_run_it_was_killed_on_after_the_last_record() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "null", 1, 19);
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let mut worker_args = vec!["worker", "--concurrency", "8"];
+    worker_args.extend(common);
+    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    for round in 1..=5 {
+        let run = format!("killed-{round}");
+        let expected = embedded_summary(dir.path(), &config, &run);
+        let crash = [("SAGE_CRASH_AT", "after-last-append")];
+        let name = format!("aggregator-{round}-killed");
+        let mut doomed = Sage::aggregator_with_env(dir.path(), &name, &out, &common, &crash);
+        sage_ok(&[
+            "sweep", "--nats", &url, "--config", &config, "--run-id", &run,
+        ]);
+        assert_eq!(
+            doomed.wait(Duration::from_secs(120)),
+            Some(137),
+            "round {round}: the aggregator did not stop at the crash point:\n{}",
+            doomed.log_text()
+        );
+        let folder = out.join(&run);
+        let status = wait_status(&url, &run, Duration::from_secs(10), |_| true);
+        let jobs = status["jobs"].as_u64().expect("jobs");
+        assert_eq!(stored_ids(&folder).len() as u64, jobs, "round {round}");
+        assert!(
+            !folder.join("summary.json").exists() && status["state"] != "complete",
+            "round {round}: the crash came after the summary: {status}"
+        );
+        let name = format!("aggregator-{round}");
+        let _aggregator = Sage::aggregator_with_env(dir.path(), &name, &out, &common, &[]);
+        let status = wait_status(&url, &run, Duration::from_secs(60), |s| {
+            s["state"] == "complete"
+        });
+        assert_eq!(status["stored"].as_u64(), Some(jobs), "round {round}");
+        assert_eq!(stored_ids(&folder).len() as u64, jobs, "round {round}");
+        let summary = std::fs::read_to_string(folder.join("summary.json")).expect("summary");
+        assert!(
+            summary == expected,
+            "round {round}: the finished run's summary differs from the embedded one"
+        );
+    }
 }
 
 #[test]

@@ -138,12 +138,18 @@ pub struct Sage {
 impl Sage {
     /// Starts `sage ARGS` in the repository root, logging to `dir/NAME.log`.
     pub fn spawn(dir: &Path, name: &str, args: &[&str]) -> Sage {
+        Sage::spawn_with_env(dir, name, args, &[])
+    }
+
+    /// [`Sage::spawn`] with extra environment variables.
+    pub fn spawn_with_env(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> Sage {
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_sage"))
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
@@ -158,10 +164,22 @@ impl Sage {
     /// Starts `sage aggregator --out OUT ARGS` (ARGS: at least `--nats URL`), logging to
     /// `dir/aggregator.log`.
     pub fn aggregator(dir: &Path, out: &Path, args: &[&str]) -> Sage {
+        Sage::aggregator_with_env(dir, "aggregator", out, args, &[])
+    }
+
+    /// [`Sage::aggregator`] named `name` (its log `dir/NAME.log`) with extra environment
+    /// variables.
+    pub fn aggregator_with_env(
+        dir: &Path,
+        name: &str,
+        out: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Sage {
         let out = out.display().to_string();
         let mut all = vec!["aggregator", "--out", out.as_str()];
         all.extend(args);
-        Sage::spawn(dir, "aggregator", &all)
+        Sage::spawn_with_env(dir, name, &all, env)
     }
 
     /// Its log so far.

@@ -84,8 +84,11 @@ impl Collector {
             let mut jobs = jobs;
             let mut report = Report::new(&spec);
             let desk = spec.is_desk();
-            dir.scan_jsonl_at(records, |at, line: serde_json::Value| {
-                if let Ok(record) = Record::from_value(desk, line)
+            // Each line read as its text, then as a record: through a `serde_json::Value`, the
+            // job's fields would come out in another order (a map sorted by name), and with
+            // them the judge-agreement fields of the summary.
+            dir.scan_jsonl_at(records, |at, line: Box<serde_json::value::RawValue>| {
+                if let Ok(record) = Record::parse(desk, line.get().as_bytes())
                     && record.check(&jobs).is_ok()
                     && jobs.mark_done(record.ids().1)
                 {
@@ -181,6 +184,9 @@ impl Collector {
         folder.last_record = Instant::now();
         if folder.jobs.is_done(record.ids().1) {
             metrics().records_duplicate.inc();
+            // A record stored just before a crash comes again: its run may be complete but
+            // not yet summarized.
+            finish(&bucket, run, folder).await?;
             return Ok(false);
         }
         let writer = match &mut folder.writer {
@@ -194,6 +200,9 @@ impl Collector {
         let at = writer.append_json(json)?;
         folder.jobs.mark_done(record.ids().1);
         count(&mut folder.status, &record);
+        if folder.status.ended() {
+            crash_point("after-last-append");
+        }
         folder.report.add(&record, at);
         folder.dirty = true;
         metrics().records_stored.inc();
@@ -280,6 +289,28 @@ impl Collector {
         Ok(())
     }
 
+    /// Finishes every run of the bucket not yet complete whose records in `out` are: one the
+    /// aggregator was stopped on after storing its last record and before summarizing it (no
+    /// record of it may come again).
+    async fn finish_stored_runs(&mut self, broker: &Broker) -> Result<(), ClusterError> {
+        let all = super::submit::all_status(broker).await?;
+        for status in all.runs {
+            let run = status.run_id.as_str();
+            if status.state == RunState::Complete
+                || !self.out.join(run).join("manifest.json").exists()
+            {
+                continue;
+            }
+            let bucket = self.bucket.clone();
+            let folder = self.folder(run).await?;
+            if folder.status.ended() {
+                tracing::info!(run, "a run stored whole before a restart is finished now");
+                finish(&bucket, run, folder).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Lets go of the complete runs that had no record for [`RUN_IDLE`] (their status written).
     fn let_go_idle(&mut self) {
         self.runs.retain(|run, folder| {
@@ -326,6 +357,28 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     folder.writer = None;
     folder.dir = folder.dir.clone().release();
     Ok(())
+}
+
+/// Summarizes a run whose records are all stored but that is not complete yet (see
+/// [`settle`]) and writes its status; nothing for a run in progress or already complete.
+async fn finish(bucket: &kv::Store, run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
+    if folder.status.state == RunState::Complete || !folder.status.ended() {
+        return Ok(());
+    }
+    folder.dir = folder.dir.clone().claim()?;
+    settle(run, folder)?;
+    write_status(bucket, folder).await;
+    Ok(())
+}
+
+/// A test hook: with `SAGE_CRASH_AT` set to `name`, the process exits at once (status 137, as
+/// if killed: nothing flushed, nothing acked). `after-last-append`: right after the aggregator
+/// stores the record that completes a run, before the run is summarized (tests/distributed.rs).
+fn crash_point(name: &str) {
+    if std::env::var("SAGE_CRASH_AT").is_ok_and(|at| at == name) {
+        tracing::warn!(at = name, "SAGE_CRASH_AT: exiting as if killed");
+        std::process::exit(137);
+    }
 }
 
 /// A run's report as the aggregator folds it.
@@ -410,14 +463,6 @@ impl Record {
             Record::Desk(serde_json::from_slice(json)?)
         } else {
             Record::Sage(serde_json::from_slice(json)?)
-        })
-    }
-
-    fn from_value(desk: bool, value: serde_json::Value) -> Result<Record, serde_json::Error> {
-        Ok(if desk {
-            Record::Desk(serde_json::from_value(value)?)
-        } else {
-            Record::Sage(serde_json::from_value(value)?)
         })
     }
 
@@ -554,6 +599,10 @@ pub async fn run_aggregator(
         health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
     }
     health.unready_on(stop.clone());
+    if let Err(e) = collector.finish_stored_runs(&broker).await {
+        // Not fatal: a redelivered record of such a run finishes it too.
+        tracing::warn!(error = %e, "cannot look for runs stored whole before a restart");
+    }
     metrics().collecting();
     health.set_ready(true);
     tracing::info!("aggregator ready");
