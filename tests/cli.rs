@@ -544,3 +544,63 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
         stderr(&o)
     );
 }
+
+/// `sage show` of a dialogue whose customer wrote terminal escape sequences (window title,
+/// clipboard, clear screen), a carriage return, a bell and a right-to-left override: none
+/// reaches the terminal; each is printed visibly as its escape.
+#[test]
+fn show_prints_control_characters_visibly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    common::sage_ok(&[
+        "run",
+        "--dialogues",
+        "1",
+        "--run-id",
+        "hostile",
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    let file = dir.path().join("hostile").join("dialogues.jsonl");
+    let text = std::fs::read_to_string(&file).expect("records");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a record");
+    let hostile =
+        "hi\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZWNobyBoaQ==\u{7}\u{1b}[2J\rgone \u{202e}desrever";
+    record["turns"][0]["user_message"] = hostile.into();
+    lines[0] = record.to_string();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("records written");
+    let id = record["job"]["dialogue_id"].as_str().expect("an id");
+    let folder = dir.path().join("hostile");
+    let printed = common::sage_ok(&["show", folder.to_str().expect("utf-8"), id]);
+    for c in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(!printed.contains(c), "{:?} printed raw:\n{printed}", c);
+    }
+    assert!(
+        printed.contains(
+            "hi\\u{1b}]0;pwned\\u{7}\\u{1b}]52;c;ZWNobyBoaQ==\\u{7}\\u{1b}[2J\\u{d}gone \\u{202e}desrever"
+        ),
+        "{printed}"
+    );
+}
+
+/// An error that echoes a flag's value (`--set` with a bell and a right-to-left override)
+/// prints those characters visibly, not raw.
+#[test]
+fn errors_echo_control_characters_visibly() {
+    let out = common::sage(&[
+        "scenario",
+        "route",
+        "scenarios/telecom_package.yaml",
+        "--set",
+        "Consumption\u{202e}Type=x\u{7}",
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(!err.contains('\u{202e}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(
+        err.contains("--set Consumption\\u{202e}Type=x\\u{7}: unknown key"),
+        "{err}"
+    );
+}

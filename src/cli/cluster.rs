@@ -3,6 +3,7 @@
 
 use crate::actors::cluster::{Served, collector, submit, worker};
 use crate::protocol::Role;
+use crate::report::transcript::terminal_safe;
 use crate::telemetry::Health;
 use crate::telemetry::trace::{self, LogFormat};
 use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy};
@@ -409,7 +410,7 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
             }
             if s.state == crate::actors::cluster::RunState::Complete {
                 if let Some(table) = s.leaderboard {
-                    println!("{table}");
+                    println!("{}", terminal_safe(&table));
                 }
                 if let Some(results) = s.results {
                     println!("results (on the aggregator): {results}");
@@ -464,7 +465,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<()> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&runs)?);
         } else {
-            print!("{}", submit::status_table(&runs));
+            print!("{}", terminal_safe(&submit::status_table(&runs)));
             if let [one] = runs.as_slice()
                 && let Some(table) = &one.leaderboard
             {

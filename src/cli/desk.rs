@@ -2,6 +2,7 @@
 
 use crate::actors::desk::run_embedded;
 use crate::plan::desk::DeskConfig;
+use crate::report::transcript::terminal_safe;
 use crate::scenario::desk::Desk;
 use crate::store::RunDir;
 use crate::store::desk::{DESK_RECORDS, DeskManifest};
@@ -224,7 +225,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     for warning in report.reported.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("{}", report.reported.table);
+    println!("{}", terminal_safe(&report.reported.table));
     println!("results: {}", run.path().display());
     // Folded as the records were written too: desk.jsonl is not read again.
     let (path, embedded) = page.write(&run, None)?;

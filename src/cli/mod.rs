@@ -7,6 +7,7 @@ mod report;
 mod run;
 mod scenario;
 
+use crate::report::transcript::terminal_safe;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -168,7 +169,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors echo what was given (flags, files, answers): nothing in it may drive the
+            // terminal.
+            eprintln!("error: {}", terminal_safe(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

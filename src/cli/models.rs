@@ -3,6 +3,7 @@
 use crate::llm::Provider;
 use crate::llm::probe::{self, ModelReport, ProbeOptions, Role};
 use crate::plan::RunConfig;
+use crate::report::transcript::terminal_safe;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -82,7 +83,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         reports.push(runtime.block_on(probe::probe(model, roles, &options)));
     }
-    println!("{}", probe::render_table(&reports));
+    println!("{}", terminal_safe(&probe::render_table(&reports)));
     let advice = probe::render_advice(&reports);
     if !advice.is_empty() {
         println!("{advice}");

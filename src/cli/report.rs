@@ -5,6 +5,7 @@ use crate::protocol::DialogueRecord;
 use crate::report::compare::{
     CompareFold, Comparison, FlipTranscripts, Links, RunInfo, relative_url,
 };
+use crate::report::transcript::terminal_safe;
 use crate::scoring::Bootstrap;
 use crate::store::Reread;
 use crate::store::RunDir;
@@ -57,7 +58,7 @@ fn print_reported(warnings: &[String], table: &str) {
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
-    println!("{table}");
+    println!("{}", terminal_safe(table));
 }
 
 /// A SAGE results folder with its manifest, for comparing.
@@ -153,7 +154,7 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
         }
     };
     match (args.format, &args.out) {
-        (CompareFormat::Text, _) => print!("{}", comparison.text()),
+        (CompareFormat::Text, _) => print!("{}", terminal_safe(&comparison.text())),
         (CompareFormat::Json, Some(out)) if !args.html => {
             std::fs::write(out, comparison.json()?)
                 .with_context(|| format!("writing {}", out.display()))?;
@@ -220,7 +221,8 @@ fn flip_transcripts(
     Ok(out)
 }
 
-/// Prints the transcript of dialogue `id` of the results folder `dir`.
+/// Prints the transcript of dialogue `id` of the results folder `dir`, control and
+/// bidirectional-formatting characters shown as escapes ([`terminal_safe`]).
 pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     crate::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
@@ -228,10 +230,8 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
         let found = run.find_desk(id)?;
         return match found {
             Some(record) => {
-                print!(
-                    "{}",
-                    crate::report::transcript::desk_transcript_text(&record)
-                );
+                let text = crate::report::transcript::desk_transcript_text(&record);
+                print!("{}", terminal_safe(&text));
                 Ok(())
             }
             None => bail!(
@@ -244,7 +244,8 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     }
     match run.find_dialogue(id)? {
         Some(record) => {
-            print!("{}", crate::report::transcript::transcript_text(&record));
+            let text = crate::report::transcript::transcript_text(&record);
+            print!("{}", terminal_safe(&text));
             Ok(())
         }
         None => bail!(

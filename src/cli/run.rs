@@ -2,6 +2,7 @@
 
 use crate::actors::runner::run_embedded;
 use crate::plan::{self, RunConfig};
+use crate::report::transcript::terminal_safe;
 use crate::scenario::Adversarial;
 use crate::scenario::bundled::BUNDLED;
 use crate::sop::{self, Sop};
@@ -386,7 +387,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(warning) = reported.duplicates.warning(&reported.file) {
         eprintln!("warning: {warning}");
     }
-    println!("{}", reported.table);
+    println!("{}", terminal_safe(&reported.table));
     if let Some(budget) = &reported.budget {
         println!("{}", budget.line(run_dir.path()));
     }

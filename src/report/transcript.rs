@@ -13,6 +13,31 @@ use crate::scoring::turn::{judge_chat, values_equal};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// `text` as a terminal may print it: every control character but the line break and the tab (escape
+/// sequences that set the window title, write the clipboard, clear the screen; a carriage
+/// return that overwrites a line; a bell) and every bidirectional-formatting character (text
+/// shown in another order than written) is written visibly as its escape (`\u{1b}`,
+/// `\u{202e}`); borrowed when there is none. Model text is anyone's: it goes through this
+/// before a terminal shows it.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The transcript of `record`.
 pub fn transcript_text(record: &DialogueRecord) -> String {
     let job = &record.job;
@@ -471,5 +496,20 @@ mod tests {
             text.contains("calls          agent: 1 · 120 tokens in, 30 out · 850 ms · $0.0015"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_as_escapes() {
+        // Window title, clipboard (OSC 52), clear screen, carriage return, bell, right-to-left
+        // override: written visibly, nothing a terminal would act on left.
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\rx\u{202e}y\nz\tw";
+        assert_eq!(
+            terminal_safe(hostile),
+            "a\\u{1b}]0;pwned\\u{7}b\\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\\u{d}x\\u{202e}y\nz\tw"
+        );
+        assert!(matches!(
+            terminal_safe("plain, accentué, 日本語\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }
