@@ -13,6 +13,9 @@
 //! - An aggregator killed right after storing a run's last record (before summarizing it),
 //!   five times in a row: started again, it finishes the run, whose summary equals the
 //!   embedded one.
+//! - A full disk under the aggregator (a file-size limit): a record it cannot append whole
+//!   leaves dialogues.jsonl ending with its last whole line, is not acked, and is stored once
+//!   there is room (the run then completes with the embedded run's summary).
 //! - A message id with a line break (the ids of a job read from NATS) is published, and
 //!   still deduplicates.
 
@@ -390,6 +393,65 @@ fn a_restarted_aggregator_finishes_a_run_it_was_killed_on_after_the_last_record(
             "round {round}: the finished run's summary differs from the embedded one"
         );
     }
+}
+
+#[test]
+fn a_record_the_aggregator_cannot_append_whole_leaves_whole_lines_and_comes_again() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "null", 1, 23);
+    let expected = embedded_summary(dir.path(), &config, "full");
+    let size = std::fs::metadata(dir.path().join("embedded/full/dialogues.jsonl"))
+        .expect("embedded records")
+        .len();
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let mut worker_args = vec!["worker", "--concurrency", "8"];
+    worker_args.extend(common);
+    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    // The disk is full once the records file holds about half of the run.
+    let out_arg = out.display().to_string();
+    let mut args = vec!["aggregator", "--out", out_arg.as_str()];
+    args.extend(common);
+    let mut full = Sage::spawn_limited(dir.path(), "aggregator-full", &args, &[], Some(size / 2));
+    sage_ok(&[
+        "sweep", "--nats", &url, "--config", &config, "--run-id", "full",
+    ]);
+    // Two failed appends: the first cut a line short, the second came after it.
+    let started = std::time::Instant::now();
+    while full.log_text().matches("cannot store a record").count() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60) && full.running(),
+            "no append failed:\n{}",
+            full.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let records = out.join("full").join("dialogues.jsonl");
+    let text = std::fs::read(&records).expect("records");
+    assert!(text.ends_with(b"\n"), "the records file ends inside a line");
+    let whole = ids_in(&records).len() as u64;
+    let status = wait_status(&url, "full", Duration::from_secs(20), |s| {
+        s["stored"].as_u64() == Some(whole)
+    });
+    assert_eq!(status["stored"].as_u64(), Some(whole), "{status}");
+    assert_ne!(status["state"], "complete", "{status}");
+    assert!(whole < status["jobs"].as_u64().expect("jobs"), "{status}");
+    // Room again: the records not acked come again and are stored.
+    full.kill();
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
+    let status = wait_status(&url, "full", Duration::from_secs(120), |s| {
+        s["state"] == "complete"
+    });
+    let jobs = status["jobs"].as_u64().expect("jobs");
+    assert_eq!(status["stored"].as_u64(), Some(jobs));
+    assert_eq!(ids_in(&records).len() as u64, jobs);
+    let summary = std::fs::read_to_string(out.join("full").join("summary.json")).expect("summary");
+    assert!(
+        summary == expected,
+        "after the full disk the summary differs from the embedded one"
+    );
 }
 
 #[test]

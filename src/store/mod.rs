@@ -400,32 +400,25 @@ impl RunDir {
             None => Arc::new(FolderLock::acquire(&self.dir)?),
         };
         let path = self.file(name);
-        if path.exists() {
-            let text = fs::read(&path).map_err(io(&path))?;
-            if let Some(last_newline) = text.iter().rposition(|b| *b == b'\n') {
-                if last_newline + 1 != text.len() {
-                    let f = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(io(&path))?;
-                    f.set_len((last_newline + 1) as u64).map_err(io(&path))?;
-                }
-            } else if !text.is_empty() {
-                File::create(&path).map_err(io(&path))?;
-            }
-        }
         let file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
-        let offset = file.metadata().map_err(io(&path))?.len();
+        // A line cut off (a killed run, a full disk) is taken back: the file ends with its
+        // last whole line.
+        let offset = whole_lines_end(&file).map_err(io(&path))?;
+        if offset != file.metadata().map_err(io(&path))?.len() {
+            file.set_len(offset).map_err(io(&path))?;
+        }
         Ok(DialogueWriter {
             _lock: lock,
             file,
             path,
             line: Vec::with_capacity(64 * 1024),
             offset,
+            cut: false,
         })
     }
 
@@ -670,6 +663,26 @@ pub struct DialogueWriter {
     line: Vec<u8>,
     /// The file's length: where the next line starts.
     offset: u64,
+    /// A failed write may have left part of a line after `offset`, not yet taken back.
+    cut: bool,
+}
+
+/// The end of a file's last whole line (just after its last line break; 0 without one), read
+/// from its end backwards (the file can be gigabytes).
+fn whole_lines_end(file: &File) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut end = file.metadata()?.len();
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.read_exact_at(part, start)?;
+        if let Some(i) = part.iter().rposition(|b| *b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 impl DialogueWriter {
@@ -701,11 +714,20 @@ impl DialogueWriter {
         self.write_line()
     }
 
-    /// Writes the line held, flushed; where it starts.
+    /// Writes the line held, flushed; where it starts. A write that fails (a full disk) takes
+    /// back what it wrote of the line, so the file always ends with a whole line: the record
+    /// can be appended again later (the aggregator does not ack it; it comes again).
     fn write_line(&mut self) -> Result<u64, StoreError> {
         let at = self.offset;
-        self.file.write_all(&self.line).map_err(io(&self.path))?;
-        self.file.flush().map_err(io(&self.path))?;
+        if self.cut {
+            self.file.set_len(at).map_err(io(&self.path))?;
+            self.cut = false;
+        }
+        let written = (self.file.write_all(&self.line)).and_then(|()| self.file.flush());
+        if let Err(error) = written {
+            self.cut = self.file.set_len(at).is_err();
+            return Err(io(&self.path)(error));
+        }
         self.offset += self.line.len() as u64;
         Ok(at)
     }
@@ -877,5 +899,27 @@ mod tests {
         ));
         drop(second);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_cut_last_line_is_taken_back_when_a_writer_opens() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let run = RunDir::create(dir.path(), "cut").expect("run dir");
+        let path = run.path().join("dialogues.jsonl");
+        let long = "x".repeat(150 * 1024);
+        // (file content, its length once a writer opened it): a last line cut off more than
+        // one 64 KiB chunk from the end; no line break at all; whole lines only.
+        for (text, kept) in [
+            (format!("{{}}\n{long}"), 3),
+            (long.clone(), 0),
+            (format!("{{}}\n{long}\n"), 3 + long.len() as u64 + 1),
+            (String::new(), 0),
+        ] {
+            std::fs::write(&path, &text).expect("write");
+            let mut writer = run.jsonl_writer("dialogues.jsonl").expect("writer");
+            assert_eq!(std::fs::metadata(&path).expect("len").len(), kept);
+            assert_eq!(writer.append_json(b"{\"a\":1}").expect("append"), kept);
+            drop(writer);
+        }
     }
 }

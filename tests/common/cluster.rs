@@ -143,17 +143,47 @@ impl Sage {
 
     /// [`Sage::spawn`] with extra environment variables.
     pub fn spawn_with_env(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> Sage {
+        Sage::spawn_limited(dir, name, args, env, None)
+    }
+
+    /// [`Sage::spawn_with_env`], and with `file_size_limit` no file the process writes can grow
+    /// past that many bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a write there fails with EFBIG, as
+    /// on a full disk).
+    pub fn spawn_limited(
+        dir: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        file_size_limit: Option<u64>,
+    ) -> Sage {
+        use std::os::unix::process::CommandExt;
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sage"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sage"));
+        command
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("sage starts");
+            .stderr(file);
+        if let Some(limit) = file_size_limit {
+            // Safety: only async-signal-safe calls between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let rlimit = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().expect("sage starts");
         Sage {
             name: name.to_string(),
             log,
