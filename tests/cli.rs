@@ -598,7 +598,10 @@ fn errors_echo_control_characters_visibly() {
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(!err.contains('\u{202e}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(
+        !err.contains('\u{202e}') && !err.contains('\u{7}'),
+        "{err:?}"
+    );
     assert!(
         err.contains("--set Consumption\\u{202e}Type=x\\u{7}: unknown key"),
         "{err}"
