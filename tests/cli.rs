@@ -607,3 +607,80 @@ fn errors_echo_control_characters_visibly() {
         "{err}"
     );
 }
+
+/// `sage show` and `sage report` on a records file that is a link to /dev/zero, a named pipe or
+/// holds a line longer than a record can be: each exits 1 within seconds with a message naming
+/// the file (no endless read, no wait for a writer, no huge allocation).
+#[test]
+fn records_files_that_are_not_files_or_have_huge_lines_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    common::sage_ok(&[
+        "run",
+        "--dialogues",
+        "1",
+        "--run-id",
+        "odd",
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    let folder = dir.path().join("odd");
+    let records = folder.join("dialogues.jsonl");
+    let first = std::fs::read_to_string(&records).expect("records");
+    let id = serde_json::from_str::<serde_json::Value>(first.lines().next().expect("a line"))
+        .expect("a record")["job"]["dialogue_id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
+    let folder_arg = folder.display().to_string();
+    let within = |args: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sage starts");
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("sage {args:?} did not end within 20 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("output");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let expected = format!("{}: not a regular file", records.display());
+    std::fs::remove_file(&records).expect("remove");
+    std::os::unix::fs::symlink("/dev/zero", &records).expect("symlink");
+    for args in [vec!["show", &folder_arg, &id], vec!["report", &folder_arg]] {
+        let (code, err) = within(&args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains(&expected), "{args:?}: {err}");
+    }
+    std::fs::remove_file(&records).expect("remove");
+    let fifo = std::ffi::CString::new(records.display().to_string()).expect("path");
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    let (code, err) = within(&["show", &folder_arg, &id]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&expected), "{err}");
+    std::fs::remove_file(&records).expect("remove");
+    let mut huge = vec![b'x'; 64 * 1024 * 1024 + 1];
+    huge.push(b'\n');
+    huge.extend_from_slice(first.as_bytes());
+    std::fs::write(&records, huge).expect("a huge line");
+    let (code, err) = within(&["show", &folder_arg, &id]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: line 1 is longer than 64 MiB, the most a record can be",
+            records.display()
+        )),
+        "{err}"
+    );
+}

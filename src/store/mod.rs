@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,6 +59,47 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
         path: path.to_path_buf(),
         error,
     }
+}
+
+/// The longest line of a records file, its line break included (64 MiB, the most a NATS server
+/// lets a message be): a longer line is refused when read, and a longer record when written.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// Opens a records file to read: refused unless it is a regular file (a link to a device
+/// would never end, a named pipe would wait for a writer).
+fn open_records(path: &Path) -> Result<File, StoreError> {
+    let kind = fs::metadata(path).map_err(io(path))?.file_type();
+    if !kind.is_file() {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: "not a regular file (a records file is one)".into(),
+        });
+    }
+    File::open(path).map_err(io(path))
+}
+
+/// Reads one line of a records file into `line` (its line break included), refusing one longer
+/// than [`MAX_RECORD_BYTES`]; the bytes read (0 at the end). `which` names the line in errors.
+fn read_record_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    path: &Path,
+    which: impl FnOnce() -> String,
+) -> Result<usize, StoreError> {
+    let read = (reader.by_ref().take(MAX_RECORD_BYTES as u64 + 1))
+        .read_until(b'\n', line)
+        .map_err(io(path))?;
+    if read > MAX_RECORD_BYTES {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!(
+                "{} is longer than {} MiB, the most a record can be",
+                which(),
+                MAX_RECORD_BYTES >> 20
+            ),
+        });
+    }
+    Ok(read)
 }
 
 /// Writes `text` to the file `path` atomically (a temporary file beside it, then renamed).
@@ -400,6 +441,10 @@ impl RunDir {
             None => Arc::new(FolderLock::acquire(&self.dir)?),
         };
         let path = self.file(name);
+        if path.exists() {
+            // Checked as a reader would: not a link to a device or a named pipe.
+            drop(open_records(&path)?);
+        }
         let file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -452,7 +497,7 @@ impl RunDir {
         name: &str,
     ) -> Result<Reread<T>, StoreError> {
         let path = self.file(name);
-        let file = File::open(&path).map_err(io(&path))?;
+        let file = open_records(&path)?;
         Ok(Reread {
             file: BufReader::with_capacity(1 << 16, file),
             path,
@@ -543,12 +588,14 @@ impl RunDir {
         if !path.exists() {
             return Ok(());
         }
-        let file = File::open(&path).map_err(io(&path))?;
+        let file = open_records(&path)?;
         let mut reader = BufReader::with_capacity(256 * 1024, file);
         let (mut line, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
         loop {
             line.clear();
-            let read = reader.read_until(b'\n', &mut line).map_err(io(&path))?;
+            let read = read_record_line(&mut reader, &mut line, &path, || {
+                format!("line {}", number + 1)
+            })?;
             if read == 0 {
                 return Ok(());
             }
@@ -719,6 +766,16 @@ impl DialogueWriter {
     /// can be appended again later (the aggregator does not ack it; it comes again).
     fn write_line(&mut self) -> Result<u64, StoreError> {
         let at = self.offset;
+        if self.line.len() > MAX_RECORD_BYTES {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                message: format!(
+                    "a record of {} bytes to append: longer than {} MiB, the most a record can be",
+                    self.line.len(),
+                    MAX_RECORD_BYTES >> 20
+                ),
+            });
+        }
         if self.cut {
             self.file.set_len(at).map_err(io(&self.path))?;
             self.cut = false;
@@ -750,9 +807,9 @@ impl<T: serde::de::DeserializeOwned> Reread<T> {
             .seek(SeekFrom::Start(offset))
             .map_err(io(&self.path))?;
         self.line.clear();
-        self.file
-            .read_until(b'\n', &mut self.line)
-            .map_err(io(&self.path))?;
+        read_record_line(&mut self.file, &mut self.line, &self.path, || {
+            format!("the record at byte {offset}")
+        })?;
         serde_json::from_slice(&self.line).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
             message: format!("the record at byte {offset} (read again): {e}"),
