@@ -684,3 +684,66 @@ fn records_files_that_are_not_files_or_have_huge_lines_are_refused() {
         "{err}"
     );
 }
+
+/// A model that cannot be set up (its API key variable is not set) is named once in the
+/// error, without a second prefix (it read "model agent: configuration: model `agent`: ...").
+#[test]
+fn a_model_that_cannot_be_set_up_is_named_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("desk.yaml");
+    std::fs::write(
+        &config,
+        "models:
+  - {name: agent, provider: openai, base_url: \"http://127.0.0.1:9/v1\", api_key_env: SAGE_TEST_KEY_NOT_SET}
+  - {name: customer, provider: simulated, sim: {kind: desk_customer}}
+  - {name: judge-1, provider: simulated, sim: {kind: desk_judge}}
+  - {name: judge-2, provider: simulated, sim: {kind: desk_judge}}
+agents: [agent]
+customer_model: customer
+judge_models: [judge-1, judge-2]
+",
+    )
+    .expect("config");
+    let out = dir.path().join("out").display().to_string();
+    let o = common::sage(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "error: model `agent`: the API key variable SAGE_TEST_KEY_NOT_SET is not set"),
+        "{err}"
+    );
+}
+
+/// `sage worker --model` with a name outside the model-name syntax (5,000 characters, a space,
+/// a `/`) exits 1 at once with a message, before connecting to anything (it reconnected
+/// thousands of times with a name that could not be a subject).
+#[test]
+fn worker_model_names_are_checked_before_connecting() {
+    let long = "m".repeat(5000);
+    for name in [long.as_str(), "a b", "a/b"] {
+        let o = common::sage(&[
+            "worker",
+            "--model",
+            name,
+            "--nats",
+            "nats://127.0.0.1:9",
+            "--nats-connect-secs",
+            "30",
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(err.starts_with("error: --model: model name `"), "{err}");
+        assert!(err.len() < 400, "{err}");
+    }
+}

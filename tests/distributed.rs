@@ -16,6 +16,8 @@
 //! - A full disk under the aggregator (a file-size limit): a record it cannot append whole
 //!   leaves dialogues.jsonl ending with its last whole line, is not acked, and is stored once
 //!   there is room (the run then completes with the embedded run's summary).
+//! - A run whose agent never answered: `sage sweep --follow` prints the leaderboard, says so
+//!   and exits 1, as the embedded run does.
 //! - A message id with a line break (the ids of a job read from NATS) is published, and
 //!   still deduplicates.
 
@@ -451,6 +453,59 @@ fn a_record_the_aggregator_cannot_append_whole_leaves_whole_lines_and_comes_agai
     assert!(
         summary == expected,
         "after the full disk the summary differs from the embedded one"
+    );
+}
+
+#[test]
+fn sweep_follow_fails_a_run_whose_agent_never_answered() {
+    let dir = common::cluster::test_dir();
+    // A real (OpenAI-compatible) agent behind a customer who never says anything: every
+    // dialogue ends before the agent is asked.
+    let config = dir.path().join("silent.yaml");
+    std::fs::write(
+        &config,
+        "models:
+  - {name: agent, provider: openai, base_url: \"http://127.0.0.1:9/v1\"}
+  - {name: user, provider: simulated, sim: {kind: user, empty_rate: 1.0}}
+  - {name: j1, provider: simulated, sim: {kind: judge}}
+service_models: [agent]
+user_model: user
+judge_models: [j1]
+scenarios: [scenarios/telecom_package.yaml]
+dialogues_per_scenario: 3
+min_per_route: 0
+max_turns: 4
+",
+    )
+    .expect("config");
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let mut worker_args = vec!["worker"];
+    worker_args.extend(common);
+    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
+    let o = common::sage(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--run-id",
+        "silent",
+        "--follow",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: model `agent` never answered: its 3 dialogues ended before the agent gave an answer"),
+        "{err}"
+    );
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        printed.contains("agent"),
+        "the leaderboard first: {printed}"
     );
 }
 

@@ -235,6 +235,46 @@ fn a_run_whose_agent_never_answered_fails_and_is_labelled_by_its_configuration()
     assert_eq!(summary["models"][0]["simulated"], false, "{summary}");
 }
 
+#[test]
+fn a_run_whose_judges_never_answered_fails_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Judges behind a port nothing listens on, one attempt each: no turn gets a verdict.
+    let mut text = config(7);
+    for judge in ["j1", "j2", "j3"] {
+        text = text.replace(
+            &format!("  - {{name: {judge}, provider: simulated, sim: {{kind: judge}}}}"),
+            &format!(
+                "  - {{name: {judge}, provider: openai, base_url: \"http://127.0.0.1:9/v1\", retries: {{max_attempts: 1}}}}"
+            ),
+        );
+    }
+    assert!(!text.contains("kind: judge"), "{text}");
+    let config = write(tmp.path(), "run.yaml", &text);
+    let out = tmp.path().join("out");
+    let o = common::sage(&[
+        "run",
+        "--config",
+        &config,
+        "--out",
+        &out.display().to_string(),
+        "--run-id",
+        "unjudged",
+        "--quiet",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no judge ever answered: ")
+            && err.contains(
+                " turns were sent to the judges and none came back with a verdict (first error: "
+            )
+            && err.contains("the scores are empty where these were needed"),
+        "{err}"
+    );
+    // The results are written all the same.
+    assert!(out.join("unjudged/summary.json").exists());
+}
+
 /// `sage run ARGS`, which must fail with exit 1: its standard error.
 fn refused(args: &[&str]) -> String {
     let o = common::sage(args);
@@ -288,6 +328,11 @@ fn names_are_checked_before_a_results_folder_is_created() {
         args.extend(flags);
         let err = refused(&args);
         assert!(err.contains(message), "{message}\nnot in\n{err}");
+        // Said once: no second prefix naming the model or the kind of error again.
+        assert!(
+            !err.contains("configuration: ") && !err.contains("model agent: model"),
+            "{err}"
+        );
         assert!(!out.exists(), "{message}: the results folder was created");
     }
 }

@@ -20,8 +20,9 @@ use std::sync::Arc;
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// A model endpoint could not be set up.
-    #[error("model {model}: {error}")]
+    /// A model endpoint could not be set up (the error names the model: no prefix, so the
+    /// message says it once).
+    #[error("{error}")]
     Model {
         /// The model name.
         model: String,

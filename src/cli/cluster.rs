@@ -209,6 +209,10 @@ fn shutdown_signal() -> tokio::sync::watch::Receiver<bool> {
 
 /// `sage worker`.
 pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    // A served model's name becomes a subject: checked before anything connects.
+    for name in &args.models {
+        crate::protocol::id::check_name(name).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+    }
     let roles = args
         .roles
         .iter()
@@ -421,6 +425,10 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
                 if let Some(budget) = s.budget {
                     let command = format!("sage sweep --resume {run_id}");
                     println!("{}", budget.line_resumed_by(&command));
+                }
+                // As `sage run`: a run that could not measure what it was for failed.
+                if let Some(error) = crate::store::unmeasured_error(&s.unmeasured) {
+                    bail!("{error}");
                 }
                 return Ok(());
             }

@@ -398,13 +398,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(line) = reported.explorer_line() {
         println!("{line}");
     }
-    // A model that never answered was not measured: the run did not do its job for it.
-    if !reported.unreached.is_empty() {
-        let models: Vec<String> = reported.unreached.iter().map(|u| u.to_string()).collect();
-        bail!(
-            "{}; its scores are empty (check the endpoint and run again)",
-            models.join("; ")
-        );
+    // A model that never answered, or judges that never gave a verdict: the run did not
+    // measure what it was for.
+    if let Some(error) = crate::store::unmeasured_error(&reported.unmeasured()) {
+        bail!("{error}");
     }
     Ok(())
 }

@@ -121,8 +121,9 @@ pub enum LlmError {
     /// The server answered with something that is not a chat completion.
     #[error("invalid response: {0}")]
     InvalidResponse(String),
-    /// The configuration cannot work (e.g. the API key variable is not set).
-    #[error("configuration: {0}")]
+    /// The configuration cannot work (e.g. the API key variable is not set); the message
+    /// names the model.
+    #[error("{0}")]
     Config(String),
 }
 

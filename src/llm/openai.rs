@@ -292,7 +292,7 @@ impl HttpCore {
             return LlmError::InvalidResponse(error_chain(&e));
         }
         if e.is_builder() {
-            return LlmError::Config(error_chain(&e));
+            return LlmError::Config(format!("cannot build the request: {}", error_chain(&e)));
         }
         // connect, request, body, redirect and anything else: the connection failed or broke.
         LlmError::Connection(error_chain(&e))

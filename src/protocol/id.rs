@@ -8,8 +8,10 @@
 //!   is never a flag, a hidden file, `.` or `..`).
 //! * A dialogue id (`telecom_package/0007/sim-strong/r0`) is 1 to [`DIALOGUE_ID_MAX`] bytes with
 //!   no control character.
-//! * A model name is 1 to [`NAME_MAX`] characters with no control character (its subject token is
-//!   [`super::subject_token`]).
+//! * A model name is 1 to [`NAME_MAX`] ASCII letters, digits, `-`, `_`, `.` or `:`, starting
+//!   with a letter or digit, without `..` (`gpt-4.1-mini`, `qwen2.5:7b`): it is a subject token
+//!   ([`super::subject_token`]), a part of dialogue ids and of folder paths, and a cell of
+//!   Markdown and HTML tables, so it holds no `/`, space or markup.
 
 use serde::{Deserialize, Deserializer};
 
@@ -45,7 +47,7 @@ pub enum IdError {
     },
     /// A model name.
     #[error(
-        "model name `{shown}`: {why}; expected 1 to {NAME_MAX} characters without control characters"
+        "model name `{shown}`: {why}; expected 1 to {NAME_MAX} ASCII letters, digits, `-`, `_`, `.` or `:`, starting with a letter or digit, without `..`"
     )]
     Name {
         /// The name, cut to a readable length.
@@ -109,10 +111,17 @@ pub fn check_dialogue_id(id: &str) -> Result<(), IdError> {
 pub fn check_name(name: &str) -> Result<(), IdError> {
     let why = if name.is_empty() {
         "empty"
-    } else if name.chars().count() > NAME_MAX {
+    } else if name.len() > NAME_MAX {
         "too long"
-    } else if name.chars().any(char::is_control) {
-        "a control character"
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+    {
+        "a character outside the allowed set"
+    } else if !name.as_bytes()[0].is_ascii_alphanumeric() {
+        "not starting with a letter or digit"
+    } else if name.contains("..") {
+        "`..` in it"
     } else {
         return Ok(());
     };
@@ -181,9 +190,25 @@ mod tests {
         assert!(check_dialogue_id("").is_err());
         assert!(check_dialogue_id("a\u{0}b").is_err());
         assert!(check_dialogue_id(&"d".repeat(DIALOGUE_ID_MAX + 1)).is_err());
-        assert!(check_name("gpt-4.1 mini").is_ok());
+        for ok in ["gpt-4.1-mini", "qwen2.5:7b", "sim_judge-3", "A"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        assert!(check_name(&"m".repeat(NAME_MAX)).is_ok());
+        for (bad, why) in [
+            ("gpt-4.1 mini", "a character outside the allowed set"),
+            ("a/../b", "a character outside the allowed set"),
+            ("<b>x</b>", "a character outside the allowed set"),
+            ("a\tb", "a character outside the allowed set"),
+            ("modèle", "a character outside the allowed set"),
+            ("-m", "not starting with a letter or digit"),
+            (".hidden", "not starting with a letter or digit"),
+            ("a..b", "`..` in it"),
+            ("", "empty"),
+        ] {
+            let error = check_name(bad).unwrap_err().to_string();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
         assert!(check_name(&"m".repeat(NAME_MAX + 1)).is_err());
-        assert!(check_name("a\tb").is_err());
     }
 
     #[test]

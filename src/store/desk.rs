@@ -154,6 +154,7 @@ impl DeskFold {
                 duplicates: self.duplicates.clone(),
                 file: run.path().join(DESK_RECORDS),
                 unreached: Vec::new(),
+                unjudged: None,
                 html: None,
                 explorer: None,
                 budget: None,

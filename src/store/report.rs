@@ -112,6 +112,8 @@ pub struct Reported {
     /// Models under test that never answered: their dialogues all ended before the agent gave
     /// an answer (it could not be reached, or the customer's side failed first).
     pub unreached: Vec<Unreached>,
+    /// Turns were sent to the judges and none came back with a verdict: nothing was judged.
+    pub unjudged: Option<Unjudged>,
     /// The HTML report written, if one was.
     pub html: Option<PathBuf>,
     /// What its explorer embeds (with the HTML report).
@@ -145,12 +147,55 @@ impl std::fmt::Display for Unreached {
     }
 }
 
+/// The error of a run that could not measure what it was for (`problems`:
+/// [`Reported::unmeasured`]); `None` when there is none.
+pub fn unmeasured_error(problems: &[String]) -> Option<String> {
+    (!problems.is_empty()).then(|| {
+        format!(
+            "{}; the scores are empty where these were needed (check the endpoints and run again)",
+            problems.join("; ")
+        )
+    })
+}
+
+/// A run whose judges never gave a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unjudged {
+    /// Turns sent to the judges.
+    pub turns: usize,
+    /// The first error of a judge, if any was recorded.
+    pub first_error: Option<String>,
+}
+
+impl std::fmt::Display for Unjudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no judge ever answered: {} turns were sent to the judges and none came back with a verdict",
+            self.turns
+        )?;
+        match &self.first_error {
+            Some(e) => write!(f, " (first error: {e})"),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Reported {
     /// The warnings to print.
     pub fn warnings(&self) -> Vec<String> {
         let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
-        out.extend(self.unreached.iter().map(|u| u.to_string()));
+        out.extend(self.unmeasured());
         out
+    }
+
+    /// What the run could not measure: each model under test that never answered, and judges
+    /// that never gave a verdict. A run with any is a failed run (`sage run` and
+    /// `sage sweep --follow` exit 1), its scores empty where these were needed.
+    pub fn unmeasured(&self) -> Vec<String> {
+        (self.unreached.iter().map(ToString::to_string))
+            .chain(self.unjudged.iter().map(ToString::to_string))
+            .collect()
     }
 
     /// The line that says what the HTML report's explorer embeds, when it leaves dialogues
@@ -170,6 +215,14 @@ struct Reach {
     first_error: Option<String>,
 }
 
+/// The turns sent to the judges, the ones with at least one verdict, and a judge's first error.
+#[derive(Debug, Clone, Default)]
+struct JudgeReach {
+    turns: usize,
+    verdicts: usize,
+    first_error: Option<String>,
+}
+
 /// A SAGE run's report, folded one record at a time (the summary, the repeated ids, the models
 /// that never answered, and the HTML report when asked for); [`SageFold::write`] writes
 /// summary.json, leaderboard.md and report.html.
@@ -178,6 +231,7 @@ pub struct SageFold {
     summary: SummaryFold,
     duplicates: Duplicates,
     reached: BTreeMap<String, Reach>,
+    judged: JudgeReach,
     html: Option<Box<SageReport>>,
     /// What the dialogues cost against the run's budgets.
     budget: BudgetFold,
@@ -211,6 +265,7 @@ impl SageFold {
             summary: SummaryFold::new(bootstrap, config.repeats),
             duplicates: Duplicates::default(),
             reached: BTreeMap::new(),
+            judged: JudgeReach::default(),
             html: None,
             budget: BudgetFold::new(config),
             jobs,
@@ -254,6 +309,19 @@ impl SageFold {
             }
             if reach.first_error.is_none() {
                 reach.first_error = t.infra_error.clone();
+            }
+            let asked = t.judges.is_some()
+                || (t.calls.iter()).any(|c| record.job.judge_models.contains(&c.model));
+            if asked {
+                let judged = &mut self.judged;
+                judged.turns += 1;
+                let verdicts = t.judges.as_ref().map(|j| &j.judgments[..]).unwrap_or(&[]);
+                judged.verdicts += usize::from(verdicts.iter().any(Result::is_ok));
+                if judged.first_error.is_none() {
+                    judged.first_error = (verdicts.iter().find_map(|v| v.as_ref().err()))
+                        .or(t.infra_error.as_ref())
+                        .cloned();
+                }
             }
         }
         self.summary.add(record);
@@ -337,6 +405,10 @@ impl SageFold {
                     first_error: r.first_error.clone(),
                 })
                 .collect(),
+            unjudged: (self.judged.turns > 0 && self.judged.verdicts == 0).then(|| Unjudged {
+                turns: self.judged.turns,
+                first_error: self.judged.first_error.clone(),
+            }),
             html,
             explorer,
             budget: summary.budget,

@@ -260,6 +260,7 @@ impl Collector {
         };
         folder.status.leaderboard = None;
         folder.status.report = None;
+        folder.status.unmeasured.clear();
         settle(run, folder)?;
         // Written before the jobs are queued: a worker that takes one sees the new budgets.
         folder.status.updated_at = now_utc().0;
@@ -341,7 +342,7 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     if !folder.status.ended() {
         return Ok(());
     }
-    let (table, html) = folder.report.write(&folder.dir)?;
+    let (table, html, unmeasured) = folder.report.write(&folder.dir)?;
     if folder.status.state != RunState::Complete {
         let (stored, jobs) = (folder.status.stored, folder.status.jobs);
         if stored < jobs {
@@ -350,7 +351,11 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
             tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
         }
     }
+    for problem in &unmeasured {
+        tracing::error!(run, %problem, "the run could not measure");
+    }
     folder.status.state = RunState::Complete;
+    folder.status.unmeasured = unmeasured;
     folder.status.leaderboard = Some(table);
     folder.status.report = html.map(|p| p.display().to_string());
     // A finished folder is let go: no `.lock` left in it.
@@ -433,16 +438,20 @@ impl Report {
     /// folded as its records came; a desk run's is built as `sage run --suite support-desk`
     /// builds it, desk.jsonl read once more (and the conversations its explorer embeds read
     /// again by their offset).
-    fn write(&mut self, dir: &RunDir) -> Result<(String, Option<PathBuf>), ClusterError> {
+    fn write(
+        &mut self,
+        dir: &RunDir,
+    ) -> Result<(String, Option<PathBuf>, Vec<String>), ClusterError> {
         Ok(match self {
             Report::Sage(fold) => {
                 let reported = fold.write(dir)?;
-                (reported.table, reported.html)
+                let unmeasured = reported.unmeasured();
+                (reported.table, reported.html, unmeasured)
             }
             Report::Desk(fold) => {
                 let table = fold.write(dir)?.reported.table;
                 let (path, _) = crate::store::desk::write_desk_html(dir, None)?;
-                (table, Some(path))
+                (table, Some(path), Vec::new())
             }
         })
     }

@@ -222,6 +222,11 @@ pub struct RunStatus {
     /// carry its number in [`RESUME_HEADER`].
     #[serde(default)]
     pub resumes: u32,
+    /// Once complete: what the run could not measure (a model under test that never answered,
+    /// judges that never gave a verdict; [`crate::store::report::Reported::unmeasured`]).
+    /// `sage sweep --follow` prints them and exits 1, as `sage run` does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
 }
 
 impl RunStatus {
@@ -241,6 +246,7 @@ impl RunStatus {
             report: None,
             budget: None,
             resumes: 0,
+            unmeasured: Vec::new(),
         }
     }
 
