@@ -7,7 +7,9 @@
 //!   seed, another run's record on this run's subject) are rejected and counted, and the run
 //!   completes with the embedded run's summary; a record of a run that does not exist is
 //!   dropped after its fifth delivery;
-//! - an undecodable status in the runs bucket is skipped by `sage status`, which says so.
+//! - an undecodable status in the runs bucket is skipped by `sage status`, which says so;
+//! - forged jobs of a known run (an unknown model, a billion turns, a thousand judges, an id
+//!   the plan does not have) are refused by the worker before any model call.
 
 mod common;
 
@@ -350,5 +352,79 @@ fn a_worker_whose_nats_client_died_says_so_and_exits() {
     assert!(
         log.contains("the NATS client is gone for good") && log.contains("restart the process"),
         "{log}"
+    );
+}
+
+#[test]
+fn forged_jobs_of_a_known_run_are_refused_before_any_call() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "null", 1, 29);
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let worker = Sage::spawn(
+        dir.path(),
+        "worker",
+        &["worker", "--nats", &url, "--metrics-addr", "127.0.0.1:0"],
+    );
+    let _aggregator = Sage::aggregator(
+        dir.path(),
+        &out,
+        &["--nats", &url, "--metrics-addr", "127.0.0.1:0"],
+    );
+    sage_ok(&[
+        "sweep", "--nats", &url, "--config", &config, "--run-id", "known",
+    ]);
+    wait_status(&url, "known", Duration::from_secs(120), |s| {
+        s["state"] == "complete"
+    });
+    let addr = worker.metrics_addr();
+    let calls = || {
+        sample(
+            &http_get(&addr, "/metrics").1,
+            "sage_model_requests_total",
+            &[],
+        )
+    };
+    let before = calls();
+    assert!(before > 0.0, "the run made no call");
+    // Forged from a real job of the run (a record holds its job).
+    let job = records(&out.join("known").join("dialogues.jsonl"))[0]["job"].clone();
+    let mut forged = Vec::new();
+    for (key, value) in [
+        ("service_model", serde_json::json!("huge-model")),
+        ("max_turns", serde_json::json!(1_000_000_000u64)),
+        ("judge_models", serde_json::json!(vec!["sim-judge-1"; 1000])),
+        (
+            "dialogue_id",
+            serde_json::json!("telecom_package/9999/sim-strong/r0"),
+        ),
+    ] {
+        let mut j = job.clone();
+        j[key] = value;
+        forged.push(j);
+    }
+    runtime().block_on(async {
+        let client = connect(&url).await;
+        for j in &forged {
+            publish(
+                &client,
+                "sage.v1.jobs.known".into(),
+                serde_json::to_vec(j).unwrap(),
+            )
+            .await;
+        }
+    });
+    wait_sample(
+        &worker,
+        "sage_messages_rejected_total",
+        &["source=\"job\"", "reason=\"foreign\""],
+        forged.len() as f64,
+    );
+    assert_eq!(calls(), before, "a forged job made model calls");
+    assert!(
+        worker.log_text().contains("not a job of its run's plan"),
+        "{}",
+        worker.log_text()
     );
 }

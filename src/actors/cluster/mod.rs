@@ -494,6 +494,10 @@ pub struct ServedRun {
     last_used: std::sync::atomic::AtomicU64,
     /// A run with a cost budget, on a worker that plays dialogues: its status, watched.
     pub budget: Option<BudgetWatch>,
+    /// On a worker that plays dialogues: the run's jobs as its manifest plans them. A job is
+    /// played only when it is one of them, exactly (a forged job of a known run, say with
+    /// another model or a billion turns, is refused before any call).
+    pub jobs: Option<JobSet>,
 }
 
 /// The roles a worker serves, and for the service role which models (all when empty).
@@ -709,6 +713,9 @@ impl Runs {
             error,
         };
         let (sops, desk) = (spec.sops()?, spec.desk()?);
+        let jobs = (self.served.roles.contains(&crate::protocol::Role::Dialogue))
+            .then(|| spec.job_set())
+            .transpose()?;
         let manifest = match (spec, desk) {
             (RunSpec::Sage { manifest, .. }, _) => manifest,
             (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
@@ -734,6 +741,7 @@ impl Runs {
                     transport,
                     last_used: self.now_ms().into(),
                     budget: None,
+                    jobs,
                 });
             }
             (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
@@ -783,6 +791,7 @@ impl Runs {
             transport,
             last_used: self.now_ms().into(),
             budget,
+            jobs,
         })
     }
 

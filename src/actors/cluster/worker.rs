@@ -656,7 +656,7 @@ impl Job {
             ..
         } = job;
         let through: Arc<dyn Transport> = tripwire.clone();
-        let played = match play(&served.driver, &message.payload, through) {
+        let played = match play(&served, &message.payload, through) {
             Ok(played) => played,
             Err(e) => {
                 tracing::error!(dialogue = %dialogue_id, error = %e, "job cannot be played; dropped");
@@ -787,12 +787,28 @@ type Playing = std::pin::Pin<
 >;
 
 /// Decodes a job for the run's driver and has it play the job through `through`.
-fn play(driver: &Driver, payload: &[u8], through: Arc<dyn Transport>) -> Result<Playing, String> {
+/// Refuses a job that is not exactly one of its run's planned jobs (a forged job of a known
+/// run): counted as a foreign job, and no call made for it.
+fn planned(run: &ServedRun, dialogue_id: &str, job: &impl Serialize) -> Result<(), String> {
+    let Some(jobs) = &run.jobs else {
+        return Ok(());
+    };
+    jobs.check(dialogue_id, job).map_err(|foreign| {
+        metrics()
+            .messages_rejected
+            .with_label_values(&["job", "foreign"])
+            .inc();
+        format!("not a job of its run's plan: {foreign}")
+    })
+}
+
+fn play(run: &ServedRun, payload: &[u8], through: Arc<dyn Transport>) -> Result<Playing, String> {
     use futures::FutureExt;
     let undecodable = |e: serde_json::Error| format!("undecodable job: {e}");
-    Ok(match driver {
+    Ok(match &run.driver {
         Driver::Sage(driver) => {
             let job: DialogueJob = serde_json::from_slice(payload).map_err(undecodable)?;
+            planned(run, &job.dialogue_id, &job)?;
             let sent = driver.send(RunDialogue {
                 job,
                 through: Some(through),
@@ -802,6 +818,7 @@ fn play(driver: &Driver, payload: &[u8], through: Arc<dyn Transport>) -> Result<
         }
         Driver::Desk(driver) => {
             let job: DeskJob = serde_json::from_slice(payload).map_err(undecodable)?;
+            planned(run, &job.dialogue_id, &job)?;
             let sent = driver.send(PlayCase {
                 job,
                 through: Some(through),
