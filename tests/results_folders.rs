@@ -406,3 +406,60 @@ fn a_finished_folder_holds_no_lock_and_a_stale_one_is_taken_over() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!lock.exists());
 }
+
+/// `sage report` on the folder of a run in progress is refused (the run holds the folder; its
+/// summary is not rewritten under it), and works once the run is gone.
+#[test]
+fn report_leaves_a_run_in_progress_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Slow models: the run is still going when the report is asked for.
+    let text = config(12).replace(
+        "sim: {kind: agent, profile: balanced}",
+        "sim: {kind: agent, profile: balanced, latency: {uniform_ms: [300, 400]}}",
+    );
+    assert_ne!(text, config(12));
+    let config = write(tmp.path(), "run.yaml", &text);
+    let out = tmp.path().join("out");
+    let mut running = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args([
+            "run", "--config", &config, "--run-id", "busy", "--quiet", "--out",
+        ])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sage run starts");
+    let folder = out.join("busy");
+    let records = folder.join("dialogues.jsonl");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&records).map_or(true, |t| t.lines().count() < 1) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the run stored nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let folder_arg = folder.display().to_string();
+    let o = common::sage(&["report", &folder_arg]);
+    let still_running = running.try_wait().expect("wait").is_none();
+    let _ = running.kill();
+    let _ = running.wait();
+    assert!(
+        still_running,
+        "the run ended before the report was asked for"
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{folder_arg}: in use by another process")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !folder.join("summary.json").exists(),
+        "a summary was written"
+    );
+    // The run is gone (killed): the folder is free, and the report is written.
+    common::sage_ok(&["report", &folder_arg]);
+    assert!(folder.join("summary.json").exists());
+}

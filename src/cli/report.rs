@@ -16,7 +16,9 @@ use std::process::ExitCode;
 /// `sage report DIR [--html [--out FILE]]`: the summary and leaderboard rebuilt from the
 /// records (SAGE or support-desk folder), and with `--html` the HTML report.
 pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> {
-    let run = RunDir::open(dir)?;
+    // Claimed while its files are rewritten: a run in progress (or another report) holds the
+    // folder, and its summary is not rewritten under it.
+    let run = RunDir::open(dir)?.claim()?;
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {
         crate::store::desk::DESK_RECORDS
