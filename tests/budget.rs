@@ -494,6 +494,31 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
         ["budget", &format!("{stored}/24")],
         "{table}"
     );
+    // Resumed with a budget what was spent already reaches: refused, nothing queued.
+    let spent_out = sage(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--resume",
+        "d-run",
+        "--max-cost-usd",
+        &budget,
+    ]);
+    let err = String::from_utf8_lossy(&spent_out.stderr);
+    assert_eq!(spent_out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "run d-run: the budgets given are already spent, so no dialogue would start (nothing queued): budget reached: spent ${:.4} of ${:.4} (run); {} dialogues not started; resume with `sage sweep --resume d-run --max-cost-usd ",
+            total,
+            budget.parse::<f64>().unwrap(),
+            24 - stored
+        )),
+        "{err}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(records(&folder).len(), stored);
+    let status = wait_status(&url, "d-run", Duration::from_secs(10), done);
+    assert_eq!(status["resumes"], 0, "{status}");
     // Resumed with a higher budget: the rest is played, each dialogue once, and the summary is
     // the unbudgeted run's.
     let followed = sage_ok(&[

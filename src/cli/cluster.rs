@@ -385,6 +385,17 @@ fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
         };
         args.budgets.apply(&mut manifest.config)?;
         manifest.config.check("command line")?;
+        // Budgets that what was spent already reaches would queue nothing: said, not resumed.
+        if let Some(budget) = submit::status(&broker, &run_id)
+            .await?
+            .and_then(|s| s.budget)
+            && let Some(after) = budget.spent_under(&manifest.config)
+        {
+            let line = after.line_resumed_by(&format!("sage sweep --resume {run_id}"));
+            bail!(
+                "run {run_id}: the budgets given are already spent, so no dialogue would start (nothing queued): {line}"
+            );
+        }
         let resumed = submit::resume(&broker, &spec).await?;
         println!("{run_id}");
         eprintln!("run {run_id}: resumed; the aggregator queues the dialogues not stored");

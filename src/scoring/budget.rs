@@ -32,7 +32,12 @@ struct ModelSpend {
 
 /// Whether `spent` has reached `limit` (never without a limit).
 fn reached(limit: Option<f64>, spent: Money) -> bool {
-    limit.is_some_and(|l| spent.usd() >= l)
+    reached_usd(limit, spent.usd())
+}
+
+/// [`reached`] of an amount in US dollars.
+fn reached_usd(limit: Option<f64>, spent: f64) -> bool {
+    limit.is_some_and(|l| spent >= l)
 }
 
 impl BudgetFold {
@@ -189,6 +194,22 @@ impl BudgetSummary {
                     .models
                     .values()
                     .all(|m| m.not_started == 0 || m.reached))
+    }
+
+    /// This spending under the budgets of `config` instead of its own, when they would still
+    /// keep every dialogue not stored from starting (a resume with them would play nothing);
+    /// `None` when they let some start.
+    pub fn spent_under(&self, config: &crate::plan::RunConfig) -> Option<BudgetSummary> {
+        let mut after = self.clone();
+        after.max_cost_usd = config.max_cost_usd;
+        after.reached = reached_usd(after.max_cost_usd, after.spent_usd);
+        for (name, model) in &mut after.models {
+            model.max_cost_usd = (config.models.iter())
+                .find(|m| &m.name == name)
+                .and_then(|m| m.max_cost_usd);
+            model.reached = reached_usd(model.max_cost_usd, model.spent_usd);
+        }
+        after.stops_the_rest().then_some(after)
     }
 
     /// The line `sage run` prints at its end: `budget reached: spent $X of $Y (run) [model M:
