@@ -567,7 +567,7 @@ fn show_prints_control_characters_visibly() {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let mut record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a record");
     let hostile =
-        "hi\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZWNobyBoaQ==\u{7}\u{1b}[2J\rgone \u{202e}desrever";
+        "hi\u{1b}]0;pwned\u{7}\u{1b}]52;c;clipboard-text\u{7}\u{1b}[2J\rgone \u{202e}desrever";
     record["turns"][0]["user_message"] = hostile.into();
     lines[0] = record.to_string();
     std::fs::write(&file, lines.join("\n") + "\n").expect("records written");
@@ -579,7 +579,7 @@ fn show_prints_control_characters_visibly() {
     }
     assert!(
         printed.contains(
-            "hi\\u{1b}]0;pwned\\u{7}\\u{1b}]52;c;ZWNobyBoaQ==\\u{7}\\u{1b}[2J\\u{d}gone \\u{202e}desrever"
+            "hi\\u{1b}]0;pwned\\u{7}\\u{1b}]52;c;clipboard-text\\u{7}\\u{1b}[2J\\u{d}gone \\u{202e}desrever"
         ),
         "{printed}"
     );

@@ -51,11 +51,11 @@ fn refused(out: &Output, secret: &str) -> String {
 #[test]
 fn user_and_password_from_flags_or_the_environment() {
     let dir = tempfile::tempdir().expect("dir");
-    let nats = Nats::start_with(dir.path(), &["--user", "sage", "--pass", "s3cret-pw"]);
+    let nats = Nats::start_with(dir.path(), &["--user", "sage", "--pass", "FAKE-pw"]);
     let url = nats.url();
     ok(&status(
         &url,
-        &["--nats-user", "sage", "--nats-password", "s3cret-pw"],
+        &["--nats-user", "sage", "--nats-password", "FAKE-pw"],
         &[],
     ));
     ok(&status(
@@ -63,7 +63,7 @@ fn user_and_password_from_flags_or_the_environment() {
         &[],
         &[
             ("SAGE_NATS_USER", "sage"),
-            ("SAGE_NATS_PASSWORD", "s3cret-pw"),
+            ("SAGE_NATS_PASSWORD", "FAKE-pw"),
         ],
     ));
     refused(
@@ -76,7 +76,7 @@ fn user_and_password_from_flags_or_the_environment() {
     );
     // No credentials: refused (and the password it was not given cannot be printed, so the
     // secret checked here is a wrong one from the environment).
-    refused(&status(&url, &[], &[]), "s3cret-pw");
+    refused(&status(&url, &[], &[]), "FAKE-pw");
     refused(
         &status(
             &url,
@@ -110,16 +110,16 @@ fn user_and_password_from_flags_or_the_environment() {
 #[test]
 fn token() {
     let dir = tempfile::tempdir().expect("dir");
-    let nats = Nats::start_with(dir.path(), &["--auth", "tok-0123456789"]);
+    let nats = Nats::start_with(dir.path(), &["--auth", "FAKE-token-0123456789"]);
     ok(&status(
         &nats.url(),
-        &["--nats-token", "tok-0123456789"],
+        &["--nats-token", "FAKE-token-0123456789"],
         &[],
     ));
     ok(&status(
         &nats.url(),
         &[],
-        &[("SAGE_NATS_TOKEN", "tok-0123456789")],
+        &[("SAGE_NATS_TOKEN", "FAKE-token-0123456789")],
     ));
     refused(
         &status(&nats.url(), &["--nats-token", "tok-wrong"], &[]),

@@ -502,10 +502,10 @@ mod tests {
     fn control_and_bidi_characters_are_shown_as_escapes() {
         // Window title, clipboard (OSC 52), clear screen, carriage return, bell, right-to-left
         // override: written visibly, nothing a terminal would act on left.
-        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\rx\u{202e}y\nz\tw";
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}]52;c;clip\u{7}\u{1b}[2J\rx\u{202e}y\nz\tw";
         assert_eq!(
             terminal_safe(hostile),
-            "a\\u{1b}]0;pwned\\u{7}b\\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\\u{d}x\\u{202e}y\nz\tw"
+            "a\\u{1b}]0;pwned\\u{7}b\\u{1b}]52;c;clip\\u{7}\\u{1b}[2J\\u{d}x\\u{202e}y\nz\tw"
         );
         assert!(matches!(
             terminal_safe("plain, accentué, 日本語\n"),

@@ -851,7 +851,7 @@ mod tests {
     #[test]
     fn urls_in_logs_carry_no_credentials() {
         assert_eq!(
-            redact_url("nats://alice:s3cret@nats:4222,tls://tok@other:4222"),
+            redact_url("nats://alice:FAKE-pw@nats:4222,tls://tok@other:4222"),
             "nats://<redacted>@nats:4222,tls://<redacted>@other:4222"
         );
         assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
@@ -908,14 +908,14 @@ mod tests {
         let config = NatsConfig {
             url: "nats://x".into(),
             user: Some("u".into()),
-            password: Some("hunter2".into()),
-            token: Some("tok-secret".into()),
-            nkey_seed: Some("SUAIBDPBAUTW".into()),
+            password: Some("FAKE-password".into()),
+            token: Some("FAKE-token".into()),
+            nkey_seed: Some("FAKE-nkey-seed".into()),
             ..Default::default()
         };
         let shown = format!("{config:?}");
-        assert!(!shown.contains("hunter2") && !shown.contains("tok-secret"));
-        assert!(!shown.contains("SUAIBDPBAUTW"));
+        assert!(!shown.contains("FAKE-password") && !shown.contains("FAKE-token"));
+        assert!(!shown.contains("FAKE-nkey-seed"));
         assert!(shown.contains("<redacted>"));
     }
 }
