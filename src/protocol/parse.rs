@@ -288,29 +288,6 @@ impl<'de> serde::de::Visitor<'de> for FastAnswer<'_> {
 /// canonical value ([`resolve`]); other keys any valid JSON.
 struct FastFields<'s>(&'s Sop);
 
-/// A key of a classification object: the index of the field it names, if any.
-struct FieldIndex<'s>(&'s [&'s Key]);
-
-impl<'de> serde::de::DeserializeSeed<'de> for FieldIndex<'_> {
-    type Value = Option<usize>;
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Option<usize>, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl serde::de::Visitor<'_> for FieldIndex<'_> {
-    type Value = Option<usize>;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a field name")
-    }
-    fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|field| field.name == key))
-    }
-}
-
 /// A field's value as the general path reads it from JSON: a boolean, an integer that fits
 /// an `i64` or a string (anything else gives up: the general path writes other numbers its own
 /// way or refuses the value).
@@ -360,7 +337,7 @@ impl<'de> Deserialize<'de> for FastScores {
                 mut map: A,
             ) -> Result<FastScores, A::Error> {
                 let mut scores = [None; 5];
-                while let Some(key) = map.next_key_seed(DimensionIndex)? {
+                while let Some(key) = map.next_key_seed(NameIndex(&DIMENSIONS))? {
                     let Some(i) = key else {
                         map.next_value::<Checked>()?;
                         continue;
@@ -373,13 +350,7 @@ impl<'de> Deserialize<'de> for FastScores {
                 let [Some(l), Some(a), Some(c), Some(u), Some(i)] = scores else {
                     return Err(give_up());
                 };
-                Ok(FastScores(ChatScores {
-                    linguistic_quality: l,
-                    anthropomorphism_emotion: a,
-                    content_utility: c,
-                    user_satisfaction: u,
-                    instruction_compliance: i,
-                }))
+                Ok(FastScores(chat_scores([l, a, c, u, i])))
             }
         }
         deserializer.deserialize_map(Scores)
@@ -395,10 +366,11 @@ const DIMENSIONS: [&str; 5] = [
     "instruction_compliance",
 ];
 
-/// A key of a `chat_quality_dimensions` object: its index in [`DIMENSIONS`], if any.
-struct DimensionIndex;
+/// A key of an object whose keys of interest are `names`: the index of the one it is, if any
+/// (read without being copied).
+struct NameIndex<'a>(&'a [&'a str]);
 
-impl<'de> serde::de::DeserializeSeed<'de> for DimensionIndex {
+impl<'de> serde::de::DeserializeSeed<'de> for NameIndex<'_> {
     type Value = Option<usize>;
     fn deserialize<D: serde::Deserializer<'de>>(
         self,
@@ -408,13 +380,13 @@ impl<'de> serde::de::DeserializeSeed<'de> for DimensionIndex {
     }
 }
 
-impl serde::de::Visitor<'_> for DimensionIndex {
+impl serde::de::Visitor<'_> for NameIndex<'_> {
     type Value = Option<usize>;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a dimension name")
+        f.write_str("a key")
     }
     fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
-        Ok(DIMENSIONS.iter().position(|d| *d == key))
+        Ok(self.0.iter().position(|name| *name == key))
     }
 }
 
@@ -467,8 +439,9 @@ impl<'de> serde::de::Visitor<'de> for FastFields<'_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         // A scenario has a handful of fields: a list beats a map.
         let fields: Vec<&Key> = self.0.scenario().fields().collect();
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         let mut values: Vec<Option<Value>> = vec![None; fields.len()];
-        while let Some(index) = map.next_key_seed(FieldIndex(&fields))? {
+        while let Some(index) = map.next_key_seed(NameIndex(&names))? {
             let Some(i) = index else {
                 map.next_value::<Checked>()?;
                 continue;
@@ -485,6 +458,7 @@ impl<'de> serde::de::Visitor<'de> for FastFields<'_> {
             .collect()
     }
 }
+
 /// Any JSON value, read to its end and checked as a [`Json`] value is (strings decoded, numbers
 /// in range), without being kept.
 struct Checked;
@@ -534,18 +508,25 @@ fn judgment(
     classification: BTreeMap<String, Value>,
     dims: &Map<String, Json>,
 ) -> Result<Judgment, FormatError> {
-    let score = |name: &str| dimension_score(dims, name);
-    let chat = ChatScores {
-        linguistic_quality: score("linguistic_quality")?,
-        anthropomorphism_emotion: score("anthropomorphism_emotion")?,
-        content_utility: score("content_utility")?,
-        user_satisfaction: score("user_satisfaction")?,
-        instruction_compliance: score("instruction_compliance")?,
-    };
+    let mut scores = [0; 5];
+    for (score, name) in scores.iter_mut().zip(DIMENSIONS) {
+        *score = dimension_score(dims, name)?;
+    }
     Ok(Judgment {
         classification,
-        chat,
+        chat: chat_scores(scores),
     })
+}
+
+/// The scores of the five [`DIMENSIONS`], in their order.
+fn chat_scores([l, a, c, u, i]: [u8; 5]) -> ChatScores {
+    ChatScores {
+        linguistic_quality: l,
+        anthropomorphism_emotion: a,
+        content_utility: c,
+        user_satisfaction: u,
+        instruction_compliance: i,
+    }
 }
 
 /// The `chat` text of an answer whose JSON object can be read, even when the answer is otherwise

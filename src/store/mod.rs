@@ -65,17 +65,33 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 /// lets a message be): a longer line is refused when read, and a longer record when written.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
-/// Opens a records file to read: refused unless it is a regular file (a link to a device
-/// would never end, a named pipe would wait for a writer).
-fn open_records(path: &Path) -> Result<File, StoreError> {
-    let kind = fs::metadata(path).map_err(io(path))?.file_type();
-    if !kind.is_file() {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            message: "not a regular file (a records file is one)".into(),
-        });
+/// Refuses a records file that is not a regular file (a link to a device would never end, a
+/// named pipe would wait for a writer).
+fn check_records_file(path: &Path) -> Result<(), StoreError> {
+    if fs::metadata(path).map_err(io(path))?.file_type().is_file() {
+        return Ok(());
     }
+    Err(StoreError::Corrupt {
+        path: path.to_path_buf(),
+        message: "not a regular file (a records file is one)".into(),
+    })
+}
+
+/// Opens a records file to read ([`check_records_file`] first).
+fn open_records(path: &Path) -> Result<File, StoreError> {
+    check_records_file(path)?;
     File::open(path).map_err(io(path))
+}
+
+/// The error for a record (`what`) longer than [`MAX_RECORD_BYTES`].
+fn too_long(path: &Path, what: String) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what} is longer than {} MiB, the most a record can be",
+            MAX_RECORD_BYTES >> 20
+        ),
+    }
 }
 
 /// Reads one line of a records file into `line` (its line break included), refusing one longer
@@ -90,14 +106,7 @@ fn read_record_line(
         .read_until(b'\n', line)
         .map_err(io(path))?;
     if read > MAX_RECORD_BYTES {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            message: format!(
-                "{} is longer than {} MiB, the most a record can be",
-                which(),
-                MAX_RECORD_BYTES >> 20
-            ),
-        });
+        return Err(too_long(path, which()));
     }
     Ok(read)
 }
@@ -443,7 +452,7 @@ impl RunDir {
         let path = self.file(name);
         if path.exists() {
             // Checked as a reader would: not a link to a device or a named pipe.
-            drop(open_records(&path)?);
+            check_records_file(&path)?;
         }
         let file = OpenOptions::new()
             .create(true)
@@ -767,14 +776,8 @@ impl DialogueWriter {
     fn write_line(&mut self) -> Result<u64, StoreError> {
         let at = self.offset;
         if self.line.len() > MAX_RECORD_BYTES {
-            return Err(StoreError::Corrupt {
-                path: self.path.clone(),
-                message: format!(
-                    "a record of {} bytes to append: longer than {} MiB, the most a record can be",
-                    self.line.len(),
-                    MAX_RECORD_BYTES >> 20
-                ),
-            });
+            let what = format!("a record of {} bytes to append", self.line.len());
+            return Err(too_long(&self.path, what));
         }
         if self.cut {
             self.file.set_len(at).map_err(io(&self.path))?;

@@ -786,7 +786,6 @@ type Playing = std::pin::Pin<
     Box<dyn Future<Output = Result<Result<Played, String>, actix::MailboxError>> + Send>,
 >;
 
-/// Decodes a job for the run's driver and has it play the job through `through`.
 /// Refuses a job that is not exactly one of its run's planned jobs (a forged job of a known
 /// run): counted as a foreign job, and no call made for it.
 fn planned(run: &ServedRun, dialogue_id: &str, job: &impl Serialize) -> Result<(), String> {
@@ -802,6 +801,8 @@ fn planned(run: &ServedRun, dialogue_id: &str, job: &impl Serialize) -> Result<(
     })
 }
 
+/// Decodes a job for the run's driver and has it play the job through `through` (a job not
+/// of the run's plan is refused first, [`planned`]).
 fn play(run: &ServedRun, payload: &[u8], through: Arc<dyn Transport>) -> Result<Playing, String> {
     use futures::FutureExt;
     let undecodable = |e: serde_json::Error| format!("undecodable job: {e}");
