@@ -545,24 +545,30 @@ fn flags_and_files_that_cannot_work_are_refused_with_one_clear_message() {
     );
 }
 
+/// `sage run --dialogues 1` of the bundled default into `dir/RUN_ID`: that folder.
+fn small_run(dir: &std::path::Path, run_id: &str) -> std::path::PathBuf {
+    let out = dir.display().to_string();
+    common::sage_ok(&[
+        "run",
+        "--dialogues",
+        "1",
+        "--run-id",
+        run_id,
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    dir.join(run_id)
+}
+
 /// `sage show` of a dialogue whose customer wrote terminal escape sequences (window title,
 /// clipboard, clear screen), a carriage return, a bell and a right-to-left override: none
 /// reaches the terminal; each is printed visibly as its escape.
 #[test]
 fn show_prints_control_characters_visibly() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().display().to_string();
-    common::sage_ok(&[
-        "run",
-        "--dialogues",
-        "1",
-        "--run-id",
-        "hostile",
-        "--out",
-        &out,
-        "--quiet",
-    ]);
-    let file = dir.path().join("hostile").join("dialogues.jsonl");
+    let folder = small_run(dir.path(), "hostile");
+    let file = folder.join("dialogues.jsonl");
     let text = std::fs::read_to_string(&file).expect("records");
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let mut record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a record");
@@ -572,7 +578,6 @@ fn show_prints_control_characters_visibly() {
     lines[0] = record.to_string();
     std::fs::write(&file, lines.join("\n") + "\n").expect("records written");
     let id = record["job"]["dialogue_id"].as_str().expect("an id");
-    let folder = dir.path().join("hostile");
     let printed = common::sage_ok(&["show", folder.to_str().expect("utf-8"), id]);
     for c in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
         assert!(!printed.contains(c), "{:?} printed raw:\n{printed}", c);
@@ -614,18 +619,7 @@ fn errors_echo_control_characters_visibly() {
 #[test]
 fn records_files_that_are_not_files_or_have_huge_lines_are_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().display().to_string();
-    common::sage_ok(&[
-        "run",
-        "--dialogues",
-        "1",
-        "--run-id",
-        "odd",
-        "--out",
-        &out,
-        "--quiet",
-    ]);
-    let folder = dir.path().join("odd");
+    let folder = small_run(dir.path(), "odd");
     let records = folder.join("dialogues.jsonl");
     let first = std::fs::read_to_string(&records).expect("records");
     let id = serde_json::from_str::<serde_json::Value>(first.lines().next().expect("a line"))

@@ -356,9 +356,7 @@ fn a_restarted_aggregator_finishes_a_run_it_was_killed_on_after_the_last_record(
     let url = nats.url();
     let out = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let mut worker_args = vec!["worker", "--concurrency", "8"];
-    worker_args.extend(common);
-    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    let _worker = Sage::worker(dir.path(), &[&common[..], &["--concurrency", "8"]].concat());
     for round in 1..=5 {
         let run = format!("killed-{round}");
         let expected = embedded_summary(dir.path(), &config, &run);
@@ -409,9 +407,7 @@ fn a_record_the_aggregator_cannot_append_whole_leaves_whole_lines_and_comes_agai
     let url = nats.url();
     let out = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let mut worker_args = vec!["worker", "--concurrency", "8"];
-    worker_args.extend(common);
-    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    let _worker = Sage::worker(dir.path(), &[&common[..], &["--concurrency", "8"]].concat());
     // The disk is full once the records file holds about half of the run.
     let out_arg = out.display().to_string();
     let mut args = vec!["aggregator", "--out", out_arg.as_str()];
@@ -482,9 +478,7 @@ max_turns: 4
     let url = nats.url();
     let out = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let mut worker_args = vec!["worker"];
-    worker_args.extend(common);
-    let _worker = Sage::spawn(dir.path(), "worker", &worker_args);
+    let _worker = Sage::worker(dir.path(), &common);
     let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     let o = common::sage(&[
         "sweep",

@@ -362,16 +362,9 @@ fn forged_jobs_of_a_known_run_are_refused_before_any_call() {
     let nats = Nats::start(dir.path());
     let url = nats.url();
     let out = dir.path().join("results");
-    let worker = Sage::spawn(
-        dir.path(),
-        "worker",
-        &["worker", "--nats", &url, "--metrics-addr", "127.0.0.1:0"],
-    );
-    let _aggregator = Sage::aggregator(
-        dir.path(),
-        &out,
-        &["--nats", &url, "--metrics-addr", "127.0.0.1:0"],
-    );
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let worker = Sage::worker(dir.path(), &common);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     sage_ok(&[
         "sweep", "--nats", &url, "--config", &config, "--run-id", "known",
     ]);

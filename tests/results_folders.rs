@@ -44,12 +44,17 @@ fn stderr(o: &Output) -> String {
 
 /// `sage run --config CONFIG --out OUT --quiet ARGS`, which must succeed.
 fn run(config: &str, out: &Path, args: &[&str]) -> Output {
+    let o = attempt(config, out, args);
+    assert!(o.status.success(), "sage run {args:?}: {}", stderr(&o));
+    o
+}
+
+/// `sage run --config CONFIG --out OUT --quiet ARGS`, whatever its outcome.
+fn attempt(config: &str, out: &Path, args: &[&str]) -> Output {
     let out_s = out.display().to_string();
     let mut all = vec!["run", "--config", config, "--out", &out_s, "--quiet"];
     all.extend(args);
-    let o = common::sage(&all);
-    assert!(o.status.success(), "sage {all:?}: {}", stderr(&o));
-    o
+    common::sage(&all)
 }
 
 #[test]
@@ -211,16 +216,7 @@ fn a_run_whose_agent_never_answered_fails_and_is_labelled_by_its_configuration()
         .replace("sim: {kind: user}", "sim: {kind: user, empty_rate: 1.0}");
     let config = write(tmp.path(), "run.yaml", &text);
     let out = tmp.path().join("out");
-    let o = common::sage(&[
-        "run",
-        "--config",
-        &config,
-        "--out",
-        &out.display().to_string(),
-        "--run-id",
-        "silent",
-        "--quiet",
-    ]);
+    let o = attempt(&config, &out, &["--run-id", "silent"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("model `agent` never answered: its 4 dialogues"),
@@ -251,16 +247,7 @@ fn a_run_whose_judges_never_answered_fails_and_says_so() {
     assert!(!text.contains("kind: judge"), "{text}");
     let config = write(tmp.path(), "run.yaml", &text);
     let out = tmp.path().join("out");
-    let o = common::sage(&[
-        "run",
-        "--config",
-        &config,
-        "--out",
-        &out.display().to_string(),
-        "--run-id",
-        "unjudged",
-        "--quiet",
-    ]);
+    let o = attempt(&config, &out, &["--run-id", "unjudged"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(

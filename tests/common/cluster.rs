@@ -191,6 +191,13 @@ impl Sage {
         }
     }
 
+    /// Starts `sage worker ARGS` (ARGS: at least `--nats URL`), logging to `dir/worker.log`.
+    pub fn worker(dir: &Path, args: &[&str]) -> Sage {
+        let mut all = vec!["worker"];
+        all.extend(args);
+        Sage::spawn(dir, "worker", &all)
+    }
+
     /// Starts `sage aggregator --out OUT ARGS` (ARGS: at least `--nats URL`), logging to
     /// `dir/aggregator.log`.
     pub fn aggregator(dir: &Path, out: &Path, args: &[&str]) -> Sage {
