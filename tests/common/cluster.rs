@@ -287,8 +287,20 @@ impl Sage {
 }
 
 impl Drop for Sage {
+    /// Kills the process; when the test is failing, prints the end of its log first (CI keeps
+    /// no test folders, so this is what tells a hang from a crash).
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            let log = self.log_text();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            eprintln!(
+                "--- the last lines of {} ({}):\n{tail}",
+                self.name,
+                self.log.display()
+            );
+        }
     }
 }
 
