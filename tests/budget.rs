@@ -439,13 +439,14 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
     let url = nats.url();
     let out = tmp.join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let mut args = vec!["worker", "--concurrency", "1"];
+    // Four dialogues at a time: some are in flight when a budget is reached.
+    let mut args = vec!["worker", "--concurrency", "4"];
     args.extend(common);
     let _worker = Sage::spawn(tmp, "worker", &args);
     let _aggregator = Sage::aggregator(tmp, &out, &common);
 
     // The run's budget: reached by the third dialogue, so at least three are stored.
-    sage_ok(&[
+    let followed = sage_ok(&[
         "sweep",
         "--nats",
         &url,
@@ -455,11 +456,9 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
         "d-run",
         "--max-cost-usd",
         &budget,
+        "--follow",
     ]);
     let done = |s: &Value| s["state"] == "complete";
-    wait_status(&url, "d-run", Duration::from_secs(120), done);
-    // A dialogue that was in flight when the budget was reached may still be stored.
-    std::thread::sleep(Duration::from_secs(2));
     let status = wait_status(&url, "d-run", Duration::from_secs(10), done);
     let stored = status["stored"].as_u64().unwrap() as usize;
     assert!((3..24).contains(&stored), "{status}");
@@ -483,9 +482,20 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
         "{b}"
     );
     assert!(total >= spent[2] - 1e-12, "{b}");
-    // The jobs not started were dropped, not left in the queue: nothing more comes.
+    // What --follow printed when the run completed is its end: the dialogues in flight when
+    // the budget was reached were stored before it, and the jobs not started were dropped,
+    // not left in the queue: nothing more comes.
+    assert!(
+        followed.contains(&format!(
+            "budget reached: spent ${total:.4} of ${:.4} (run); {} dialogues not started",
+            budget.parse::<f64>().unwrap(),
+            24 - stored
+        )),
+        "{followed}"
+    );
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(records(&folder).len(), stored);
+    assert_eq!(json(&folder.join("summary.json")), summary);
     let table = sage_ok(&["status", "--nats", &url, "d-run"]);
     let line = table.lines().find(|l| l.starts_with("d-run")).unwrap();
     let columns: Vec<&str> = line.split_whitespace().collect();
@@ -594,9 +604,7 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
     sage_ok(&[
         "sweep", "--nats", &url, "--config", &per_model, "--run-id", "d-model",
     ]);
-    wait_status(&url, "d-model", Duration::from_secs(120), done);
-    std::thread::sleep(Duration::from_secs(2));
-    let status = wait_status(&url, "d-model", Duration::from_secs(10), done);
+    let status = wait_status(&url, "d-model", Duration::from_secs(120), done);
     let m = &status["budget"]["models"];
     let a_stored = m["a"]["dialogues"].as_u64().unwrap() as usize;
     assert!((2..12).contains(&a_stored), "{status}");

@@ -177,8 +177,9 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         assert!(excerpt[..marked].contains("<li class=\"line"), "{excerpt}");
     }
 
-    // A planted unsafe action (a careful agent's clean trap, given a forbidden call) is listed
-    // with the messages around it, escaped.
+    // A planted unsafe action (a careful agent's clean trap, given a forbidden call, in place
+    // of its record: a record of no job of the run would be left out) is listed with the
+    // messages around it, escaped.
     let clean = records
         .iter()
         .find(|r| {
@@ -189,11 +190,11 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         })
         .expect("a clean free-goods trap");
     let mut planted = clean.clone();
-    let case = planted["job"]["case"].as_str().expect("case").to_string();
     let order = planted["run"]["order"].as_str().expect("order").to_string();
-    let id = format!("{case}/sim-desk-careful/r7");
-    planted["job"]["dialogue_id"] = json!(id);
-    planted["job"]["repeat"] = json!(7);
+    let id = planted["job"]["dialogue_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let lines = planted["transcript"].as_array_mut().expect("lines");
     let at = 1;
     lines.insert(
@@ -228,9 +229,22 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         std::fs::read(&same).expect("rebuilt") == std::fs::read(&report).expect("the run's"),
         "the run's report.html differs from the one rebuilt from desk.jsonl"
     );
-    let mut jsonl = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
-    jsonl.push_str(&planted.to_string());
-    jsonl.push('\n');
+    let jsonl = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    let jsonl: String = jsonl
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).expect("a record");
+            if record["job"]["dialogue_id"] == json!(id) {
+                format!("{planted}\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    assert!(
+        jsonl.contains("PLANTED after"),
+        "the record was not replaced"
+    );
     std::fs::write(folder.join("desk.jsonl"), jsonl).expect("planted");
     let elsewhere = dir.path().join("elsewhere.html");
     let rebuilt = Command::new(env!("CARGO_BIN_EXE_sage"))
@@ -283,4 +297,38 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
         &counts[..400]
     );
     assert!(Path::new(&folder.join("report.html")).exists());
+
+    // A record of no job of the run (a repeat the run did not plan) is left out of the page and
+    // the metrics, with a warning.
+    let mut foreign = planted.clone();
+    foreign["job"]["dialogue_id"] = json!(format!(
+        "{}/sim-desk-careful/r7",
+        clean["job"]["case"].as_str().expect("case")
+    ));
+    foreign["job"]["repeat"] = json!(7);
+    let mut jsonl = std::fs::read_to_string(folder.join("desk.jsonl")).expect("desk.jsonl");
+    jsonl.push_str(&format!("{foreign}\n"));
+    std::fs::write(folder.join("desk.jsonl"), jsonl).expect("appended");
+    let without = dir.path().join("without.html");
+    let rebuilt = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .arg("report")
+        .arg(&folder)
+        .args(["--html", "--out"])
+        .arg(&without)
+        .output()
+        .expect("sage report");
+    let warned = String::from_utf8_lossy(&rebuilt.stderr);
+    assert!(rebuilt.status.success(), "{warned}");
+    assert!(
+        warned.contains("1 record is not of the run in manifest.json")
+            && warned.contains(&format!(
+                "dialogue `{}` is not a job of this run",
+                foreign["job"]["dialogue_id"].as_str().expect("id")
+            )),
+        "{warned}"
+    );
+    assert!(
+        std::fs::read(&without).expect("rebuilt") == std::fs::read(&elsewhere).expect("before"),
+        "the record not of the run changed the page"
+    );
 }

@@ -2,8 +2,9 @@
 //! records carry hostile text (a closing `</script>` with a script after it, `<img onerror>`,
 //! `"><svg onload>`, `javascript:` links, control characters, 100,000-character strings) in
 //! the customer's message, the agent's chat, cot and raw output, the judges' errors, the
-//! references, tool results, and in model names, scenario and case ids as far as their
-//! validation accepts them, rebuilt with `sage report DIR --html` and opened in headless
+//! references, tool results, and in model names, scenario and case ids (which no run stores:
+//! the report takes them from a folder whose scenarios changed since, so that its records are
+//! checked for the run id only), rebuilt with `sage report DIR --html` and opened in headless
 //! Chromium: nothing runs (`window.__pwned` stays undefined), no element is injected, the text
 //! shows literally, and the console stays clean.
 
@@ -52,6 +53,34 @@ fn write_lines(path: &Path, records: &[Value]) {
         .map(|r| serde_json::to_string(r).expect("json") + "\n")
         .collect();
     std::fs::write(path, text).expect("write records");
+}
+
+/// Marks the run of `folder` as one whose jobs cannot be planned again (its scenarios or store
+/// changed since, as manifest.json's SHA-256 says): `sage report` then checks its records for
+/// the run id only, so records rewritten here (hostile models, ids and scenarios, which no run
+/// stores) reach the page, which must stay inert whatever they hold. Returns the report's
+/// standard error.
+fn report_unplannable(folder: &Path) -> String {
+    let path = folder.join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("manifest")).expect("json");
+    let changed = "0".repeat(64);
+    if let Some(scenarios) = manifest["scenarios"].as_array_mut() {
+        for s in scenarios {
+            s[1] = json!(changed);
+        }
+    } else {
+        manifest["store_sha256"] = json!([changed, changed]);
+    }
+    std::fs::write(&path, manifest.to_string()).expect("manifest");
+    let o = common::sage(&["report", &folder.display().to_string(), "--html"]);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("its records are checked for the run id only"),
+        "{stderr}"
+    );
+    stderr
 }
 
 /// The page did nothing: no script of a record ran, no element of a record was made, no
@@ -173,7 +202,7 @@ fn hostile_sage_records_stay_text() {
         .expect("id")
         .to_string();
     write_lines(&file, &records);
-    common::sage_ok(&["report", &folder.display().to_string(), "--html"]);
+    report_unplannable(&folder);
     let report = folder.join("report.html");
 
     let browser = Browser::launch();
@@ -333,7 +362,7 @@ fn hostile_desk_records_stay_text() {
         r["infra_error"] = json!(short);
     }
     write_lines(&file, &records);
-    common::sage_ok(&["report", &folder.display().to_string(), "--html"]);
+    report_unplannable(&folder);
     let report = folder.join("report.html");
 
     let browser = Browser::launch();

@@ -450,3 +450,132 @@ fn report_leaves_a_run_in_progress_alone() {
     common::sage_ok(&["report", &folder_arg]);
     assert!(folder.join("summary.json").exists());
 }
+
+#[test]
+fn report_leaves_out_records_not_of_the_run_and_says_which() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (
+        write(tmp.path(), "one.yaml", &config(6)),
+        write(tmp.path(), "two.yaml", &config(7)),
+    );
+    run(&one, &tmp.path().join("a"), &["--run-id", "same"]);
+    run(&two, &tmp.path().join("b"), &["--run-id", "same"]);
+    let (a, b) = (tmp.path().join("a/same"), tmp.path().join("b/same"));
+    let summary = std::fs::read_to_string(a.join("summary.json")).unwrap();
+    let own = std::fs::read_to_string(a.join("dialogues.jsonl")).unwrap();
+    let theirs = std::fs::read_to_string(b.join("dialogues.jsonl")).unwrap();
+    let record = |line: &str| serde_json::from_str::<serde_json::Value>(line).unwrap();
+    // Run b's first record (the same id as one of run a's, another seed) before run a's own,
+    // then a record of no planned id and one naming another run.
+    let other_job = theirs.lines().next().unwrap();
+    let mut unknown = record(other_job);
+    unknown["job"]["dialogue_id"] = "telecom_package/9999/agent/r0".into();
+    let mut other_run = record(own.lines().nth(1).unwrap());
+    other_run["job"]["run_id"] = "elsewhere".into();
+    std::fs::write(
+        a.join("dialogues.jsonl"),
+        format!("{other_job}\n{own}{unknown}\n{other_run}\n"),
+    )
+    .unwrap();
+    let o = common::sage(&["report", &a.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let message = stderr(&o);
+    let id = record(other_job)["job"]["dialogue_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("3 records are not of the run in manifest.json")
+            && message.contains(&format!(
+                "dialogue `{id}` was played from another job than this run's"
+            ))
+            && message
+                .contains("dialogue `telecom_package/9999/agent/r0` is not a job of this run")
+            && message.contains("belongs to run `elsewhere`"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(a.join("summary.json")).unwrap(),
+        summary,
+        "the records not of the run are not counted"
+    );
+}
+
+/// `sage report DIR --html --out FILE` only reads the folder: it works on a folder it cannot
+/// write (as an unprivileged user when the tests run as root, who could write anyway) and
+/// leaves it as it was, while `sage report DIR` there fails with the folder named.
+#[test]
+fn report_html_out_elsewhere_reads_a_read_only_folder_and_writes_the_page_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "run.yaml", &config(8));
+    let out = tmp.path().join("out");
+    run(&config, &out, &["--run-id", "shared"]);
+    let folder = out.join("shared");
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let snapshot = |dir: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        mode(&entry.unwrap().path(), 0o444);
+    }
+    mode(&folder, 0o555);
+    mode(tmp.path(), 0o755);
+    mode(&out, 0o755);
+    let pages = tmp.path().join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    mode(&pages, 0o777);
+    let before = snapshot(&folder);
+    let as_reader = |args: &[&str]| {
+        let mut command = if unsafe { libc::geteuid() } == 0 {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(env!("CARGO_BIN_EXE_sage"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_sage"))
+        };
+        command
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("sage runs")
+    };
+    let folder_arg = folder.display().to_string();
+    let page = pages.join("shared.html");
+    let o = as_reader(&[
+        "report",
+        &folder_arg,
+        "--html",
+        "--out",
+        &page.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        printed.contains(&format!("report: {}", page.display())),
+        "{printed}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<html") && html.contains("shared"), "no page");
+    assert_eq!(snapshot(&folder), before, "the folder was changed");
+    // Rewriting the folder's own files needs the folder.
+    let o = as_reader(&["report", &folder_arg]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&folder_arg), "{}", stderr(&o));
+    assert_eq!(snapshot(&folder), before, "the folder was changed");
+    mode(&folder, 0o755);
+}

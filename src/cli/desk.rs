@@ -106,17 +106,9 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
                     dir.display()
                 )
             })?;
-            let config = manifest.config;
-            let texts = read_store(&config.store)?;
-            if DeskManifest::store_hashes((&texts.0, &texts.1)) != manifest.store_sha256 {
-                anyhow::bail!(
-                    "store `{}` changed since run {} started (its SHA-256 differs from {}); a run resumes with the same store",
-                    config.store,
-                    manifest.run_id,
-                    dir.join("manifest.json").display()
-                );
-            }
-            (config, Some(run), manifest.run_id, texts)
+            let texts = store_as_it_was(&manifest, dir)
+                .map_err(|e| anyhow::anyhow!("{e:#}; a run resumes with the same store"))?;
+            (manifest.config, Some(run), manifest.run_id, texts)
         }
         None => {
             let mut config = read_config(args.config)?;
@@ -237,10 +229,55 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
 }
 
 /// Writes the HTML report of the support-desk run in `run` (the store's
+/// The store texts of the run of `manifest` (in folder `dir`), checked to be the ones it was
+/// run with.
+fn store_as_it_was(manifest: &DeskManifest, dir: &Path) -> anyhow::Result<(String, String)> {
+    let texts = read_store(&manifest.config.store)?;
+    if DeskManifest::store_hashes((&texts.0, &texts.1)) != manifest.store_sha256 {
+        anyhow::bail!(
+            "store `{}` changed since run {} started (its SHA-256 differs from {})",
+            manifest.config.store,
+            manifest.run_id,
+            dir.join("manifest.json").display()
+        );
+    }
+    Ok(texts)
+}
+
+/// What `sage report` checks a support-desk folder's records against: the run's id, and its
+/// jobs planned again from its manifest and its store as it was. When they cannot be (the
+/// store changed or is gone), the records are checked for the run id only, with a warning.
+pub fn run_jobs(run: &RunDir) -> anyhow::Result<crate::store::RunJobs> {
+    let manifest: DeskManifest = run.read_json("manifest.json")?;
+    let planned = store_as_it_was(&manifest, run.path())
+        .and_then(|texts| parse_store(&manifest.config.store, (&texts.0, &texts.1)))
+        .map(|desk| {
+            let jobs = crate::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
+            crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id)
+        });
+    let planned = match planned {
+        Ok(jobs) => Some(jobs),
+        Err(e) => {
+            eprintln!(
+                "warning: the run's jobs cannot be planned again ({e:#}): its records are checked for the run id only"
+            );
+            None
+        }
+    };
+    Ok(crate::store::RunJobs {
+        run_id: manifest.run_id,
+        planned,
+    })
+}
+
 /// [`crate::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
 /// prints its path.
-pub fn write_desk_html(run: &RunDir, out: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
-    let (path, embedded) = crate::store::desk::write_desk_html(run, out)?;
+pub fn write_desk_html(
+    run: &RunDir,
+    out: Option<&Path>,
+    jobs: Option<&crate::store::RunJobs>,
+) -> anyhow::Result<std::path::PathBuf> {
+    let (path, embedded) = crate::store::desk::write_desk_html(run, out, jobs)?;
     println!("report: {}", path.display());
     if embedded.partial() {
         println!("{}", embedded.line("conversation"));

@@ -14,11 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `sage report DIR [--html [--out FILE]]`: the summary and leaderboard rebuilt from the
-/// records (SAGE or support-desk folder), and with `--html` the HTML report.
+/// records (SAGE or support-desk folder), and with `--html` the HTML report. With `--out`, the
+/// page alone is written there and nothing into the folder (which may be read-only).
 pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> {
+    let run = RunDir::open(dir)?;
     // Claimed while its files are rewritten: a run in progress (or another report) holds the
-    // folder, and its summary is not rewritten under it.
-    let run = RunDir::open(dir)?.claim()?;
+    // folder, and its summary is not rewritten under it. A report written elsewhere only reads
+    // it (whole lines: a record being appended is not read).
+    let writes_folder = !(html && out.is_some());
+    let run = if writes_folder { run.claim()? } else { run };
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {
         crate::store::desk::DESK_RECORDS
@@ -36,21 +40,26 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
             },
         );
     }
-    if html && !run.is_desk() {
-        let reported = super::run::report_html(dir, out)?;
-        print_reported(&reported.warnings(), &reported.table);
-        if let Some(html) = &reported.html {
-            println!("report: {}", html.display());
-        }
-        if let Some(line) = reported.explorer_line() {
-            println!("{line}");
+    if run.is_desk() {
+        let jobs = super::desk::run_jobs(&run)?;
+        let reported = crate::store::desk::desk_report(&run, writes_folder, jobs.clone())?;
+        print_reported(&reported.reported.warnings(), &reported.reported.table);
+        if html {
+            super::desk::write_desk_html(&run, out, Some(&jobs))?;
         }
         return Ok(());
     }
-    let reported = crate::store::desk::report_any(&run)?;
+    let reported = if html {
+        super::run::report_html(&run, out)?
+    } else {
+        super::run::report(&run)?
+    };
     print_reported(&reported.warnings(), &reported.table);
-    if html {
-        super::desk::write_desk_html(&run, out)?;
+    if let Some(html) = &reported.html {
+        println!("report: {}", html.display());
+    }
+    if let Some(line) = reported.explorer_line() {
+        println!("{line}");
     }
     Ok(())
 }

@@ -183,16 +183,18 @@ pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>,
     Ok(out)
 }
 
-/// The compiled scenarios of a stored run, for its HTML report: those its configuration names
-/// that still load and whose text is the one the run used (manifest.json's SHA-256); a
-/// warning for each one left out (its graph is not drawn).
-pub fn report_sops(manifest: &crate::store::Manifest) -> Vec<Arc<Sop>> {
+/// The compiled scenarios of a stored run: those its configuration names that still load and
+/// whose text is the one the run used (manifest.json's SHA-256); with `graphs` (for its HTML
+/// report), a warning for each one left out (its graph is not drawn).
+pub fn report_sops(manifest: &crate::store::Manifest, graphs: bool) -> Vec<Arc<Sop>> {
     let loaded = match load_scenarios(&manifest.config) {
         Ok(loaded) => loaded,
         Err(e) => {
-            eprintln!(
-                "warning: the run's scenarios do not load ({e:#}); the report has no SOP graphs"
-            );
+            if graphs {
+                eprintln!(
+                    "warning: the run's scenarios do not load ({e:#}); the report has no SOP graphs"
+                );
+            }
             return Vec::new();
         }
     };
@@ -204,22 +206,50 @@ pub fn report_sops(manifest: &crate::store::Manifest) -> Vec<Arc<Sop>> {
             if manifest.scenarios.iter().any(|(i, h)| *i == id && *h == hash) {
                 Some(sop)
             } else {
-                eprintln!("warning: scenario `{id}` changed since the run; its graph is left out of the report");
+                if graphs {
+                    eprintln!("warning: scenario `{id}` changed since the run; its graph is left out of the report");
+                }
                 None
             }
         })
         .collect()
 }
 
-/// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass.
-pub fn report_html(dir: &Path, out: Option<&Path>) -> anyhow::Result<crate::store::Reported> {
-    let run = RunDir::open(dir)?;
+/// What `sage report` checks a folder's records against: the run's id, and its jobs planned
+/// again from its manifest with `sops` (its scenarios as they were, from [`report_sops`]).
+/// When they cannot be planned again (a scenario changed or is gone), the records are checked
+/// for the run id only, with a warning.
+pub fn run_jobs(manifest: &crate::store::Manifest, sops: &[Arc<Sop>]) -> crate::store::RunJobs {
+    let planned = (sops.len() == manifest.scenarios.len())
+        .then(|| crate::plan::Plan::new(&manifest.config, &manifest.run_id, sops))
+        .filter(|plan| plan.len() == manifest.jobs)
+        .map(|plan| crate::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id));
+    if planned.is_none() {
+        eprintln!(
+            "warning: the run's jobs cannot be planned again (its scenarios are not all as they were): its records are checked for the run id only"
+        );
+    }
+    crate::store::RunJobs {
+        run_id: manifest.run_id.clone(),
+        planned,
+    }
+}
+
+/// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass
+/// (with `--out`, the page alone, written there).
+pub fn report_html(run: &RunDir, out: Option<&Path>) -> anyhow::Result<crate::store::Reported> {
     let manifest = run.read_manifest()?;
-    Ok(crate::store::report_html(
-        &run,
-        report_sops(&manifest),
-        out,
-    )?)
+    let sops = report_sops(&manifest, true);
+    let jobs = run_jobs(&manifest, &sops);
+    Ok(crate::store::report_html(run, sops, jobs, out)?)
+}
+
+/// `sage report DIR` of a SAGE run: the summary files.
+pub fn report(run: &RunDir) -> anyhow::Result<crate::store::Reported> {
+    let manifest = run.read_manifest()?;
+    let sops = report_sops(&manifest, false);
+    let jobs = run_jobs(&manifest, &sops);
+    Ok(crate::store::report(run, jobs)?)
 }
 
 /// Reads a run configuration file (docs/run-config.md).

@@ -74,17 +74,15 @@ pub fn fingerprint(job: &impl serde::Serialize) -> u64 {
 /// The jobs of a run as its records must match them, and which of them are stored: each
 /// dialogue id (as a 64-bit hash) with its job's [`fingerprint`]. A record of a dialogue id
 /// that is not here, or whose job differs, is not of this run (another run's, another
-/// configuration's, or forged). About 30 bytes a job.
+/// configuration's, or forged). Kept sorted by id hash, with a bit per job for "stored": 16
+/// bytes and a bit a job (16 MB for a million), looked up by binary search.
 #[derive(Debug, Clone, Default)]
 pub struct JobSet {
-    jobs: std::collections::HashMap<u64, Entry>,
+    /// `(id hash, fingerprint)`, sorted by id hash, one entry per id.
+    jobs: Vec<(u64, u64)>,
+    /// A bit per entry of `jobs`: stored.
+    stored: Vec<u64>,
     done: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    fingerprint: u64,
-    done: bool,
 }
 
 /// A record that is not of the run.
@@ -117,19 +115,30 @@ impl JobSet {
         jobs: impl IntoIterator<Item = J>,
         id: impl Fn(&J) -> &str,
     ) -> JobSet {
+        let mut jobs: Vec<(u64, u64)> = jobs
+            .into_iter()
+            .map(|j| (id_key(id(&j)), fingerprint(&j)))
+            .collect();
+        // The last job of an id wins, as a map would keep it (planned ids are unique).
+        jobs.reverse();
+        jobs.sort_by_key(|&(key, _)| key);
+        jobs.dedup_by_key(|&mut (key, _)| key);
+        jobs.shrink_to_fit();
         JobSet {
-            jobs: jobs
-                .into_iter()
-                .map(|j| {
-                    let entry = Entry {
-                        fingerprint: fingerprint(&j),
-                        done: false,
-                    };
-                    (id_key(id(&j)), entry)
-                })
-                .collect(),
+            stored: vec![0; jobs.len().div_ceil(64)],
+            jobs,
             done: 0,
         }
+    }
+
+    /// The position of `dialogue_id`'s entry.
+    fn find(&self, dialogue_id: &str) -> Option<usize> {
+        let key = id_key(dialogue_id);
+        self.jobs.binary_search_by_key(&key, |&(k, _)| k).ok()
+    }
+
+    fn stored_at(&self, at: usize) -> bool {
+        self.stored[at / 64] & (1 << (at % 64)) != 0
     }
 
     /// Jobs in the set.
@@ -149,9 +158,9 @@ impl JobSet {
 
     /// Whether `job`, recorded under `dialogue_id`, is one of the set's jobs.
     pub fn check(&self, dialogue_id: &str, job: &impl serde::Serialize) -> Result<(), Foreign> {
-        match self.jobs.get(&id_key(dialogue_id)) {
+        match self.find(dialogue_id) {
             None => Err(Foreign::UnknownId(dialogue_id.to_string())),
-            Some(e) if e.fingerprint != fingerprint(job) => {
+            Some(at) if self.jobs[at].1 != fingerprint(job) => {
                 Err(Foreign::OtherJob(dialogue_id.to_string()))
             }
             Some(_) => Ok(()),
@@ -160,9 +169,9 @@ impl JobSet {
 
     /// Marks the job of `dialogue_id` stored; false when it already was (or is no job).
     pub fn mark_done(&mut self, dialogue_id: &str) -> bool {
-        match self.jobs.get_mut(&id_key(dialogue_id)) {
-            Some(e) if !e.done => {
-                e.done = true;
+        match self.find(dialogue_id) {
+            Some(at) if !self.stored_at(at) => {
+                self.stored[at / 64] |= 1 << (at % 64);
                 self.done += 1;
                 true
             }
@@ -172,7 +181,7 @@ impl JobSet {
 
     /// Whether the job of `dialogue_id` is stored.
     pub fn is_done(&self, dialogue_id: &str) -> bool {
-        self.jobs.get(&id_key(dialogue_id)).is_some_and(|e| e.done)
+        self.find(dialogue_id).is_some_and(|at| self.stored_at(at))
     }
 }
 

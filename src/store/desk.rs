@@ -99,16 +99,6 @@ impl RunDir {
     }
 }
 
-/// Summarizes a run folder of either suite (the SAGE [`super::report`] or [`desk_report`], as
-/// its manifest says).
-pub fn report_any(run: &RunDir) -> Result<super::Reported, StoreError> {
-    if run.is_desk() {
-        desk_report(run).map(|report| report.reported)
-    } else {
-        super::report(run)
-    }
-}
-
 /// What [`desk_report`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeskReport {
@@ -129,11 +119,27 @@ pub struct DeskReport {
 pub struct DeskFold {
     records: Vec<DeskRecord>,
     duplicates: super::Duplicates,
+    /// The run's jobs, when the records are checked against them (`sage report`).
+    checked: Option<super::RunJobs>,
+    foreign: super::Foreign,
 }
 
 impl DeskFold {
-    /// Folds a record in; false (and nothing folded) when its dialogue id was folded already.
+    /// A fold that leaves out the records not of the run (`jobs`), with a warning.
+    pub fn checking(jobs: super::RunJobs) -> DeskFold {
+        DeskFold {
+            checked: Some(jobs),
+            ..Default::default()
+        }
+    }
+
+    /// Folds a record in; false (and nothing folded) when its dialogue id was folded already,
+    /// or it is not of the run checked.
     pub fn add(&mut self, record: &DeskRecord) -> bool {
+        if let Some(Err(why)) = self.checked.as_ref().map(|jobs| jobs.check(record)) {
+            self.foreign.note(why);
+            return false;
+        }
         if !self.duplicates.first(&record.job.dialogue_id) {
             return false;
         }
@@ -143,15 +149,24 @@ impl DeskFold {
 
     /// Writes desk-summary.json and desk-leaderboard.txt of the records folded so far.
     pub fn write(&self, run: &RunDir) -> Result<DeskReport, StoreError> {
+        self.report(run, true)
+    }
+
+    /// The report of the conversations folded so far; with `files`, desk-summary.json and
+    /// desk-leaderboard.txt written into the folder too.
+    fn report(&self, run: &RunDir, files: bool) -> Result<DeskReport, StoreError> {
         let records = &self.records;
         let rows = crate::report::desk::model_rows(records);
         let text = crate::scoring::desk::table(&rows);
-        run.write_json("desk-summary.json", &rows)?;
-        run.write_text("desk-leaderboard.txt", &text)?;
+        if files {
+            run.write_json("desk-summary.json", &rows)?;
+            run.write_text("desk-leaderboard.txt", &text)?;
+        }
         Ok(DeskReport {
             reported: super::Reported {
                 table: text,
                 duplicates: self.duplicates.clone(),
+                foreign: self.foreign.clone(),
                 file: run.path().join(DESK_RECORDS),
                 unreached: Vec::new(),
                 unjudged: None,
@@ -167,13 +182,18 @@ impl DeskFold {
 
 /// Summarizes a support-desk run from desk.jsonl alone, reading it once (in model, case and
 /// repeat order, so the order the records were written in does not matter; a dialogue id met
-/// twice counts once) and writes desk-summary.json and desk-leaderboard.txt.
-pub fn desk_report(run: &RunDir) -> Result<DeskReport, StoreError> {
-    let mut fold = DeskFold::default();
+/// twice counts once, a record not of the run's `jobs` is left out) and, with `files`, writes
+/// desk-summary.json and desk-leaderboard.txt.
+pub fn desk_report(
+    run: &RunDir,
+    files: bool,
+    jobs: super::RunJobs,
+) -> Result<DeskReport, StoreError> {
+    let mut fold = DeskFold::checking(jobs);
     run.scan_desk(|r: DeskRecord| {
         fold.add(&r);
     })?;
-    fold.write(run)
+    fold.report(run, files)
 }
 
 /// What the report's run header shows of a desk manifest.
@@ -236,7 +256,7 @@ impl DeskPage {
         out: Option<&Path>,
     ) -> Result<(PathBuf, Embedded), StoreError> {
         let target = out.map_or_else(|| run.path().join(super::REPORT_HTML), Path::to_path_buf);
-        let mut spool = tempfile::tempfile_in(run.path()).map_err(super::io(run.path()))?;
+        let mut spool = super::report::spool_beside(&target)?;
         let show = super::show_command(&self.fold.run_id());
         let mut embedded = Embedded::default();
         let path = run.write_report_html(out, |w| {
@@ -258,13 +278,18 @@ impl DeskPage {
 /// [`DeskPage`], the conversations its explorer embeds read again by their offset) to `out`,
 /// by default report.html in the folder, atomically; its path and what the explorer embeds.
 /// `sage report DIR --html` and the aggregator (when a run completes) write it here; `sage run
-/// --suite support-desk` folds the same page as it writes the records.
+/// --suite support-desk` folds the same page as it writes the records. With `jobs`, the
+/// records not of the run are left out (as by [`desk_report`]).
 pub fn write_desk_html(
     run: &RunDir,
     out: Option<&Path>,
+    jobs: Option<&super::RunJobs>,
 ) -> Result<(PathBuf, Embedded), StoreError> {
     let mut page = DeskPage::new(run);
     run.scan_jsonl_at(DESK_RECORDS, |at, r: DeskRecord| {
+        if jobs.is_some_and(|jobs| jobs.check(&r).is_err()) {
+            return Ok(());
+        }
         page.add(&r, at);
         Ok::<(), StoreError>(())
     })?;

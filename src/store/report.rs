@@ -88,6 +88,70 @@ impl Duplicates {
     }
 }
 
+/// Records a report left out because they are not of the folder's run (another run's, another
+/// configuration's, or forged): a run and the aggregator never store them, and `--resume`
+/// refuses a folder with one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Foreign {
+    /// Records left out.
+    pub count: usize,
+    /// What the first few were.
+    pub examples: Vec<String>,
+}
+
+impl Foreign {
+    pub(crate) fn note(&mut self, why: crate::plan::Foreign) {
+        self.count += 1;
+        if self.examples.len() < Duplicates::EXAMPLES {
+            self.examples.push(why.to_string());
+        }
+    }
+
+    /// A warning naming them, when there are any.
+    pub fn warning(&self, file: &Path) -> Option<String> {
+        (self.count > 0).then(|| {
+            format!(
+                "{}: {} not of the run in manifest.json (another run's or another configuration's records in this folder?), left out: {}{}",
+                file.display(),
+                if self.count == 1 {
+                    "1 record is".to_string()
+                } else {
+                    format!("{} records are", self.count)
+                },
+                self.examples.join("; "),
+                if self.examples.len() < self.count { "; ..." } else { "" }
+            )
+        })
+    }
+}
+
+/// What a report checks its records against: the run's id, and its planned jobs when they
+/// could be planned again (the run's scenarios as they were).
+#[derive(Debug, Clone)]
+pub struct RunJobs {
+    /// The run's id (a record naming another is left out).
+    pub run_id: String,
+    /// The run's jobs; `None` when its scenarios no longer load as they were.
+    pub planned: Option<crate::plan::JobSet>,
+}
+
+impl RunJobs {
+    /// Whether `record` is of the run (of its jobs, when they are known).
+    pub fn check(&self, record: &impl super::HasJob) -> Result<(), crate::plan::Foreign> {
+        let (run, dialogue) = record.ids();
+        if run != self.run_id {
+            return Err(crate::plan::Foreign::OtherRun {
+                dialogue: dialogue.to_string(),
+                run: run.to_string(),
+            });
+        }
+        match &self.planned {
+            Some(jobs) => record.check(jobs),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A planned id's group (the 64-bit hash of the id with its number written `#`) and number:
 /// the id's second `/`-separated part, when it is a number as the planner writes it (four
 /// digits at least, no other leading zero: `0001`, `12345`), so that one number is one id.
@@ -107,6 +171,8 @@ pub struct Reported {
     pub table: String,
     /// Records left out because their dialogue id was already in the file.
     pub duplicates: Duplicates,
+    /// Records left out because they are not of the run (a report that checks them).
+    pub foreign: Foreign,
     /// The records file.
     pub file: PathBuf,
     /// Models under test that never answered: their dialogues all ended before the agent gave
@@ -184,7 +250,8 @@ impl std::fmt::Display for Unjudged {
 impl Reported {
     /// The warnings to print.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.duplicates.warning(&self.file).into_iter().collect();
+        let mut out: Vec<String> = self.foreign.warning(&self.file).into_iter().collect();
+        out.extend(self.duplicates.warning(&self.file));
         out.extend(self.unmeasured());
         out
     }
@@ -230,6 +297,10 @@ struct JudgeReach {
 pub struct SageFold {
     summary: SummaryFold,
     duplicates: Duplicates,
+    /// The run's jobs, when the records are checked against them (`sage report`: a run and
+    /// the aggregator check them before they store them).
+    checked: Option<RunJobs>,
+    foreign: Foreign,
     reached: BTreeMap<String, Reach>,
     judged: JudgeReach,
     html: Option<Box<SageReport>>,
@@ -264,6 +335,8 @@ impl SageFold {
         SageFold {
             summary: SummaryFold::new(bootstrap, config.repeats),
             duplicates: Duplicates::default(),
+            checked: None,
+            foreign: Foreign::default(),
             reached: BTreeMap::new(),
             judged: JudgeReach::default(),
             html: None,
@@ -281,6 +354,12 @@ impl SageFold {
         self
     }
 
+    /// The same fold that leaves out the records not of the run (`jobs`), with a warning.
+    pub fn checking(mut self, jobs: RunJobs) -> SageFold {
+        self.checked = Some(jobs);
+        self
+    }
+
     /// A fold of the run in `run`, planned as `jobs` dialogues: with the HTML report when the
     /// folder has its manifest.
     pub fn for_run(config: &RunConfig, jobs: usize, run: &RunDir, sops: &[Arc<Sop>]) -> SageFold {
@@ -293,8 +372,12 @@ impl SageFold {
 
     /// Folds a record in, whose line starts at byte `at` of the folder's dialogues.jsonl (the
     /// HTML report reads the records its explorer embeds back from there); false (and nothing
-    /// folded) when its dialogue id was folded already.
+    /// folded) when its dialogue id was folded already, or it is not of the run checked.
     pub fn add(&mut self, record: &DialogueRecord, at: u64) -> bool {
+        if let Some(Err(why)) = self.checked.as_ref().map(|jobs| jobs.check(record)) {
+            self.foreign.note(why);
+            return false;
+        }
         if !self.duplicates.first(&record.job.dialogue_id) {
             return false;
         }
@@ -356,22 +439,23 @@ impl SageFold {
         self.write_to(run, None)
     }
 
-    /// As [`SageFold::write`], the HTML report going to `html` when given (else into the
-    /// folder).
+    /// As [`SageFold::write`]; with `html`, the HTML report goes there and nothing is written
+    /// into the folder (it may be read-only: `sage report DIR --html --out FILE`).
     pub fn write_to(&mut self, run: &RunDir, html: Option<&Path>) -> Result<Reported, StoreError> {
         let summary = self.summary();
-        run.write_json("summary.json", &summary)?;
-        run.write_text(
-            "leaderboard.md",
-            &crate::scoring::leaderboard_markdown(&summary),
-        )?;
+        if html.is_none() {
+            run.write_json("summary.json", &summary)?;
+            run.write_text(
+                "leaderboard.md",
+                &crate::scoring::leaderboard_markdown(&summary),
+            )?;
+        }
         let mut explorer = None;
         let html = match &mut self.html {
             Some(report) => {
                 let target = html.map_or_else(|| run.path().join(REPORT_HTML), Path::to_path_buf);
                 let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
-                // The transcripts are compressed into a scratch file in the folder first.
-                let mut spool = tempfile::tempfile_in(run.path()).map_err(super::io(run.path()))?;
+                let mut spool = spool_beside(&target)?;
                 let show = show_command(&report.info().run_id);
                 let mut none = NoRecords;
                 let written = run.write_report_html(html, |out| {
@@ -394,6 +478,7 @@ impl SageFold {
         Ok(Reported {
             table: crate::scoring::leaderboard_text(&summary),
             duplicates: self.duplicates.clone(),
+            foreign: self.foreign.clone(),
             file: run.path().join("dialogues.jsonl"),
             unreached: self
                 .reached
@@ -435,6 +520,16 @@ impl RunDir {
     }
 }
 
+/// A scratch file in the folder of the HTML report `page` is to be written to (the folder that
+/// must have room for it), which the transcripts are compressed into first.
+pub(crate) fn spool_beside(page: &Path) -> Result<std::fs::File, StoreError> {
+    let beside = match page.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    tempfile::tempfile_in(beside).map_err(super::io(beside))
+}
+
 /// The `sage show` command (without the dialogue id) that prints a dialogue of run `run_id`
 /// in its default results folder; the explorer prints it for the dialogues it leaves out.
 pub fn show_command(run_id: &str) -> String {
@@ -453,28 +548,32 @@ impl crate::report::explorer::Records<DialogueRecord> for NoRecords {
 }
 
 /// Summarizes a run folder from dialogues.jsonl alone, reading it once (the order the records
-/// were written in does not matter; a dialogue id met twice counts once), and writes
-/// summary.json and leaderboard.md.
-pub fn report(run: &RunDir) -> Result<Reported, StoreError> {
+/// were written in does not matter; a dialogue id met twice counts once, a record not of the
+/// run's `jobs` is left out), and writes summary.json and leaderboard.md.
+pub fn report(run: &RunDir, jobs: RunJobs) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config, manifest.jobs);
+    let mut fold = SageFold::new(&manifest.config, manifest.jobs).checking(jobs);
     run.scan_dialogues_at(|at, r| {
         fold.add(&r, at);
     })?;
     fold.write(run)
 }
 
-/// As [`report`], and also writes the HTML report (to `out`, else report.html in the folder),
-/// in the same single pass over dialogues.jsonl (the records the explorer embeds read back by
-/// their offset); `sops` are the run's compiled scenarios (those missing are reported without
-/// their graph).
+/// As [`report`], and also writes the HTML report, in the same single pass over
+/// dialogues.jsonl (the records the explorer embeds read back by their offset): to `out`
+/// alone when given (nothing written into the folder), else report.html with the summary
+/// files in the folder. `sops` are the run's compiled scenarios (those missing are reported
+/// without their graph).
 pub fn report_html(
     run: &RunDir,
     sops: Vec<Arc<Sop>>,
+    jobs: RunJobs,
     out: Option<&Path>,
 ) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config, manifest.jobs).with_html(&manifest, sops);
+    let mut fold = SageFold::new(&manifest.config, manifest.jobs)
+        .with_html(&manifest, sops)
+        .checking(jobs);
     run.scan_dialogues_at(|at, r| {
         fold.add(&r, at);
     })?;

@@ -49,6 +49,31 @@ struct RunFolder {
     status_written: Instant,
     /// The status changed since it was last written.
     dirty: bool,
+    /// Once its budgets stop it: how far the dialogues it had in flight are stored.
+    drain: Drain,
+}
+
+/// How far a run its budgets stopped (not every dialogue stored, none more to start) is in
+/// storing the dialogues that were in flight when they did. It is complete only then, so that
+/// what `sage sweep --follow` prints at the end and the summary are the run's final numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+enum Drain {
+    /// Some of its jobs may still be queued or playing (a job leaves the work queue once its
+    /// record is in the records stream, or once a worker dropped it unplayed).
+    #[default]
+    Jobs,
+    /// None of its jobs is left; every record on the records stream up to this sequence must
+    /// be handled (acked) by this aggregator.
+    Records(u64),
+    /// Every dialogue it started is stored.
+    Done,
+}
+
+impl RunFolder {
+    /// Whether its budgets stopped it: dialogues not stored, and none more will start.
+    fn stopped(&self) -> bool {
+        self.status.stored < self.status.jobs && self.status.ended()
+    }
 }
 
 /// The aggregator's state: the folders of the runs it has seen.
@@ -112,6 +137,7 @@ impl Collector {
                     status,
                     status_written: Instant::now(),
                     dirty: true,
+                    drain: Drain::Jobs,
                 },
             );
         }
@@ -252,6 +278,7 @@ impl Collector {
             return Ok(());
         }
         folder.dir.write_manifest(manifest)?;
+        folder.drain = Drain::Jobs;
         folder.status.resumes = request.resume;
         folder.status.state = if folder.status.stored > 0 {
             RunState::Running
@@ -267,7 +294,7 @@ impl Collector {
         put_json(&bucket, &status_key(run), &folder.status).await?;
         folder.status_written = Instant::now();
         folder.dirty = false;
-        if folder.status.state == RunState::Complete {
+        if folder.status.ended() {
             tracing::info!(
                 run,
                 "resumed, but its budgets still keep the rest from starting"
@@ -302,14 +329,72 @@ impl Collector {
             {
                 continue;
             }
+            // One run that cannot be loaded or written leaves the others to be finished.
             let bucket = self.bucket.clone();
-            let folder = self.folder(run).await?;
-            if folder.status.ended() {
-                tracing::info!(run, "a run stored whole before a restart is finished now");
-                finish(&bucket, run, folder).await?;
+            let finished = async {
+                let folder = self.folder(run).await?;
+                if folder.status.ended() {
+                    tracing::info!(run, "a run stored whole before a restart is finished now");
+                    finish(&bucket, run, folder).await?;
+                }
+                Ok::<(), ClusterError>(())
+            }
+            .await;
+            if let Err(e) = finished {
+                tracing::warn!(run, error = %e, "cannot finish a run stored before a restart");
             }
         }
         Ok(())
+    }
+
+    /// Completes the runs their budgets stopped whose dialogues in flight are all stored (see
+    /// [`Drain`]): first none of a run's jobs left in the work queue, then every record
+    /// published by then handled (the records consumer's ack floor past the records stream's
+    /// last sequence at that moment). A broker that does not answer leaves them for next time.
+    async fn settle_stopped(&mut self, records: &jetstream::consumer::PullConsumer) {
+        for (run, folder) in &mut self.runs {
+            if folder.status.state == RunState::Complete || !folder.stopped() {
+                continue;
+            }
+            if folder.drain == Drain::Jobs {
+                match drain_mark(&self.broker, run).await {
+                    Ok(Some(last)) => folder.drain = Drain::Records(last),
+                    Ok(None) => continue,
+                    Err(error) => {
+                        tracing::debug!(run, %error, "cannot tell whether the run has jobs left");
+                        continue;
+                    }
+                }
+            }
+            if let Drain::Records(last) = folder.drain {
+                let acked = crate::transport::nats::bounded(
+                    "reading the aggregator consumer",
+                    records.get_info(),
+                )
+                .await
+                .map(|i| i.ack_floor.stream_sequence);
+                match acked {
+                    Ok(acked) if acked >= last => folder.drain = Drain::Done,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::debug!(run, error = %e, "cannot read the aggregator consumer");
+                        continue;
+                    }
+                }
+            }
+            folder.dir = match folder.dir.clone().claim() {
+                Ok(dir) => dir,
+                Err(e) => {
+                    tracing::warn!(run, error = %e, "cannot claim the run's folder");
+                    continue;
+                }
+            };
+            if let Err(e) = settle(run, folder) {
+                tracing::warn!(run, error = %e, "cannot summarize the run");
+                continue;
+            }
+            write_status(&self.bucket, folder).await;
+        }
     }
 
     /// Lets go of the complete runs that had no record for [`RUN_IDLE`] (their status written).
@@ -325,21 +410,24 @@ impl Collector {
         });
     }
 
-    /// Writes every status with news.
-    async fn flush_status(&mut self) {
+    /// Writes every status with news (`due`: only those last written [`STATUS_EVERY`] ago or
+    /// more, so that a status keeps up while records keep coming, even ones that cannot be
+    /// stored).
+    async fn flush_status(&mut self, due: bool) {
         for folder in self.runs.values_mut() {
-            if folder.dirty {
+            if folder.dirty && (!due || folder.status_written.elapsed() >= STATUS_EVERY) {
                 write_status(&self.bucket, folder).await;
             }
         }
     }
 }
 
-/// Once a run has ended (every dialogue stored, or its budgets keep the rest from starting),
+/// Once a run has ended (every dialogue stored, or its budgets keep the rest from starting and
+/// the dialogues in flight then are stored, see [`Drain`]),
 /// writes its summary files from the fold and turns it complete (written again should a
 /// record come after).
 fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
-    if !folder.status.ended() {
+    if !folder.status.ended() || (folder.stopped() && folder.drain != Drain::Done) {
         return Ok(());
     }
     let (table, html, unmeasured) = folder.report.write(&folder.dir)?;
@@ -362,6 +450,26 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     folder.writer = None;
     folder.dir = folder.dir.clone().release();
     Ok(())
+}
+
+/// When none of `run`'s jobs is left in the work queue: the records stream's last sequence
+/// (every record of the run is at or before it); `None` while some job is left.
+async fn drain_mark(broker: &Broker, run: &str) -> Result<Option<u64>, String> {
+    use jetstream::stream::LastRawMessageErrorKind;
+    let wait = crate::transport::nats::BROKER_WAIT;
+    let jobs = broker.jobs_stream().await.map_err(|e| e.to_string())?;
+    let subject = crate::transport::nats::jobs_subject(run);
+    match tokio::time::timeout(wait, jobs.get_last_raw_message_by_subject(&subject)).await {
+        Ok(Ok(_)) => return Ok(None),
+        Ok(Err(e)) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {}
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(_) => return Err(format!("the broker did not answer within {wait:?}")),
+    }
+    let mut records = broker.records_stream().await.map_err(|e| e.to_string())?;
+    crate::transport::nats::bounded("reading the records stream", records.info())
+        .await
+        .map(|info| Some(info.state.last_sequence))
+        .map_err(|e| e.to_string())
 }
 
 /// Summarizes a run whose records are all stored but that is not complete yet (see
@@ -389,7 +497,7 @@ fn crash_point(name: &str) {
 /// A run's report as the aggregator folds it.
 enum Report {
     Sage(Box<crate::store::SageFold>),
-    Desk(crate::store::desk::DeskFold),
+    Desk(Box<crate::store::desk::DeskFold>),
 }
 
 impl Report {
@@ -450,7 +558,7 @@ impl Report {
             }
             Report::Desk(fold) => {
                 let table = fold.write(dir)?.reported.table;
-                let (path, _) = crate::store::desk::write_desk_html(dir, None)?;
+                let (path, _) = crate::store::desk::write_desk_html(dir, None, None)?;
                 (table, Some(path), Vec::new())
             }
         })
@@ -617,6 +725,7 @@ pub async fn run_aggregator(
     tracing::info!("aggregator ready");
     let mut stored = 0;
     let mut last_sweep = Instant::now();
+    let mut last_drain = Instant::now();
     'consume: while !*stop.borrow() {
         let mut messages = match consumer.messages().await {
             Ok(m) => m,
@@ -627,13 +736,17 @@ pub async fn run_aggregator(
             }
         };
         loop {
+            if last_drain.elapsed() >= STATUS_EVERY {
+                collector.settle_stopped(&consumer).await;
+                last_drain = Instant::now();
+            }
             let next = tokio::select! {
                 m = tokio::time::timeout(STATUS_EVERY, messages.next()) => m,
                 _ = stop.wait_for(|s| *s) => break 'consume,
             };
             let message = match next {
                 Err(_) => {
-                    collector.flush_status().await;
+                    collector.flush_status(false).await;
                     collector.let_go_idle();
                     continue;
                 }
@@ -651,7 +764,9 @@ pub async fn run_aggregator(
                     .with_label_values(&["aggregator"])
                     .inc();
             }
-            match handle(&mut collector, &message).await {
+            let handled = handle(&mut collector, &message).await;
+            collector.flush_status(true).await;
+            match handled {
                 Ok(true) => stored += 1,
                 Ok(false) => {}
                 Err(e) if e.is_permanent() && delivered >= MAX_DELIVERIES => {
@@ -685,7 +800,7 @@ pub async fn run_aggregator(
         }
     }
     health.set_ready(false);
-    collector.flush_status().await;
+    collector.flush_status(false).await;
     if !health.is_live() {
         return Err(crate::transport::nats::NatsError::ClientGone.into());
     }

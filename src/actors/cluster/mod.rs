@@ -881,7 +881,12 @@ mod tests {
             !status.admits("b") && status.ended(),
             "the run's budget stops every model"
         );
-        // What the status table calls a run its budgets ended.
+        // What the status table calls a run its budgets ended: stopping while the dialogues
+        // then in flight are stored, then budget.
+        status.state = RunState::Running;
+        let table = submit::status_table(std::slice::from_ref(&status));
+        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[..3], ["r1", "stopping", "5/8"]);
         status.state = RunState::Complete;
         let table = submit::status_table(std::slice::from_ref(&status));
         let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();

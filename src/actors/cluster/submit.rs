@@ -302,6 +302,8 @@ pub fn status_table(runs: &[RunStatus]) -> String {
     for r in runs {
         let state = match r.state {
             RunState::Submitted => "submitted",
+            // Its budgets stopped it; the dialogues in flight then are being stored.
+            RunState::Running if r.ended() => "stopping",
             RunState::Running => "running",
             // Ended with dialogues a cost budget kept from starting.
             RunState::Complete if r.stored < r.jobs => "budget",
