@@ -124,6 +124,24 @@ fn sum_of(samples: &[(String, String, f64)], family: &str) -> f64 {
         .sum()
 }
 
+/// The harness itself: a port something else took is not mistaken for the test's server (it
+/// would answer a connection), the server moves to another port and is its own.
+#[test]
+fn a_nats_server_whose_port_was_taken_moves_to_another() {
+    let dir = common::cluster::test_dir();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("addr").port();
+    let nats = Nats::start_on(dir.path(), port, &[]);
+    assert_ne!(nats.port, port);
+    let status = common::sage(&["status", "--nats", &nats.url(), "--nats-connect-secs", "5"]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    drop(taken);
+}
+
 #[test]
 fn a_sweep_through_three_workers_equals_the_embedded_run() {
     let dir = common::cluster::test_dir();

@@ -57,8 +57,13 @@ impl Nats {
 
     /// Starts one with extra command-line options (authentication, TLS).
     pub fn start_with(dir: &Path, extra: &[&str]) -> Nats {
+        Nats::start_on(dir, free_port(), extra)
+    }
+
+    /// Starts one on `port` if it can (else on another free port), with extra options.
+    pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> Nats {
         let mut nats = Nats {
-            port: free_port(),
+            port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             store: dir.join("jetstream"),
             log: dir.join("nats-server.log"),
@@ -68,13 +73,40 @@ impl Nats {
         nats
     }
 
+    /// Starts the server and waits until it says it listens on its port. A port another
+    /// process took meanwhile (a free port is only free when it was asked for) makes it exit:
+    /// a first start then tries another port, a restart (same port) tries again a few times.
+    /// Only its own "listening" line counts: something else on the port would answer a mere
+    /// connection.
     fn spawn(&mut self) {
+        let first = self.child.is_none() && !self.store.exists();
+        for attempt in 0..5 {
+            if attempt > 0 {
+                if first {
+                    self.port = free_port();
+                } else {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+            if self.spawn_once() {
+                return;
+            }
+        }
+        panic!(
+            "nats-server did not listen on {} (log: {})",
+            self.port,
+            self.log.display()
+        );
+    }
+
+    /// One start: true once it listens, false when it exited first.
+    fn spawn_once(&mut self) -> bool {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .expect("nats log");
-        let child = Command::new("nats-server")
+        let mut child = Command::new("nats-server")
             .args(["-js", "-a", "127.0.0.1", "-p"])
             .arg(self.port.to_string())
             .arg("-sd")
@@ -86,13 +118,30 @@ impl Nats {
             .unwrap_or_else(|e| {
                 panic!("cannot start nats-server ({e}): it must be on PATH (Debian: apt-get install nats-server)")
             });
-        self.child = Some(child);
-        assert!(
-            wait_for_port(self.port, Duration::from_secs(15)),
-            "nats-server did not listen on {} (log: {})",
-            self.port,
-            self.log.display()
+        // `[PID] DATE TIME [INF] Listening for client connections on 127.0.0.1:PORT`
+        let ours = format!("[{}] ", child.id());
+        let listening = format!(
+            "Listening for client connections on 127.0.0.1:{}",
+            self.port
         );
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(15) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
+            }
+            let said = std::fs::read_to_string(&self.log).is_ok_and(|log| {
+                log.lines()
+                    .any(|l| l.starts_with(&ours) && l.ends_with(&listening))
+            });
+            if said && wait_for_port(self.port, Duration::from_secs(5)) {
+                self.child = Some(child);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
     }
 
     /// Its process id, while it runs.
