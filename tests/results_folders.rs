@@ -322,6 +322,30 @@ fn names_are_checked_before_a_results_folder_is_created() {
         );
         assert!(!out.exists(), "{message}: the results folder was created");
     }
+    // The support-desk suite sets its models up before it creates a folder too.
+    let desk = common::write_desk_config(tmp.path(), "{fixed_ms: 0}");
+    let text = std::fs::read_to_string(&desk).unwrap();
+    let changed = text.replace(
+        "  - {name: agent, provider: simulated, sim: {kind: desk_agent, skills: {unsafe_propensity: 0.2, resolve: 0.9}, latency: {fixed_ms: 0}}}",
+        "  - {name: agent, provider: openai, base_url: \"http://127.0.0.1:9/v1\", api_key_env: SAGE_TEST_KEY_NOT_SET}",
+    );
+    assert_ne!(text, changed);
+    std::fs::write(&desk, changed).unwrap();
+    let err = refused(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--config",
+        &desk,
+        "--out",
+        &out_s,
+        "--quiet",
+    ]);
+    assert!(
+        err.contains("model `agent`: the API key variable SAGE_TEST_KEY_NOT_SET is not set"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a support-desk folder was created");
 }
 
 #[test]

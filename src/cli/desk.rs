@@ -138,6 +138,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     config.check("command line")?;
     let desk = parse_store(&config.store, (&store, &cases))?;
+    super::run::set_up_models(&config.models)?;
     let run = match run {
         Some(run) => run.claim()?,
         None => RunDir::create(&config.output_dir, &run_id)?,
@@ -228,7 +229,6 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the HTML report of the support-desk run in `run` (the store's
 /// The store texts of the run of `manifest` (in folder `dir`), checked to be the ones it was
 /// run with.
 fn store_as_it_was(manifest: &DeskManifest, dir: &Path) -> anyhow::Result<(String, String)> {
@@ -270,8 +270,9 @@ pub fn run_jobs(run: &RunDir) -> anyhow::Result<crate::store::RunJobs> {
     })
 }
 
+/// Writes the HTML report of the support-desk run in `run` (the store's
 /// [`crate::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
-/// prints its path.
+/// prints its path; with `jobs`, the records not of the run are left out.
 pub fn write_desk_html(
     run: &RunDir,
     out: Option<&Path>,

@@ -252,6 +252,15 @@ pub fn report(run: &RunDir) -> anyhow::Result<crate::store::Reported> {
     Ok(crate::store::report(run, jobs)?)
 }
 
+/// Sets every model up once before a folder is created or claimed, as the run will set it up:
+/// a missing API key fails here, not in a run already started (both suites).
+pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Result<()> {
+    for model in models {
+        crate::llm::Endpoint::new(model.clone(), None)?;
+    }
+    Ok(())
+}
+
 /// Reads a run configuration file (docs/run-config.md).
 pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
@@ -341,11 +350,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let scenarios = load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
-    // Every model is set up once before a folder is created or claimed, as the run will set
-    // it up: a missing API key fails here, not in a run already started.
-    for model in &config.models {
-        crate::llm::Endpoint::new(model.clone(), None)?;
-    }
+    set_up_models(&config.models)?;
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
             // The jobs are derived again from the scenarios: they must be the ones the run
