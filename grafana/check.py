@@ -497,7 +497,8 @@ def main():
             ok, msg = run_promtool(exprs)
             (notes if ok else problems).append(msg)
         else:
-            notes.append("promtool: not on the PATH, expressions not parsed (apt-get install prometheus)")
+            # A check that cannot run fails (`--no-promtool` skips it on purpose).
+            problems.append("promtool: not on the PATH, expressions not parsed (apt-get install prometheus, or --no-promtool)")
     if args.prometheus:
         live_problems, live_notes = live_check(args.prometheus, files, args.window)
         problems += live_problems

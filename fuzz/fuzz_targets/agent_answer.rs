@@ -5,40 +5,4 @@
 //! the JSON of a record.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::protocol::parse::{extract_chat, parse_agent_output};
-use serde_json::{Map, Value, json};
-
-fuzz_target!(|data: &[u8]| {
-    let (selector, rest) = sage_fuzz::split_first(data);
-    let Ok(raw) = std::str::from_utf8(rest) else {
-        return;
-    };
-    let sop = sage_fuzz::pick_sop(selector & 0x7f);
-    let _ = extract_chat(raw);
-    let turn = match parse_agent_output(sop, raw, selector & 0x80 != 0) {
-        Ok(turn) => turn,
-        Err(e) => {
-            let _ = (e.kind(), e.to_string());
-            sage_fuzz::json_roundtrip(&e);
-            return;
-        }
-    };
-    sage_fuzz::json_roundtrip(&turn);
-    let mut finals = Map::new();
-    for (name, value) in &turn.outputs {
-        finals.insert(name.clone(), Value::String(value.clone()));
-    }
-    finals.insert("Action".into(), Value::String(turn.action.clone()));
-    let written = json!({
-        "classification_output": turn.classification,
-        "cot": turn.cot,
-        "now_path": turn.path,
-        "finals": finals,
-        "chat": turn.chat,
-    })
-    .to_string();
-    let again = parse_agent_output(sop, &written, false)
-        .unwrap_or_else(|e| panic!("{turn:?} written as {written} does not parse: {e}"));
-    assert_eq!(again, turn);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::agent_answer::run(data));

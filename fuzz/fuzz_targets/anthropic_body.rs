@@ -3,44 +3,4 @@
 //! compared as JSON).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::llm::anthropic::parse_message;
-use serde_json::{Value, json};
-
-fuzz_target!(|data: &[u8]| {
-    let response = match parse_message(data, Some(sage_fuzz::FAKE_KEY)) {
-        Ok(response) => response,
-        Err(e) => {
-            sage_fuzz::check_body_error(&e);
-            return;
-        }
-    };
-    let mut content = vec![json!({"type": "text", "text": response.text})];
-    for c in &response.tool_calls {
-        let input: Value = serde_json::from_str(&c.arguments).expect("tool input is JSON text");
-        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
-    }
-    let written = json!({
-        "content": content,
-        "stop_reason": response.finish_reason,
-        "usage": {
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-        },
-    })
-    .to_string();
-    let again = parse_message(written.as_bytes(), Some(sage_fuzz::FAKE_KEY))
-        .unwrap_or_else(|e| panic!("{written} does not read again: {e}"));
-    assert_eq!(again.text, response.text);
-    assert_eq!(again.finish_reason, response.finish_reason);
-    assert_eq!(again.usage, response.usage);
-    assert_eq!(again.tool_calls.len(), response.tool_calls.len());
-    for (a, b) in again.tool_calls.iter().zip(&response.tool_calls) {
-        assert_eq!((&a.id, &a.name), (&b.id, &b.name));
-        let parse = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
-        assert!(sage_fuzz::same_json(
-            &parse(&a.arguments),
-            &parse(&b.arguments)
-        ));
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::anthropic_body::run(data));

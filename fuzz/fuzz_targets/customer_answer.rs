@@ -3,24 +3,4 @@
 //! keeps is already clean: parsing it again gives it back.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::prompts::parse_user_output;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(raw) = std::str::from_utf8(data) else {
-        return;
-    };
-    match parse_user_output(raw) {
-        Ok(Some(message)) => {
-            assert!(!message.is_empty());
-            assert_eq!(message.trim(), message);
-            assert_eq!(
-                parse_user_output(&message).map_err(|e| e.to_string()),
-                Ok(Some(message.clone())),
-                "a kept message parses to itself"
-            );
-        }
-        Ok(None) => {}
-        Err(e) => assert!(!e.to_string().is_empty()),
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::customer_answer::run(data));

@@ -3,41 +3,4 @@
 //! the desk summary and its table are computed as `sage report` computes them.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::actors::cluster::collector::Record;
-use sage::protocol::desk::DeskRecord;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let line = text.lines().next().unwrap_or("");
-    let Ok(record) = serde_json::from_str::<DeskRecord>(line) else {
-        return;
-    };
-    sage_fuzz::json_roundtrip(&record);
-    let read =
-        Record::parse(true, line.as_bytes()).expect("a line the store reads, the aggregator reads");
-    assert_eq!(read.ids().1, record.job.dialogue_id);
-    assert_eq!(
-        read.counts(),
-        (record.turns as usize, record.infra_error.is_some())
-    );
-    let runs = [
-        (
-            record.job.model.as_str(),
-            record.job.repeat,
-            &record.run,
-            record.cost_usd,
-        ),
-        (
-            record.job.model.as_str(),
-            record.job.repeat.wrapping_add(1),
-            &record.run,
-            record.cost_usd,
-        ),
-    ];
-    let rows = sage::scoring::desk::summarize(runs);
-    serde_json::to_string(&rows).expect("a summary encodes");
-    let _ = sage::scoring::desk::table(&rows);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::desk_record::run(data));

@@ -4,27 +4,4 @@
 //! order (or for the tools that need none).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::scenario::desk::Tool;
-
-fuzz_target!(|data: &[u8]| {
-    let (which, rest) = sage_fuzz::split_first(data);
-    let tool = Tool::ALL[usize::from(which) % Tool::ALL.len()];
-    let arguments = String::from_utf8_lossy(rest);
-    let args: serde_json::Value =
-        serde_json::from_str(&arguments).unwrap_or(serde_json::Value::Null);
-    let desk = sage_fuzz::northline();
-    let result = desk.call(tool, &args);
-    assert_eq!(
-        result,
-        desk.call(tool, &args),
-        "a tool call is deterministic"
-    );
-    if result.ok && !matches!(tool, Tool::HandoverToHuman | Tool::CloseTicket) {
-        let number = args["order_number"]
-            .as_str()
-            .expect("an ok call names its order");
-        assert!(desk.order(number).is_some());
-    }
-    let _ = result.output.to_string();
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::desk_tool_call::run(data));

@@ -3,35 +3,4 @@
 //! back from what was read reads to the same answer.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::llm::openai::parse_completion;
-use serde_json::json;
-
-fuzz_target!(|data: &[u8]| {
-    let response = match parse_completion(data, Some(sage_fuzz::FAKE_KEY)) {
-        Ok(response) => response,
-        Err(e) => {
-            sage_fuzz::check_body_error(&e);
-            return;
-        }
-    };
-    let calls: Vec<_> = response
-        .tool_calls
-        .iter()
-        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-        .collect();
-    let written = json!({
-        "choices": [{
-            "message": {"content": response.text, "tool_calls": calls},
-            "finish_reason": response.finish_reason,
-        }],
-        "usage": {
-            "prompt_tokens": response.usage.input_tokens,
-            "completion_tokens": response.usage.output_tokens,
-        },
-    })
-    .to_string();
-    let again = parse_completion(written.as_bytes(), Some(sage_fuzz::FAKE_KEY))
-        .unwrap_or_else(|e| panic!("{written} does not read again: {e}"));
-    assert_eq!(again, response);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::openai_body::run(data));

@@ -3,23 +3,4 @@
 //! passes its own check again.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::plan::RunConfig;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let config = match RunConfig::from_yaml(text, "run.yaml") {
-        Ok(config) => config,
-        Err(e) => {
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    config
-        .check("again")
-        .expect("an accepted configuration checks");
-    sage_fuzz::json_roundtrip(&config);
-    sage_fuzz::yaml_roundtrip(&config, |yaml| RunConfig::from_yaml(yaml, "written.yaml"));
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::run_config::run(data));

@@ -4,40 +4,4 @@
 //! routes to that very route; the prompts and the graph exports render.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sage::sop::{self, Assignment, Values};
-
-fn values(a: &Assignment) -> Values {
-    a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let sop = match sop::from_yaml(text, "fuzz.yaml") {
-        Ok(sop) => sop,
-        Err(e) => {
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    for case in sop.routes().iter().take(64) {
-        let route = sop
-            .route(&values(&case.fields), &values(&case.variables))
-            .unwrap_or_else(|e| {
-                panic!(
-                    "the assignment of route {:?} does not route: {e}",
-                    case.route
-                )
-            });
-        assert_eq!(
-            route, case.route,
-            "the rule engine disagrees with the enumeration"
-        );
-    }
-    if let Some(case) = sop.routes().first() {
-        let _ = sage::prompts::agent_system_prompt(&sop, &case.variables);
-    }
-    let _ = (sop.to_dot(), sop.to_mermaid(), sop.unused_actions());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sage_fuzz::scenario_yaml::run(data));

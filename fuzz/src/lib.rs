@@ -6,6 +6,45 @@
 //! `-malloc_limit_mb`), and, where it is cheap, an invariant of what parsed (see
 //! docs/fuzzing.md).
 
+// The targets' bodies, one module each: `fuzz/fuzz_targets/NAME.rs` feeds libFuzzer's inputs
+// to `NAME::run`, and tests/fuzz_corpus.rs replays every committed corpus through them in
+// `cargo test` (no sanitizer build). The paths are explicit so that the main crate's test can
+// include this file as a module.
+#[path = "targets/agent_answer.rs"]
+pub mod agent_answer;
+#[path = "targets/anthropic_body.rs"]
+pub mod anthropic_body;
+#[path = "targets/cli.rs"]
+pub mod cli;
+#[path = "targets/customer_answer.rs"]
+pub mod customer_answer;
+#[path = "targets/desk_config.rs"]
+pub mod desk_config;
+#[path = "targets/desk_record.rs"]
+pub mod desk_record;
+#[path = "targets/desk_tool_call.rs"]
+pub mod desk_tool_call;
+#[path = "targets/desk_yaml.rs"]
+pub mod desk_yaml;
+#[path = "targets/dialogue_record.rs"]
+pub mod dialogue_record;
+#[path = "targets/http_agent_body.rs"]
+pub mod http_agent_body;
+#[path = "targets/judge_answer.rs"]
+pub mod judge_answer;
+#[path = "targets/nats_headers.rs"]
+pub mod nats_headers;
+#[path = "targets/nats_message.rs"]
+pub mod nats_message;
+#[path = "targets/openai_body.rs"]
+pub mod openai_body;
+#[path = "targets/retry_after.rs"]
+pub mod retry_after;
+#[path = "targets/run_config.rs"]
+pub mod run_config;
+#[path = "targets/scenario_yaml.rs"]
+pub mod scenario_yaml;
+
 use sage::actors::desk::fixture::DeskFixture;
 use sage::actors::roles::Registry;
 use sage::plan::RunConfig;
