@@ -282,6 +282,29 @@ async fn json_mode_sends_response_format() {
     assert!(body.get("response_format").is_none());
 }
 
+/// A server answering more than any model answer could be is refused, not buffered: the
+/// answer over `MAX_BODY_BYTES` is an invalid response, not retried.
+#[tokio::test]
+async fn an_answer_over_the_body_limit_is_refused() {
+    init();
+    let server = MockServer::start().await;
+    let huge = vec![b' '; sage::llm::openai::MAX_BODY_BYTES + 1];
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge, "application/json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let endpoint = Endpoint::new(openai_config(&server), None).expect("endpoint");
+    let called = endpoint.call(&request(false)).await;
+    match called.result {
+        Err(LlmError::InvalidResponse(msg)) => {
+            assert!(msg.contains("larger than 32 MiB"), "{msg}")
+        }
+        other => panic!("expected InvalidResponse, got {other:?}"),
+    }
+    assert_eq!(called.record.attempts, 1);
+}
+
 #[tokio::test]
 async fn malformed_body_is_invalid_response_and_not_retried() {
     init();

@@ -603,3 +603,45 @@ fn report_html_out_elsewhere_reads_a_read_only_folder_and_writes_the_page_alone(
     assert_eq!(snapshot(&folder), before, "the folder was changed");
     mode(&folder, 0o755);
 }
+
+/// A last line cut off by a killed run (no line break, its JSON ending early) is skipped; any
+/// other bad last line is an error naming it, as a bad line anywhere else is.
+#[test]
+fn only_a_cut_off_last_line_is_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "run.yaml", &config(10));
+    let out = tmp.path().join("out");
+    run(&config, &out, &["--run-id", "tail"]);
+    let folder = out.join("tail");
+    let records = folder.join("dialogues.jsonl");
+    let whole = std::fs::read_to_string(&records).unwrap();
+    let summary = std::fs::read_to_string(folder.join("summary.json")).unwrap();
+    let first = whole.lines().next().unwrap();
+    let folder_arg = folder.display().to_string();
+    // Cut off half-way: skipped, the summary unchanged.
+    std::fs::write(&records, format!("{whole}{}", &first[..first.len() / 2])).unwrap();
+    let o = common::sage(&["report", &folder_arg]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(folder.join("summary.json")).unwrap(),
+        summary
+    );
+    let n = whole.lines().count() + 1;
+    for (tail, what) in [
+        ("{\"job\": nonsense}\n", "a whole line that is not a record"),
+        ("not json at all", "a last line that is no record cut short"),
+        (
+            &format!("{}\n", &first[..first.len() / 2])[..],
+            "a cut record followed by a line break",
+        ),
+    ] {
+        std::fs::write(&records, format!("{whole}{tail}")).unwrap();
+        let o = common::sage(&["report", &folder_arg]);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("line {n}:")),
+            "{what}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -249,19 +249,31 @@ impl HttpCore {
         self.read(response).await
     }
 
-    /// The body of a 2xx answer, or the status mapped onto an [`LlmError`].
+    /// The body of a 2xx answer (at most [`MAX_BODY_BYTES`]: a larger one is refused, not
+    /// buffered), or the status mapped onto an [`LlmError`].
     async fn read(&self, response: reqwest::Response) -> Result<bytes::Bytes, LlmError> {
         let status = response.status();
         if status.is_success() {
-            return response.bytes().await.map_err(|e| self.map_error(e));
+            let (body, whole) = body_within(response, MAX_BODY_BYTES)
+                .await
+                .map_err(|e| self.map_error(e))?;
+            if !whole {
+                return Err(LlmError::InvalidResponse(format!(
+                    "the server's answer is larger than {} MiB; refused",
+                    MAX_BODY_BYTES >> 20
+                )));
+            }
+            return Ok(body.into());
         }
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        // Read the body so the connection can go back to the pool (and for the error text).
-        let body = response.bytes().await.unwrap_or_default();
+        // The start of the body, for the error text (the rest is not read).
+        let (body, _) = body_within(response, MAX_ERROR_BODY_BYTES)
+            .await
+            .unwrap_or_default();
         if status.as_u16() == 429 {
             return Err(LlmError::RateLimited { retry_after });
         }
@@ -360,6 +372,35 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+/// The most of a model server's 2xx answer that is read: a larger one is refused (no model
+/// answer comes near it; a hostile or broken server would otherwise fill the memory).
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// The most of an error answer's body that is read (its start is quoted in the error).
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Reads `response`'s body, at most `limit` bytes: the bytes read, and whether that is the whole
+/// body (false: it is larger, as its `Content-Length` or the bytes coming say, and the rest is
+/// not read).
+async fn body_within(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok((Vec::new(), false));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            let room = limit - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, true))
 }
 
 /// At most `n` characters of `s`, with `…` when cut.

@@ -356,7 +356,7 @@ impl DeskReportFold {
                     id: job.dialogue_id.clone(),
                     model: job.model.clone(),
                     case: job.case.clone(),
-                    run: job.repeat + 1,
+                    run: job.repeat.saturating_add(1),
                     what: html! { "forbidden call " code { (call) } " in turn " (turn) },
                     body: excerpt(&record.transcript, line, "forbidden"),
                 });
@@ -369,7 +369,7 @@ impl DeskReportFold {
                     td { (job.model) }
                     td { (job.case) }
                     td { (record.run.bucket.name()) }
-                    td.num { (job.repeat + 1) }
+                    td.num { (job.repeat.saturating_add(1)) }
                     td { (required_text(record.run.required)) }
                     td {
                         @if record.verdict.resolved { span.warn { "later" } } @else { span.bad { "never" } }

@@ -312,7 +312,7 @@ pub fn desk_transcript_text(record: &crate::protocol::desk::DeskRecord) -> Strin
         job.case,
         record.run.bucket.name(),
         record.run.order,
-        job.repeat + 1
+        job.repeat.saturating_add(1)
     );
     let _ = writeln!(
         out,

@@ -311,7 +311,11 @@ pub struct CaseStat {
 /// Summarizes dialogue records (a [`SummaryFold`] over them): the same summary whatever their
 /// order.
 pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
-    let repeats = records.iter().map(|r| r.job.repeat + 1).max().unwrap_or(1);
+    let repeats = records
+        .iter()
+        .map(|r| r.job.repeat.saturating_add(1))
+        .max()
+        .unwrap_or(1);
     let mut fold = SummaryFold::new(*bootstrap, repeats);
     for r in records {
         fold.add(r);

@@ -573,8 +573,8 @@ impl RunDir {
     }
 
     /// Calls `f` with every complete record of the JSON-lines file `name` (none when it does
-    /// not exist). A cut-off last line (a killed run) is skipped; any other bad line is an
-    /// error naming its number.
+    /// not exist). A cut-off last line (a killed run: no line break, its JSON ending early) is
+    /// skipped; any other bad line, a last one included, is an error naming its number.
     pub fn scan_jsonl<T: serde::de::DeserializeOwned>(
         &self,
         name: &str,
@@ -616,8 +616,12 @@ impl RunDir {
             }
             match serde_json::from_slice::<T>(&line) {
                 Ok(r) => f(start, r)?,
-                // Cut off by a killed run: the last line.
-                Err(_) if reader.fill_buf().map_err(io(&path))?.is_empty() => {}
+                // Cut off by a killed run: the last line, with no line break, its JSON ending
+                // early. Any other bad line, the last one included, is an error.
+                Err(e)
+                    if e.is_eof()
+                        && !line.ends_with(b"\n")
+                        && reader.fill_buf().map_err(io(&path))?.is_empty() => {}
                 Err(e) => {
                     return Err(StoreError::Corrupt {
                         path,
@@ -872,27 +876,51 @@ pub fn now_utc() -> (String, String) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    (
-        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z"),
-        format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"),
-    )
+    utc_at(secs)
+}
+
+/// [`now_utc`] of the instant `secs` seconds after 1970-01-01T00:00:00Z (whole seconds; an
+/// instant out of the `time` crate's range reads as the epoch).
+fn utc_at(secs: i64) -> (String, String) {
+    let at =
+        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let rfc3339 = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string());
+    let compact = format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    );
+    (rfc3339, compact)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_written_as_rfc_3339_and_as_an_id_part() {
+        // Instants whose dates are known independently (leap days, a century that is not a
+        // leap year, the end of a year).
+        let cases = [
+            (0, "1970-01-01T00:00:00Z", "19700101-000000"),
+            (951_782_400, "2000-02-29T00:00:00Z", "20000229-000000"),
+            (1_709_251_199, "2024-02-29T23:59:59Z", "20240229-235959"),
+            (1_798_761_599, "2026-12-31T23:59:59Z", "20261231-235959"),
+            (4_107_542_400, "2100-03-01T00:00:00Z", "21000301-000000"),
+        ];
+        for (secs, rfc3339, compact) in cases {
+            assert_eq!(utc_at(secs), (rfc3339.to_string(), compact.to_string()));
+        }
+        let (now, id) = now_utc();
+        assert!(now.ends_with('Z') && now.len() == 20, "{now}");
+        assert_eq!(id.len(), 15, "{id}");
+    }
 
     #[test]
     fn new_run_ids_are_valid_and_never_repeat() {

@@ -1,6 +1,7 @@
 //! A line of desk.jsonl (a `DeskRecord`), read as `sage report` and the aggregator read it. A
 //! record survives a JSON round trip; the aggregator's reading of the same line agrees with it;
-//! the desk summary and its table are computed as `sage report` computes them.
+//! the desk summary and its table are computed as `sage report` computes them, and its HTML
+//! report is folded and rendered as `sage report --html` renders it.
 
 use sage::actors::cluster::collector::Record;
 use sage::protocol::desk::DeskRecord;
@@ -39,4 +40,16 @@ pub fn run(data: &[u8]) {
     let rows = sage::scoring::desk::summarize(runs);
     serde_json::to_string(&rows).expect("a summary encodes");
     let _ = sage::scoring::desk::table(&rows);
+    // The HTML report, folded and rendered from the record (read back by its place).
+    let mut page = sage::report::desk::DeskReportFold::new(Default::default());
+    page.add(&record, 0);
+    let mut html = Vec::new();
+    let mut spool = std::io::Cursor::new(Vec::new());
+    page.write_page(
+        &mut html,
+        &mut vec![record.clone()],
+        &mut spool,
+        "sage show results/fuzz",
+    )
+    .expect("a page renders");
 }

@@ -2,7 +2,8 @@
 //! `--resume` and the aggregator read it. A record survives a JSON round trip; the aggregator's
 //! reading of the same line agrees with it (ids, turns, infrastructure error); the summary, both
 //! leaderboards (of the record twice, as two runs) and the training-data export's view of its
-//! turns are computed against the bundled scenarios.
+//! turns are computed against the bundled scenarios; the HTML report (with the bundled scenarios'
+//! graphs) is folded from it and rendered, as `sage report --html` renders it.
 
 use sage::actors::cluster::collector::Record;
 use sage::protocol::{DialogueEnd, DialogueRecord};
@@ -52,4 +53,28 @@ pub fn run(data: &[u8]) {
         });
         assert!(walked.is_ok() && turns <= record.turns.len());
     }
+    // The HTML report, folded and rendered from the record (read back by its place).
+    let mut page = sage::report::SageReport::new(
+        sage::report::RunInfo {
+            run_id: records[0].job.run_id.clone(),
+            created_at: String::new(),
+            sage_version: String::new(),
+            config: sage::plan::RunConfig::default(),
+            scenarios: Vec::new(),
+            simulated_models: Vec::new(),
+            jobs: 1,
+        },
+        super::sops().to_vec(),
+    );
+    page.add(&records[0], 0);
+    let mut html = Vec::new();
+    let mut spool = std::io::Cursor::new(Vec::new());
+    page.write_page(
+        &summary,
+        &mut html,
+        &mut vec![records[0].clone()],
+        &mut spool,
+        "sage show results/fuzz",
+    )
+    .expect("a page renders");
 }
