@@ -467,6 +467,24 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
     let folder = out.join("d-run");
     let kept = records(&folder);
     assert_eq!(kept.len(), stored);
+    // The bound the design promises (docs/run-config.md): the records file is in the order the
+    // aggregator stored them; after the one whose cost reached the budget come only the
+    // dialogues in flight (one per worker slot, concurrency 4) and the few started while the
+    // news travelled to the worker (two at most here).
+    let reached_at = kept
+        .iter()
+        .scan(0.0, |sum, r| {
+            *sum += cost(r);
+            Some(*sum)
+        })
+        .position(|sum| sum >= budget.parse::<f64>().unwrap())
+        .expect("the stored dialogues reach the budget")
+        + 1;
+    assert!(
+        stored - reached_at <= 6,
+        "{} dialogues stored after the budget was reached by the {reached_at}th",
+        stored - reached_at
+    );
     for r in &kept {
         let same = ref_run.iter().find(|x| x["job"] == r["job"]).unwrap();
         assert_eq!(cost(r), cost(same), "the same dialogue as embedded");

@@ -40,6 +40,13 @@ fn export(args: &[&str]) -> Vec<u8> {
     o.stdout
 }
 
+/// Snapshots: the bytes `sage export` wrote for the fixture run before the export streamed
+/// (tests/data/export/openai-min90.jsonl, sharegpt-min90.json) and the SHA-256 of two larger
+/// outputs. A change that alters them on purpose regenerates them with
+/// `cargo run -- export tests/data/export/fixture-run --format openai --min-logic 0 | sha256sum`
+/// (and the same with `--format sharegpt`; `--min-logic 90` into the two files). What the
+/// examples must be is checked independently of any snapshot by [`oracle`] (the examples
+/// computed from the records in memory as docs/export.md describes them), in the tests below.
 #[test]
 fn the_existing_formats_give_the_bytes_the_in_memory_export_gave() {
     for (args, fixture) in [

@@ -35,8 +35,12 @@ max_turns: 16
 seed: 13
 ";
 
-/// SHA-256 of [`canonical`] summary.json of [`CONFIG`] run by the harness before `judge_turns`
-/// existed (commit 54373402, `sage run --config run.yaml --run-id before`).
+/// Snapshot: the SHA-256 of [`canonical`] summary.json of [`CONFIG`] run by the harness before
+/// `judge_turns` existed (commit 54373402, `sage run --config run.yaml --run-id before`), so
+/// that `judge_turns: every` is shown to change no number of before. It is regenerated only on
+/// purpose (a change of the scores themselves), by printing [`canonical`] of that run's
+/// summary.json. Beside it, what this test derives on its own: the turns judged in each record,
+/// by the paper's rule (below). (No independent re-score of summary.json's numbers yet.)
 const EVERY_GOLDEN: &str = "589836bd7c0f148d3b88d65e48d9c6c9ee03dca377a5ceb801bd94c87df6be57";
 
 /// Runs [`CONFIG`] plus `extra` through the CLI; the results folder.

@@ -7,7 +7,7 @@
 mod common;
 
 use common::browser::{Browser, Tab, assert_offline, screenshot_dir};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -416,20 +416,38 @@ fn the_sage_report_reads_in_a_browser_equal_to_its_summary() {
             );
         }
     }
-    // Sorting by a column orders the rows by its values.
-    tab.click("#leaderboard-table th[data-sort=overall]")
-        .expect("sort");
-    let order = tab
-        .eval("[...document.querySelectorAll('#leaderboard-table tr[data-model] td[data-metric=overall]')].map(td => Number(td.dataset.value))")
-        .expect("order");
-    let order: Vec<f64> = serde_json::from_value(order).expect("numbers");
-    let mut sorted = order.clone();
+    // Sorting by a column orders the rows by its values, and a second click reverses them (a
+    // click that did nothing would leave the rows as they were, already in OA order).
+    let overall = |tab: &Tab<'_>| -> Vec<f64> {
+        let order = tab
+            .eval("[...document.querySelectorAll('#leaderboard-table tr[data-model] td[data-metric=overall]')].map(td => Number(td.dataset.value))")
+            .expect("order");
+        serde_json::from_value(order).expect("numbers")
+    };
+    let before = overall(&tab);
+    let mut sorted = before.clone();
     sorted.sort_by(|a, b| a.total_cmp(b));
     let mut descending = sorted.clone();
     descending.reverse();
     assert!(
-        order == sorted || order == descending,
-        "not sorted: {order:?}"
+        sorted.first() != sorted.last(),
+        "the models' OA are all equal: a sort cannot be seen {sorted:?}"
+    );
+    tab.click("#leaderboard-table th[data-sort=overall]")
+        .expect("sort");
+    let first = overall(&tab);
+    assert!(
+        first == sorted || first == descending,
+        "not sorted: {first:?}"
+    );
+    tab.click("#leaderboard-table th[data-sort=overall]")
+        .expect("sort again");
+    let second = overall(&tab);
+    let mut reversed = first.clone();
+    reversed.reverse();
+    assert_eq!(
+        second, reversed,
+        "a second click does not reverse the order"
     );
 
     // Every chart has its marks, drawn, with the summary's values.
@@ -595,16 +613,25 @@ fn from_a_models_worst_branch_to_what_it_said_there() {
     .expect("choose the model");
     let view = tab
         .eval(
-            "({view: document.getElementById('sop-graphs').dataset.modelView, \
-              agree: [...document.querySelectorAll('svg.sop-graph g.node[data-logic-by-model]')].every(n => { \
-                const v = JSON.parse(n.dataset.logicByModel)['sim-weak']; const t = n.querySelector('.stat').textContent; \
-                return v === undefined ? t.includes('untested') : t.includes(String(Math.round(v * 100) / 100)) || t.includes(v.toFixed(2)); })})",
+            "(() => { const nodes = [...document.querySelectorAll('svg.sop-graph g.node[data-logic-by-model]')]; \
+              const of = (n, a) => JSON.parse(n.getAttribute(a) || '{}')['sim-weak']; \
+              const want = n => of(n, 'data-logic-by-model') === undefined ? 'untested' \
+                : 'Logic ' + Math.round(of(n, 'data-logic-by-model') * 100) / 100 + ' \u{b7} ' + (of(n, 'data-turns-by-model') || 0) + ' turns'; \
+              return {view: document.getElementById('sop-graphs').dataset.modelView, nodes: nodes.length, \
+                tested: nodes.filter(n => of(n, 'data-logic-by-model') !== undefined).length, \
+                wrong: nodes.filter(n => n.querySelector('.stat').textContent !== want(n)) \
+                  .slice(0, 5).map(n => [n.querySelector('.stat').textContent, want(n)])}; })()",
         )
         .expect("the view");
     assert_eq!(view["view"], "sim-weak", "{view}");
+    assert!(
+        view["nodes"].as_u64() > Some(0) && view["tested"].as_u64() > Some(0),
+        "no stage shows a Logic of sim-weak: {view}"
+    );
     assert_eq!(
-        view["agree"], true,
-        "a stage does not show sim-weak's Logic: {view}"
+        view["wrong"],
+        json!([]),
+        "stages whose text is not sim-weak's Logic and turns: {view}"
     );
     shot(&tab, "section#sop-graphs", "question-1-graphs-of-sim-weak");
 
