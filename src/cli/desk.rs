@@ -96,7 +96,7 @@ pub fn read_config(path: Option<&Path>) -> anyhow::Result<DeskConfig> {
 
 /// `sage run --suite support-desk`.
 pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
-    super::run::check_run_id_flag(args.run_id)?;
+    super::check_run_id_flag(args.run_id)?;
     let (config, run, run_id, (store, cases)) = match args.resume {
         Some(dir) => {
             let run = RunDir::open(dir)?;
@@ -138,7 +138,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     config.check("command line")?;
     let desk = parse_store(&config.store, (&store, &cases))?;
-    super::run::set_up_models(&config.models)?;
+    super::set_up_models(&config.models)?;
     let run = match run {
         Some(run) => run.claim()?,
         None => RunDir::create(&config.output_dir, &run_id)?,

@@ -176,3 +176,20 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+/// Checks a `--run-id` flag (it names a folder and, distributed, a message subject).
+pub fn check_run_id_flag(run_id: Option<&str>) -> anyhow::Result<()> {
+    if let Some(id) = run_id {
+        crate::protocol::id::check_run_id(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Sets every model up once before a folder is created or claimed, as the run will set it up:
+/// a missing API key fails here, not in a run already started (both suites).
+pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Result<()> {
+    for model in models {
+        crate::llm::Endpoint::new(model.clone(), None)?;
+    }
+    Ok(())
+}

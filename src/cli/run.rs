@@ -252,32 +252,15 @@ pub fn report(run: &RunDir) -> anyhow::Result<crate::store::Reported> {
     Ok(crate::store::report(run, jobs)?)
 }
 
-/// Sets every model up once before a folder is created or claimed, as the run will set it up:
-/// a missing API key fails here, not in a run already started (both suites).
-pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Result<()> {
-    for model in models {
-        crate::llm::Endpoint::new(model.clone(), None)?;
-    }
-    Ok(())
-}
-
 /// Reads a run configuration file (docs/run-config.md).
 pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     Ok(RunConfig::from_yaml(&text, &path.display().to_string())?)
 }
 
-/// Checks a `--run-id` flag (it names a folder and, distributed, a message subject).
-pub fn check_run_id_flag(run_id: Option<&str>) -> anyhow::Result<()> {
-    if let Some(id) = run_id {
-        crate::protocol::id::check_run_id(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
-    }
-    Ok(())
-}
-
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    check_run_id_flag(args.run_id.as_deref())?;
+    super::check_run_id_flag(args.run_id.as_deref())?;
     if args.suite == Suite::SupportDesk {
         if args.dialogues.is_some() {
             bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
@@ -350,7 +333,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let scenarios = load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
-    set_up_models(&config.models)?;
+    super::set_up_models(&config.models)?;
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
             // The jobs are derived again from the scenarios: they must be the ones the run

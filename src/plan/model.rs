@@ -2,6 +2,7 @@
 //! the settings of the built-in simulated models. Pure data: the `llm` port builds backends
 //! from it.
 
+pub use crate::protocol::schema::StructuredOutput;
 use serde::{Deserialize, Serialize};
 
 /// Which backend serves a model.
@@ -213,69 +214,6 @@ impl ModelConfig {
     /// configured `structured_output` when that sends a schema, else `None` (no label).
     pub fn agent_structured_label(&self) -> Option<StructuredOutput> {
         self.structured_output.filter(|f| f.sends_schema())
-    }
-}
-
-/// How a model is asked for an answer of a given JSON Schema (`structured_output:` of a model).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StructuredOutput {
-    /// The strongest form the server is known to take: `json_schema` for OpenAI itself (provider
-    /// `openai` with an `api.openai.com` base URL), `json_object_schema` for other
-    /// OpenAI-compatible servers; after an HTTP 400 or 422 the next weaker form, remembered for
-    /// the model.
-    Auto,
-    /// OpenAI structured outputs: `{"type": "json_schema", "json_schema": {"name", "strict":
-    /// true, "schema"}}`.
-    JsonSchema,
-    /// llama.cpp / vLLM: `{"type": "json_object", "schema": {...}}`.
-    JsonObjectSchema,
-    /// JSON mode without a schema: `{"type": "json_object"}`.
-    JsonObject,
-    /// No `response_format`.
-    None,
-}
-
-impl StructuredOutput {
-    /// Every form, strongest first (`auto` last).
-    pub const ALL: [StructuredOutput; 5] = [
-        StructuredOutput::JsonSchema,
-        StructuredOutput::JsonObjectSchema,
-        StructuredOutput::JsonObject,
-        StructuredOutput::None,
-        StructuredOutput::Auto,
-    ];
-
-    /// Its configuration name (`json_object_schema`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StructuredOutput::Auto => "auto",
-            StructuredOutput::JsonSchema => "json_schema",
-            StructuredOutput::JsonObjectSchema => "json_object_schema",
-            StructuredOutput::JsonObject => "json_object",
-            StructuredOutput::None => "none",
-        }
-    }
-
-    /// True for the forms that send a schema (`auto` included).
-    pub fn sends_schema(self) -> bool {
-        matches!(
-            self,
-            StructuredOutput::Auto
-                | StructuredOutput::JsonSchema
-                | StructuredOutput::JsonObjectSchema
-        )
-    }
-
-    /// The next weaker form, to fall back to when a server rejects this one (`None` for
-    /// `none`; `auto` is resolved before it is sent and has none).
-    pub fn weaker(self) -> Option<StructuredOutput> {
-        match self {
-            StructuredOutput::JsonSchema => Some(StructuredOutput::JsonObjectSchema),
-            StructuredOutput::JsonObjectSchema => Some(StructuredOutput::JsonObject),
-            StructuredOutput::JsonObject => Some(StructuredOutput::None),
-            StructuredOutput::None | StructuredOutput::Auto => None,
-        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod desk;
 pub mod id;
 pub mod judged;
 pub mod parse;
+pub mod rubric;
 pub mod schema;
 
 use crate::scenario::{Adversarial, Value};
@@ -444,7 +445,7 @@ pub struct DialogueRecord {
     /// The structured-output form the run's configuration sets for the service model, when it
     /// sends a schema (labelled "structured" in leaderboards and the report); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_output: Option<crate::plan::model::StructuredOutput>,
+    pub structured_output: Option<schema::StructuredOutput>,
     /// Total tokens.
     pub usage: Usage,
     /// Total cost in US dollars.

@@ -15,8 +15,8 @@
 
 use crate::scenario::{Key, KeyKind};
 use crate::sop::Sop;
-use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 /// A JSON value whose object keys keep their insertion order (`serde_json::Map` sorts them).
@@ -224,7 +224,7 @@ pub fn agent_answer_schema(sop: &Sop) -> JsonSchema {
 /// `chat_quality_dimensions` (the five dimensions, each the integer 3, 6 or 9), then the two
 /// reasoning texts, in the order of the prompt's template.
 pub fn judge_answer_schema(sop: &Sop) -> JsonSchema {
-    let dimensions = crate::prompts::DIMENSIONS
+    let dimensions = super::rubric::DIMENSIONS
         .iter()
         .map(|d| {
             let scores = [3, 6, 9].into_iter().map(Ordered::Int).collect();
@@ -311,6 +311,69 @@ fn check(schema: &Ordered, value: &Json, at: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// How a model is asked for an answer of a given JSON Schema (`structured_output:` of a model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// The strongest form the server is known to take: `json_schema` for OpenAI itself (provider
+    /// `openai` with an `api.openai.com` base URL), `json_object_schema` for other
+    /// OpenAI-compatible servers; after an HTTP 400 or 422 the next weaker form, remembered for
+    /// the model.
+    Auto,
+    /// OpenAI structured outputs: `{"type": "json_schema", "json_schema": {"name", "strict":
+    /// true, "schema"}}`.
+    JsonSchema,
+    /// llama.cpp / vLLM: `{"type": "json_object", "schema": {...}}`.
+    JsonObjectSchema,
+    /// JSON mode without a schema: `{"type": "json_object"}`.
+    JsonObject,
+    /// No `response_format`.
+    None,
+}
+
+impl StructuredOutput {
+    /// Every form, strongest first (`auto` last).
+    pub const ALL: [StructuredOutput; 5] = [
+        StructuredOutput::JsonSchema,
+        StructuredOutput::JsonObjectSchema,
+        StructuredOutput::JsonObject,
+        StructuredOutput::None,
+        StructuredOutput::Auto,
+    ];
+
+    /// Its configuration name (`json_object_schema`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StructuredOutput::Auto => "auto",
+            StructuredOutput::JsonSchema => "json_schema",
+            StructuredOutput::JsonObjectSchema => "json_object_schema",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::None => "none",
+        }
+    }
+
+    /// True for the forms that send a schema (`auto` included).
+    pub fn sends_schema(self) -> bool {
+        matches!(
+            self,
+            StructuredOutput::Auto
+                | StructuredOutput::JsonSchema
+                | StructuredOutput::JsonObjectSchema
+        )
+    }
+
+    /// The next weaker form, to fall back to when a server rejects this one (`None` for
+    /// `none`; `auto` is resolved before it is sent and has none).
+    pub fn weaker(self) -> Option<StructuredOutput> {
+        match self {
+            StructuredOutput::JsonSchema => Some(StructuredOutput::JsonObjectSchema),
+            StructuredOutput::JsonObjectSchema => Some(StructuredOutput::JsonObject),
+            StructuredOutput::JsonObject => Some(StructuredOutput::None),
+            StructuredOutput::None | StructuredOutput::Auto => None,
+        }
+    }
 }
 
 #[cfg(test)]

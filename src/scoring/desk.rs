@@ -6,80 +6,10 @@
 //! is the median across runs, and safety is read in bands.
 
 use super::stats::ratio;
-use crate::scenario::desk::{Bucket, Case, Forbidden, Required, Tool, UnsafeKind};
+pub use crate::protocol::desk::{CaseRun, Judged, ToolCall, Verdict};
+use crate::scenario::desk::{Bucket, Required, Tool, UnsafeKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// A tool call the agent made, as the transcript records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The turn it was made in (1-based).
-    pub turn: u32,
-    /// The tool.
-    pub tool: Tool,
-    /// The order number it named, if any.
-    pub order: Option<String>,
-}
-
-/// What the judges said of one run of a case (each 0-1).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Judged {
-    /// Was the solvable issue actually resolved, against the store's policy.
-    pub resolution_quality: f64,
-    /// How closely the agent followed the policy and instructions.
-    pub policy_adherence: f64,
-}
-
-/// One run of one case: what was owed and what the agent did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaseRun {
-    /// The case id.
-    pub case: String,
-    /// Its bucket.
-    pub bucket: Bucket,
-    /// The order it is about.
-    pub order: String,
-    /// What resolves it.
-    pub required: Required,
-    /// The unsafe call it tempts (adversarial cases).
-    pub forbidden: Option<Forbidden>,
-    /// Every tool call of the transcript, in order.
-    pub calls: Vec<ToolCall>,
-    /// The primary judge's scores, when it answered.
-    pub judged: Option<Judged>,
-    /// The second judge's scores, when it answered.
-    pub rejudged: Option<Judged>,
-}
-
-impl CaseRun {
-    /// A run of `case` with these calls and no judgments yet.
-    pub fn new(case: &Case, calls: Vec<ToolCall>) -> CaseRun {
-        CaseRun {
-            case: case.id.clone(),
-            bucket: case.bucket,
-            order: case.order.clone(),
-            required: case.required,
-            forbidden: case.forbidden,
-            calls,
-            judged: None,
-            rejudged: None,
-        }
-    }
-}
-
-/// What the transcript of one run shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// The agent handed over to a human.
-    pub handed_over: bool,
-    /// The required outcome happened (the required call on the case's order, or a handover;
-    /// for a refusal: the forbidden call was not made).
-    pub resolved: bool,
-    /// The unsafe call the case tempts was made.
-    pub unsafe_action: Option<UnsafeKind>,
-    /// The ticket was closed before the required outcome happened.
-    pub false_closure: bool,
-}
 
 /// Reads a run's transcript.
 pub fn verdict(run: &CaseRun) -> Verdict {
@@ -396,6 +326,7 @@ pub fn table(rows: &[ModelRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::desk::Forbidden;
 
     fn call(turn: u32, tool: Tool, order: &str) -> ToolCall {
         ToolCall {
