@@ -11,7 +11,8 @@
 //! order the prompt asks for them in ([`Ordered`]): a constrained decoder writes them in that
 //! order, reasoning before the chat reply as the prompt has it.
 //!
-//! Pure: no I/O. [`validate`] checks a JSON value against the subset of JSON Schema emitted here.
+//! Pure: no I/O. The schemas are checked with a maintained JSON Schema validator (the jsonschema
+//! crate) in the tests.
 
 use crate::scenario::{Key, KeyKind};
 use crate::sop::Sop;
@@ -242,77 +243,6 @@ pub fn judge_answer_schema(sop: &Sop) -> JsonSchema {
     }
 }
 
-/// Checks `value` against `schema`, for the subset of JSON Schema this module emits (`type`
-/// object/array/string/integer/boolean, `properties`, `required`, `additionalProperties: false`,
-/// `items`, `enum`, `minimum`, `maximum`). The error names the first offending place as a
-/// dotted path (`$.finals.Action`).
-pub fn validate(schema: &Ordered, value: &Json) -> Result<(), String> {
-    check(schema, value, "$")
-}
-
-fn check(schema: &Ordered, value: &Json, at: &str) -> Result<(), String> {
-    let fail = |what: String| Err(format!("{at}: {what}"));
-    let type_ok = match schema.get("type") {
-        Some(Ordered::Str(t)) => match t.as_str() {
-            "object" => value.is_object(),
-            "array" => value.is_array(),
-            "string" => value.is_string(),
-            "integer" => value.is_i64() || value.is_u64(),
-            "boolean" => value.is_boolean(),
-            other => return fail(format!("unsupported schema type `{other}`")),
-        },
-        _ => true,
-    };
-    if !type_ok {
-        return fail(format!("expected {:?}, got {value}", schema.get("type")));
-    }
-    if let Some(Ordered::Arr(options)) = schema.get("enum")
-        && !options.iter().any(|o| o.to_json() == *value)
-    {
-        return fail(format!("{value} is not one of the enum's values"));
-    }
-    if let (Some(Ordered::Int(min)), Some(n)) = (schema.get("minimum"), value.as_i64())
-        && n < *min
-    {
-        return fail(format!("{n} is below the minimum {min}"));
-    }
-    if let (Some(Ordered::Int(max)), Some(n)) = (schema.get("maximum"), value.as_i64())
-        && n > *max
-    {
-        return fail(format!("{n} is above the maximum {max}"));
-    }
-    if let (Some(items), Json::Array(values)) = (schema.get("items"), value) {
-        for (i, v) in values.iter().enumerate() {
-            check(items, v, &format!("{at}[{i}]"))?;
-        }
-    }
-    if let Json::Object(map) = value {
-        let properties = match schema.get("properties") {
-            Some(Ordered::Obj(pairs)) => pairs.as_slice(),
-            _ => &[],
-        };
-        if let Some(Ordered::Arr(required)) = schema.get("required") {
-            for r in required {
-                if let Ordered::Str(name) = r
-                    && !map.contains_key(name)
-                {
-                    return fail(format!("missing required property `{name}`"));
-                }
-            }
-        }
-        for (k, v) in map {
-            match properties.iter().find(|(name, _)| name == k) {
-                Some((_, sub)) => check(sub, v, &format!("{at}.{k}"))?,
-                None if schema.get("additionalProperties") == Some(&Ordered::Bool(false)) => {
-                    return fail(format!("property `{k}` is not allowed"));
-                }
-                None => {}
-            }
-        }
-    }
-    Ok(())
-}
-
 /// How a model is asked for an answer of a given JSON Schema (`structured_output:` of a model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -466,8 +396,22 @@ mod tests {
         );
     }
 
+    /// `value` against `schema` with a maintained validator (the jsonschema crate): the errors.
+    fn validate(schema: &Ordered, value: &Json) -> Result<(), Vec<String>> {
+        let validator = jsonschema::validator_for(&schema.to_json()).expect("a valid schema");
+        let errors: Vec<String> = validator
+            .iter_errors(value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
     #[test]
-    fn the_validator_names_what_is_wrong() {
+    fn answers_are_checked_against_the_schema_by_a_maintained_validator() {
         let sop = telecom();
         let schema = judge_answer_schema(&sop).schema;
         let classification = json!({"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"});
@@ -478,27 +422,31 @@ mod tests {
         assert!(crate::protocol::parse::parse_judge_output(&sop, &good.to_string()).is_ok());
         let mut bad = good.clone();
         bad["chat_quality_dimensions"]["content_utility"] = json!(5);
-        assert_eq!(
-            validate(&schema, &bad),
-            Err(
-                "$.chat_quality_dimensions.content_utility: 5 is not one of the enum's values"
-                    .into()
-            )
+        let wrong = validate(&schema, &bad).expect_err("5 is no score");
+        assert!(
+            wrong[0].starts_with("/chat_quality_dimensions/content_utility:"),
+            "{wrong:?}"
         );
         let mut extra = good.clone();
         extra["note"] = json!("x");
-        assert_eq!(
-            validate(&schema, &extra),
-            Err("$: property `note` is not allowed".into())
-        );
-        let mut missing = good;
+        let wrong = validate(&schema, &extra).expect_err("no other property");
+        assert!(wrong[0].contains("note"), "{wrong:?}");
+        let mut missing = good.clone();
         missing["classification"]
             .as_object_mut()
             .expect("object")
             .remove("EmotionTag");
-        assert_eq!(
-            validate(&schema, &missing),
-            Err("$.classification: missing required property `EmotionTag`".into())
+        let wrong = validate(&schema, &missing).expect_err("every field");
+        assert!(wrong[0].contains("EmotionTag"), "{wrong:?}");
+        // The form llama.cpp is sent bounds free text, and the bound holds.
+        let bounded = bounded_strings(&schema, 300);
+        let mut long = good;
+        long["chat_quality_reasoning"] = json!("x".repeat(301));
+        assert!(validate(&schema, &long).is_ok());
+        let wrong = validate(&bounded, &long).expect_err("longer than maxLength");
+        assert!(
+            wrong[0].starts_with("/chat_quality_reasoning:"),
+            "{wrong:?}"
         );
     }
 }
