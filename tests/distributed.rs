@@ -447,11 +447,12 @@ fn a_record_the_aggregator_cannot_append_whole_leaves_whole_lines_and_comes_agai
     let records = out.join("full").join("dialogues.jsonl");
     let text = std::fs::read(&records).expect("records");
     assert!(text.ends_with(b"\n"), "the records file ends inside a line");
-    let whole = ids_in(&records).len() as u64;
+    // The status counts what the file holds: read together, since a smaller record may still
+    // fit after a larger one did not.
     let status = wait_status(&url, "full", Duration::from_secs(20), |s| {
-        s["stored"].as_u64() == Some(whole)
+        s["stored"].as_u64() == Some(ids_in(&records).len() as u64)
     });
-    assert_eq!(status["stored"].as_u64(), Some(whole), "{status}");
+    let whole = status["stored"].as_u64().expect("stored");
     assert_ne!(status["state"], "complete", "{status}");
     assert!(whole < status["jobs"].as_u64().expect("jobs"), "{status}");
     // Room again: the records not acked come again and are stored.
