@@ -62,12 +62,12 @@ VARIANTS: dict[str, dict] = {
             "image": {"repository": "registry.example.com/sage", "tag": "1.2.3"},
             "nats": {
                 "url": "nats://nats.messaging:4222",
-                "auth": {"user": "sage", "password": "pw"},
+                "auth": {"user": "sage", "password": "FAKE-pw"},
                 "filesSecret": "sage-nats-files",
                 "credsFile": "/etc/sage/nats/nats.creds",
                 "tls": {"required": True, "caFile": "/etc/sage/nats/ca.crt"},
             },
-            "models": {"apiKeys": {"OPENAI_API_KEY": "placeholder-key", "ANTHROPIC_API_KEY": "placeholder-key"}},
+            "models": {"apiKeys": {"OPENAI_API_KEY": "FAKE-placeholder-key", "ANTHROPIC_API_KEY": "FAKE-placeholder-key"}},
             "roles": {
                 "service": {
                     "models": [
