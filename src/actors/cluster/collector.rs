@@ -245,10 +245,8 @@ impl Collector {
         folder.status.budget = folder.report.budget();
         let budget_news = before != reached(&folder.status);
         settle(run, folder)?;
-        if folder.status.state == RunState::Complete
-            || budget_news
-            || folder.status_written.elapsed() >= STATUS_EVERY
-        {
+        // Other news is written when due, after each message (`flush_status`).
+        if folder.status.state == RunState::Complete || budget_news {
             write_status(&bucket, folder).await;
         }
         Ok(true)
@@ -382,18 +380,9 @@ impl Collector {
                     }
                 }
             }
-            folder.dir = match folder.dir.clone().claim() {
-                Ok(dir) => dir,
-                Err(e) => {
-                    tracing::warn!(run, error = %e, "cannot claim the run's folder");
-                    continue;
-                }
-            };
-            if let Err(e) = settle(run, folder) {
+            if let Err(e) = finish(&self.bucket, run, folder).await {
                 tracing::warn!(run, error = %e, "cannot summarize the run");
-                continue;
             }
-            write_status(&self.bucket, folder).await;
         }
     }
 
@@ -472,8 +461,8 @@ async fn drain_mark(broker: &Broker, run: &str) -> Result<Option<u64>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Summarizes a run whose records are all stored but that is not complete yet (see
-/// [`settle`]) and writes its status; nothing for a run in progress or already complete.
+/// Summarizes a run that has ended but is not complete yet (see [`settle`]), its folder
+/// claimed, and writes its status; nothing for a run in progress or already complete.
 async fn finish(bucket: &kv::Store, run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     if folder.status.state == RunState::Complete || !folder.status.ended() {
         return Ok(());
