@@ -255,19 +255,7 @@ pub fn run_jobs(run: &RunDir) -> anyhow::Result<crate::store::RunJobs> {
             let jobs = crate::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
             crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id)
         });
-    let planned = match planned {
-        Ok(jobs) => Some(jobs),
-        Err(e) => {
-            eprintln!(
-                "warning: the run's jobs cannot be planned again ({e:#}): its records are checked for the run id only"
-            );
-            None
-        }
-    };
-    Ok(crate::store::RunJobs {
-        run_id: manifest.run_id,
-        planned,
-    })
+    Ok(super::run_jobs_or_warn(&manifest.run_id, planned))
 }
 
 /// Writes the HTML report of the support-desk run in `run` (the store's

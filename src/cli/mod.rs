@@ -193,3 +193,22 @@ pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Resu
     }
     Ok(())
 }
+
+/// What `sage report` checks records against: run `run_id`'s jobs as `planned` again, or, when
+/// they could not be (a warning on standard error says why), the run id only.
+pub fn run_jobs_or_warn(
+    run_id: &str,
+    planned: anyhow::Result<crate::plan::JobSet>,
+) -> crate::store::RunJobs {
+    let planned = planned
+        .inspect_err(|e| {
+            eprintln!(
+                "warning: the run's jobs cannot be planned again ({e:#}): its records are checked for the run id only"
+            )
+        })
+        .ok();
+    crate::store::RunJobs {
+        run_id: run_id.to_string(),
+        planned,
+    }
+}

@@ -223,16 +223,9 @@ pub fn run_jobs(manifest: &crate::store::Manifest, sops: &[Arc<Sop>]) -> crate::
     let planned = (sops.len() == manifest.scenarios.len())
         .then(|| crate::plan::Plan::new(&manifest.config, &manifest.run_id, sops))
         .filter(|plan| plan.len() == manifest.jobs)
-        .map(|plan| crate::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id));
-    if planned.is_none() {
-        eprintln!(
-            "warning: the run's jobs cannot be planned again (its scenarios are not all as they were): its records are checked for the run id only"
-        );
-    }
-    crate::store::RunJobs {
-        run_id: manifest.run_id.clone(),
-        planned,
-    }
+        .map(|plan| crate::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id))
+        .ok_or_else(|| anyhow::anyhow!("its scenarios are not all as they were"));
+    super::run_jobs_or_warn(&manifest.run_id, planned)
 }
 
 /// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass

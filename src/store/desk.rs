@@ -121,7 +121,7 @@ pub struct DeskFold {
     duplicates: super::Duplicates,
     /// The run's jobs, when the records are checked against them (`sage report`).
     checked: Option<super::RunJobs>,
-    foreign: super::Foreign,
+    foreign: super::ForeignRecords,
 }
 
 impl DeskFold {

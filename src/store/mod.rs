@@ -7,8 +7,8 @@ pub mod export;
 mod report;
 
 pub use report::{
-    Duplicates, Foreign, REPORT_HTML, Reported, RunJobs, SageFold, Unjudged, Unreached, report,
-    report_html, run_info, show_command, unmeasured_error,
+    Duplicates, ForeignRecords, REPORT_HTML, Reported, RunJobs, SageFold, Unjudged, Unreached,
+    report, report_html, run_info, show_command, unmeasured_error,
 };
 
 use crate::plan::RunConfig;

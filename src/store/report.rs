@@ -92,14 +92,14 @@ impl Duplicates {
 /// configuration's, or forged): a run and the aggregator never store them, and `--resume`
 /// refuses a folder with one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Foreign {
+pub struct ForeignRecords {
     /// Records left out.
     pub count: usize,
     /// What the first few were.
     pub examples: Vec<String>,
 }
 
-impl Foreign {
+impl ForeignRecords {
     pub(crate) fn note(&mut self, why: crate::plan::Foreign) {
         self.count += 1;
         if self.examples.len() < Duplicates::EXAMPLES {
@@ -172,7 +172,7 @@ pub struct Reported {
     /// Records left out because their dialogue id was already in the file.
     pub duplicates: Duplicates,
     /// Records left out because they are not of the run (a report that checks them).
-    pub foreign: Foreign,
+    pub foreign: ForeignRecords,
     /// The records file.
     pub file: PathBuf,
     /// Models under test that never answered: their dialogues all ended before the agent gave
@@ -300,7 +300,7 @@ pub struct SageFold {
     /// The run's jobs, when the records are checked against them (`sage report`: a run and
     /// the aggregator check them before they store them).
     checked: Option<RunJobs>,
-    foreign: Foreign,
+    foreign: ForeignRecords,
     reached: BTreeMap<String, Reach>,
     judged: JudgeReach,
     html: Option<Box<SageReport>>,
@@ -336,7 +336,7 @@ impl SageFold {
             summary: SummaryFold::new(bootstrap, config.repeats),
             duplicates: Duplicates::default(),
             checked: None,
-            foreign: Foreign::default(),
+            foreign: ForeignRecords::default(),
             reached: BTreeMap::new(),
             judged: JudgeReach::default(),
             html: None,
