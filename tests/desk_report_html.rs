@@ -53,6 +53,17 @@ fn assert_self_contained(html: &str) {
     }
 }
 
+/// `sage report FOLDER --html --out PAGE`.
+fn report_to(folder: &Path, page: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sage"))
+        .arg("report")
+        .arg(folder)
+        .args(["--html", "--out"])
+        .arg(page)
+        .output()
+        .expect("sage report")
+}
+
 #[test]
 fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
     let dir = tempfile::tempdir().expect("dir");
@@ -247,13 +258,7 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
     );
     std::fs::write(folder.join("desk.jsonl"), jsonl).expect("planted");
     let elsewhere = dir.path().join("elsewhere.html");
-    let rebuilt = Command::new(env!("CARGO_BIN_EXE_sage"))
-        .arg("report")
-        .arg(&folder)
-        .args(["--html", "--out"])
-        .arg(&elsewhere)
-        .output()
-        .expect("sage report");
+    let rebuilt = report_to(&folder, &elsewhere);
     assert!(
         rebuilt.status.success(),
         "{}",
@@ -310,13 +315,7 @@ fn the_desk_run_writes_a_report_that_lists_every_unsafe_action_in_context() {
     jsonl.push_str(&format!("{foreign}\n"));
     std::fs::write(folder.join("desk.jsonl"), jsonl).expect("appended");
     let without = dir.path().join("without.html");
-    let rebuilt = Command::new(env!("CARGO_BIN_EXE_sage"))
-        .arg("report")
-        .arg(&folder)
-        .args(["--html", "--out"])
-        .arg(&without)
-        .output()
-        .expect("sage report");
+    let rebuilt = report_to(&folder, &without);
     let warned = String::from_utf8_lossy(&rebuilt.stderr);
     assert!(rebuilt.status.success(), "{warned}");
     assert!(

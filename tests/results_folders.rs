@@ -57,6 +57,18 @@ fn attempt(config: &str, out: &Path, args: &[&str]) -> Output {
     common::sage(&all)
 }
 
+/// Two runs of the same id and configuration but for the seeds, under `dir/a` and `dir/b`:
+/// their folders (the same dialogue ids, other jobs).
+fn two_runs_of_one_id(dir: &Path, seeds: (u64, u64)) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (one, two) = (
+        write(dir, "one.yaml", &config(seeds.0)),
+        write(dir, "two.yaml", &config(seeds.1)),
+    );
+    run(&one, &dir.join("a"), &["--run-id", "same"]);
+    run(&two, &dir.join("b"), &["--run-id", "same"]);
+    (dir.join("a/same"), dir.join("b/same"))
+}
+
 #[test]
 fn a_run_id_names_one_folder_under_out() {
     let tmp = tempfile::tempdir().unwrap();
@@ -170,13 +182,7 @@ fn report_keeps_the_first_record_of_a_repeated_dialogue_id_and_says_which() {
 #[test]
 fn resume_refuses_records_of_another_configuration_and_a_desk_folder() {
     let tmp = tempfile::tempdir().unwrap();
-    let (one, two) = (
-        write(tmp.path(), "one.yaml", &config(4)),
-        write(tmp.path(), "two.yaml", &config(5)),
-    );
-    run(&one, &tmp.path().join("a"), &["--run-id", "same"]);
-    run(&two, &tmp.path().join("b"), &["--run-id", "same"]);
-    let (a, b) = (tmp.path().join("a/same"), tmp.path().join("b/same"));
+    let (a, b) = two_runs_of_one_id(tmp.path(), (4, 5));
     // Run a's folder with run b's records (the same ids, other seeds).
     std::fs::copy(b.join("dialogues.jsonl"), a.join("dialogues.jsonl")).unwrap();
     let o = common::sage(&["run", "--resume", &a.display().to_string(), "--quiet"]);
@@ -478,13 +484,7 @@ fn report_leaves_a_run_in_progress_alone() {
 #[test]
 fn report_leaves_out_records_not_of_the_run_and_says_which() {
     let tmp = tempfile::tempdir().unwrap();
-    let (one, two) = (
-        write(tmp.path(), "one.yaml", &config(6)),
-        write(tmp.path(), "two.yaml", &config(7)),
-    );
-    run(&one, &tmp.path().join("a"), &["--run-id", "same"]);
-    run(&two, &tmp.path().join("b"), &["--run-id", "same"]);
-    let (a, b) = (tmp.path().join("a/same"), tmp.path().join("b/same"));
+    let (a, b) = two_runs_of_one_id(tmp.path(), (6, 7));
     let summary = std::fs::read_to_string(a.join("summary.json")).unwrap();
     let own = std::fs::read_to_string(a.join("dialogues.jsonl")).unwrap();
     let theirs = std::fs::read_to_string(b.join("dialogues.jsonl")).unwrap();
