@@ -91,7 +91,7 @@ VARIANTS: dict[str, dict] = {
             },
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
             "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
-            "otlp": {"endpoint": "http://otel-collector:4317"},
+            "otlp": {"endpoint": "http://otel-collector:4318"},
             "extraEnv": [{"name": "SAGE_CONCURRENCY", "value": "128"}],
             "metrics": {"port": 9464, "podAnnotations": True},
             "serviceAccount": {"create": True},

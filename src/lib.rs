@@ -1,8 +1,12 @@
 //! SAGE-RS: graph-guided evaluation of LLM customer-service agents against their Standard
 //! Operating Procedures (the SAGE benchmark, in Rust).
 //!
-//! Layers (see docs/architecture.md): a pure core ([`scenario`], [`sop`]) with no I/O beyond
-//! reading the scenario file it is given; the command line ([`cli`]) on top.
+//! This package is the `sage` binary and its command line ([`cli`]); the layers below it are
+//! crates of their own (docs/architecture.md), each importing only those under it:
+//! [`sage_actors`] (the runtime) on [`sage_ports`] (transport, llm, store, telemetry) on
+//! [`sage_report`] (HTML) on [`sage_core`] (scenario, sop, protocol, scoring, prompts, plan).
+//! They are re-exported here under their layer names, so `sage::sop` or `sage::store` name the
+//! same modules for the tests, benchmarks and examples.
 //!
 //! ```
 //! use sage::scenario::Value;
@@ -15,23 +19,12 @@
 //! ]
 //! .into();
 //! let variables: Values = [("PackageStatus".to_string(), Value::Str("NoContract".into()))].into();
-//! let route = sop.route(&fields, &variables).unwrap();
-//! assert_eq!(route.path, ["step1", "step2", "step3", "step6", "step4"]);
-//! assert_eq!(route.action, "ChangeOrder");
-//! // Every route of the SOP, each with an assignment that produces it.
-//! assert_eq!(sop.routes().len(), 12);
+//! assert_eq!(sop.route(&fields, &variables).unwrap().action, "ChangeOrder");
 //! ```
 
-pub mod actors;
 pub mod cli;
-pub mod llm;
-pub mod plan;
-pub mod prompts;
-pub mod protocol;
-pub mod report;
-pub mod scenario;
-pub mod scoring;
-pub mod sop;
-pub mod store;
-pub mod telemetry;
-pub mod transport;
+
+pub use sage_actors as actors;
+pub use sage_core::{plan, prompts, protocol, scenario, scoring, sop};
+pub use sage_ports::{llm, store, telemetry, transport};
+pub use sage_report as report;

@@ -306,7 +306,7 @@ fn a_missing_chromium_fails_loudly() {
     );
 }
 
-/// The report's policy (src/report/page.rs): a blocked load or connection must still be seen.
+/// The report's policy (crates/report/src/page.rs): a blocked load or connection must still be seen.
 #[test]
 fn loads_blocked_by_the_content_security_policy_are_seen_and_data_urls_listed() {
     let dir = tempfile::tempdir().unwrap();

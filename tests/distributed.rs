@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::cluster::{Nats, Sage, free_port, http_get, promtool_check, wait_status};
+use common::cluster::{Nats, Sage, http_get, promtool_check, wait_status};
 use common::sage_ok;
 use common::{write_config, write_desk_config};
 use std::collections::{BTreeSet, HashSet};
@@ -542,8 +542,17 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
         client.flush().await.expect("flush");
         (client, sub)
     });
-    // Spans are exported to a collector that is not there: export fails, propagation does not.
-    let otlp = format!("http://127.0.0.1:{}", free_port());
+    // An OTLP/HTTP collector: the worker posts its spans to {endpoint}/v1/traces.
+    let collector = runtime.block_on(async {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path("/v1/traces"))
+            .respond_with(wiremock::ResponseTemplate::new(200))
+            .mount(&server)
+            .await;
+        server
+    });
+    let otlp = collector.uri();
     let _worker = Sage::spawn(
         dir.path(),
         "worker",
@@ -607,6 +616,40 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
         assert_eq!(trace.len(), 1, "dialogue {dialogue} spans traces {trace:?}");
         assert!(ids.insert(trace.clone()), "two dialogues share a trace");
     }
+    // The worker's spans reach the collector as OTLP protobuf, under its service name and in
+    // the dialogues' traces (a trace id is 16 raw bytes there), within the batch exporter's
+    // delay (5 s).
+    let exported = |body: &[u8], bytes: &[u8]| body.windows(bytes.len()).any(|w| w == bytes);
+    let trace_ids: Vec<Vec<u8>> = ids
+        .iter()
+        .flatten()
+        .map(|id| hex::decode(id).expect("a hex trace id"))
+        .collect();
+    let worker_span = |body: &[u8]| {
+        exported(body, b"sage-worker")
+            && exported(body, b"role")
+            && trace_ids.iter().any(|id| exported(body, id))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let posts = loop {
+        let posts = runtime
+            .block_on(collector.received_requests())
+            .unwrap_or_default();
+        if posts.iter().any(|r| worker_span(&r.body)) || std::time::Instant::now() > deadline {
+            break posts;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(
+        posts.iter().any(|r| worker_span(&r.body)),
+        "no span of the worker's dialogues reached the collector: {} posts",
+        posts.len()
+    );
+    assert!(posts.iter().all(|r| {
+        r.headers
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes() == b"application/x-protobuf")
+    }));
 }
 
 #[test]

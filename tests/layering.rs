@@ -1,6 +1,6 @@
-//! The layers of docs/architecture.md, checked on the sources: the pure core imports no port, no
-//! actor and no runtime; the ports import no actor; no two modules of the actors import each
-//! other.
+//! The layers of docs/architecture.md, checked: each crate of the workspace builds only with the
+//! layers under it (the core and the report without the runtime), no module of a crate depends on
+//! itself through others, and no two modules of the actors import each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -37,66 +37,102 @@ fn code(path: &Path) -> String {
         .join("\n")
 }
 
-/// The files of `layer` that name any of `forbidden` (`crate::llm`, `tokio`, ...).
-fn violations(layers: &[&str], forbidden: &[&str]) -> Vec<String> {
-    let mut found = Vec::new();
-    for layer in layers {
-        for file in sources(&Path::new("src").join(layer)) {
-            let code = code(&file);
-            for f in forbidden {
-                let named = code.match_indices(f).any(|(i, _)| {
-                    let after = code[i + f.len()..].chars().next();
-                    !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                });
-                if named {
-                    found.push(format!("{} uses {f}", file.display()));
-                }
-            }
+/// The crates of the workspace from the bottom layer up (docs/architecture.md): each may depend
+/// only on those before it.
+const LAYERS: [&str; 5] = [
+    "sage-core",
+    "sage-report",
+    "sage-ports",
+    "sage-actors",
+    "sage",
+];
+
+/// The runtime: what the pure layers (the core, the report) must not build with.
+const RUNTIME: [&str; 9] = [
+    "tokio",
+    "actix",
+    "reqwest",
+    "async-nats",
+    "hyper",
+    "prometheus",
+    "opentelemetry",
+    "tonic",
+    "rustls",
+];
+
+/// The crates `package` builds with (its normal dependencies, all the way down), as
+/// `cargo tree` lists them.
+fn tree(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["-p", package])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The pure core and the report build without the runtime, and every crate of the workspace
+/// builds only with the layers under it: a port imported by the core, or an actor by a port,
+/// is then a compile error (the dependency is not there), not a convention.
+#[test]
+fn each_layer_builds_only_with_the_layers_under_it() {
+    for (i, package) in LAYERS.iter().enumerate() {
+        let crates = tree(package);
+        assert!(crates.contains(*package), "{package}: {crates:?}");
+        let above: Vec<&&str> = LAYERS[i + 1..]
+            .iter()
+            .filter(|l| crates.contains(**l))
+            .collect();
+        assert!(above.is_empty(), "{package} builds with {above:?}");
+        if i < 2 {
+            let runtime: Vec<&String> = crates
+                .iter()
+                .filter(|c| RUNTIME.iter().any(|r| c.starts_with(r)))
+                .collect();
+            assert!(runtime.is_empty(), "{package} builds with {runtime:?}");
         }
     }
-    found
+    // The check sees what is there: the ports build with tokio and the core, the binary with
+    // every layer.
+    let ports = tree("sage-ports");
+    assert!(ports.contains("tokio") && ports.contains("sage-core"));
+    assert!(LAYERS.iter().all(|l| tree("sage").contains(*l)));
 }
 
-#[test]
-fn the_core_imports_no_port_no_actor_and_no_runtime() {
-    let core = [
-        "scenario", "sop", "protocol", "scoring", "prompts", "plan", "report",
-    ];
-    let forbidden = [
-        "crate::llm",
-        "crate::store",
-        "crate::transport",
-        "crate::telemetry",
-        "crate::actors",
-        "crate::cli",
-        "tokio",
-        "actix",
-        "reqwest",
-        "async_nats",
-        "prometheus",
-    ];
-    let found = violations(&core, &forbidden);
-    assert!(found.is_empty(), "{found:#?}");
+/// The source folder of each crate of the workspace, by crate.
+fn crate_sources() -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("sage-core", PathBuf::from("crates/core/src")),
+        ("sage-report", PathBuf::from("crates/report/src")),
+        ("sage-ports", PathBuf::from("crates/ports/src")),
+        ("sage-actors", PathBuf::from("crates/actors/src")),
+        ("sage", PathBuf::from("src")),
+    ]
 }
 
-#[test]
-fn the_ports_import_no_actor_and_no_command_line() {
-    let found = violations(
-        &["llm", "store", "transport", "telemetry"],
-        &["crate::actors", "crate::cli"],
-    );
-    // The transport reaches the actors it carries requests to: only its in-process side may.
-    let found: Vec<String> = found
-        .into_iter()
-        .filter(|f| !f.starts_with("src/transport/local.rs"))
-        .collect();
-    assert!(found.is_empty(), "{found:#?}");
-}
-
-/// The module path of an actors file (`src/actors/desk/roles.rs` -> `actors::desk::roles`).
-fn module_of(file: &Path) -> String {
+/// The module path of a file in a crate's source folder (`crates/actors/src/desk/roles.rs` ->
+/// `desk::roles`).
+fn module_of(src: &Path, file: &Path) -> String {
     let rel = file
-        .strip_prefix("src")
+        .strip_prefix(src)
         .expect("under src")
         .with_extension("");
     let mut parts: Vec<String> = rel
@@ -145,14 +181,23 @@ fn named_paths(module: &str, code: &str) -> Vec<String> {
             "crate" => parts[1..].join("::"),
             "super" if parts[1] == "super" => {
                 let grandparent = parent.rsplit_once("::").map_or("", |(p, _)| p);
-                format!("{grandparent}::{}", parts[2..].join("::"))
+                under(grandparent, &parts[2..])
             }
-            "super" => format!("{parent}::{}", parts[1..].join("::")),
+            "super" => under(parent, &parts[1..]),
             _ => format!("{module}::{}", parts.join("::")),
         };
         out.push(absolute);
     }
     out
+}
+
+/// The path `parts` inside module `parent` (the crate root when empty).
+fn under(parent: &str, parts: &[&str]) -> String {
+    if parent.is_empty() {
+        parts.join("::")
+    } else {
+        format!("{parent}::{}", parts.join("::"))
+    }
 }
 
 /// Which other modules each module of `modules` names: each path goes to the longest module it
@@ -192,17 +237,44 @@ fn cycles<'a>(edges: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<Vec<&'
     found
 }
 
-/// No module depends on itself through others: neither the files of src (each a module) nor the
+/// The modules of a crate's source folder (each file one), by module path.
+fn modules_of(src: &Path) -> BTreeMap<String, PathBuf> {
+    sources(src)
+        .into_iter()
+        .map(|f| (module_of(src, &f), f))
+        .filter(|(m, _)| m != "lib" && m != "main")
+        .collect()
+}
+
+/// No module depends on itself through others: in no crate do the files (each a module) or the
 /// top-level modules (protocol, plan, store, ...) form a cycle of any length, computed from the
-/// paths the sources name (docs/architecture.md: the layers and the pure core's order).
+/// paths the sources name (docs/architecture.md: the layers and the pure core's order). Between
+/// crates, Cargo refuses a cycle.
 #[test]
 fn no_module_depends_on_itself_through_others() {
-    let modules: BTreeMap<String, PathBuf> = sources(Path::new("src"))
-        .into_iter()
-        .map(|f| (module_of(&f), f))
-        .filter(|(m, _)| m != "lib" && m != "main")
-        .collect();
-    let uses = uses_between(&modules);
+    let mut tops = BTreeSet::new();
+    for (package, src) in crate_sources() {
+        for (a, b) in module_cycle_check(&modules_of(&src)) {
+            tops.insert(format!("{package}: {a} -> {b}"));
+        }
+    }
+    // The check sees what is there: the core's protocol uses the scenarios, the ports' store the
+    // models, and a cycle made on purpose is found.
+    assert!(
+        tops.contains("sage-core: protocol -> scenario"),
+        "{tops:#?}"
+    );
+    assert!(tops.contains("sage-ports: store -> llm"), "{tops:#?}");
+    assert_eq!(
+        cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]),
+        vec![vec!["a", "b", "c"]]
+    );
+}
+
+/// Asserts that neither the modules nor the top-level modules of one crate form a cycle; gives
+/// the edges between top-level modules.
+fn module_cycle_check(modules: &BTreeMap<String, PathBuf>) -> BTreeSet<(String, String)> {
+    let uses = uses_between(modules);
     let edges = || {
         uses.iter()
             .flat_map(|(a, bs)| bs.iter().map(move |b| (*a, *b)))
@@ -226,20 +298,14 @@ fn no_module_depends_on_itself_through_others() {
         Vec::<Vec<&str>>::new(),
         "top-level modules in a cycle"
     );
-    // The check sees what is there: the command line uses the actors, the core's protocol the
-    // scenarios, and a cycle made on purpose is found.
-    assert!(tops.contains(&("cli", "actors")) && tops.contains(&("protocol", "scenario")));
-    assert_eq!(
-        cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]),
-        vec![vec!["a", "b", "c"]]
-    );
+    tops.into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 #[test]
 fn no_two_actor_modules_import_each_other() {
-    let files = sources(Path::new("src/actors"));
-    let modules: BTreeMap<String, PathBuf> =
-        files.iter().map(|f| (module_of(f), f.clone())).collect();
+    let modules = modules_of(Path::new("crates/actors/src"));
     let uses = uses_between(&modules);
     let cycles: Vec<(&str, &str)> = uses
         .iter()
@@ -252,8 +318,7 @@ fn no_two_actor_modules_import_each_other() {
     );
     // The check sees imports at all: the desk's roles use the SAGE roles.
     assert!(
-        uses.get("actors::desk::roles")
-            .is_some_and(|s| s.contains("actors::roles")),
+        uses.get("desk::roles").is_some_and(|s| s.contains("roles")),
         "{uses:#?}"
     );
 }

@@ -45,7 +45,7 @@ pub mod run_config;
 #[path = "targets/scenario_yaml.rs"]
 pub mod scenario_yaml;
 
-use sage::actors::desk::fixture::DeskFixture;
+use sage::actors::fixture::DeskFixture;
 use sage::actors::roles::Registry;
 use sage::plan::RunConfig;
 use sage::plan::desk::DeskConfig;

@@ -1,14 +1,14 @@
 //! `sage worker`, `sage aggregator`, `sage sweep`, `sage status`: the distributed mode's
 //! commands (wiring only; the logic is in `actors::cluster`).
 
-use crate::actors::cluster::{Served, collector, submit, worker};
-use crate::protocol::Role;
-use crate::report::transcript::terminal_safe;
-use crate::telemetry::Health;
-use crate::telemetry::trace::{self, LogFormat};
-use crate::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
+use sage_actors::cluster::{Served, collector, submit, worker};
+use sage_core::protocol::Role;
+use sage_ports::telemetry::Health;
+use sage_ports::telemetry::trace::{self, LogFormat};
+use sage_ports::transport::nats::{Broker, NatsConfig, QueueSettings, RequestPolicy};
+use sage_report::transcript::terminal_safe;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -115,7 +115,8 @@ pub struct TelemetryArgs {
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, printed).
     #[arg(long, env = "SAGE_METRICS_ADDR", default_value = "0.0.0.0:9464")]
     metrics_addr: SocketAddr,
-    /// OTLP (gRPC) endpoint for traces, e.g. http://otel-collector:4317; none: no export.
+    /// OTLP/HTTP endpoint for traces (spans posted to its /v1/traces), e.g.
+    /// http://otel-collector:4318; none: no export.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
     /// Log format (standard error; level from RUST_LOG, default info).
@@ -211,7 +212,7 @@ fn shutdown_signal() -> tokio::sync::watch::Receiver<bool> {
 pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     // A served model's name becomes a subject: checked before anything connects.
     for name in &args.models {
-        crate::protocol::id::check_name(name).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+        sage_core::protocol::id::check_name(name).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
     }
     let roles = args
         .roles
@@ -304,13 +305,13 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     /// What is submitted, loaded and checked before connecting.
     enum Submission {
         Sage(
-            crate::plan::RunConfig,
-            Vec<(std::sync::Arc<crate::sop::Sop>, String, String)>,
+            sage_core::plan::RunConfig,
+            Vec<(std::sync::Arc<sage_core::sop::Sop>, String, String)>,
         ),
         Desk(
-            crate::plan::desk::DeskConfig,
+            sage_core::plan::desk::DeskConfig,
             (String, String),
-            Box<crate::scenario::desk::Desk>,
+            Box<sage_core::scenario::desk::Desk>,
         ),
     }
     if args.suite == Suite::SupportDesk && args.budgets.sets_budget() {
@@ -325,14 +326,14 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         Suite::Sage => {
             let mut config = match &args.config {
                 Some(path) => super::run::read_config(path)?,
-                None => crate::plan::RunConfig::default(),
+                None => sage_core::plan::RunConfig::default(),
             };
             args.budgets.apply(&mut config)?;
             config.check("sweep")?;
             let scenarios = super::run::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
             config.check_jobs(&sops, "sweep")?;
-            let id = crate::store::new_run_id(None, config.seed);
+            let id = sage_ports::store::new_run_id(None, config.seed);
             (Submission::Sage(config, scenarios), id)
         }
         Suite::SupportDesk => {
@@ -340,12 +341,12 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             config.check("sweep")?;
             let texts = super::desk::read_store(&config.store)?;
             let desk = super::desk::parse_store(&config.store, (&texts.0, &texts.1))?;
-            let id = crate::store::new_run_id(Some("desk"), config.seed);
+            let id = sage_ports::store::new_run_id(Some("desk"), config.seed);
             (Submission::Desk(config, texts, Box::new(desk)), id)
         }
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
-    crate::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
+    sage_core::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
@@ -369,8 +370,8 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
 /// `sage sweep --resume RUN_ID`: the run's budgets replaced by those given, and the
 /// aggregator asked to queue its dialogues not stored.
 fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
-    use crate::actors::cluster::RunSpec;
-    crate::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
+    use sage_actors::cluster::RunSpec;
+    sage_core::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
     if !args.budgets.sets_budget() {
         bail!(
             "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD"
@@ -423,7 +424,7 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
                 );
                 last = Some(line);
             }
-            if s.state == crate::actors::cluster::RunState::Complete {
+            if s.state == sage_actors::cluster::RunState::Complete {
                 if let Some(table) = s.leaderboard {
                     println!("{}", terminal_safe(&table));
                 }
@@ -438,7 +439,7 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
                     println!("{}", budget.line_resumed_by(&command));
                 }
                 // As `sage run`: a run that could not measure what it was for failed.
-                if let Some(error) = crate::store::unmeasured_error(&s.unmeasured) {
+                if let Some(error) = sage_ports::store::unmeasured_error(&s.unmeasured) {
                     bail!("{error}");
                 }
                 return Ok(());
@@ -463,7 +464,7 @@ pub struct StatusArgs {
 /// `sage status`.
 pub fn status(args: StatusArgs) -> anyhow::Result<()> {
     if let Some(id) = &args.run {
-        crate::protocol::id::check_run_id(id)?;
+        sage_core::protocol::id::check_run_id(id)?;
     }
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-status")?;
@@ -509,7 +510,7 @@ pub struct ForgetArgs {
 
 /// `sage forget`.
 pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
-    crate::protocol::id::check_run_id(&args.run)?;
+    sage_core::protocol::id::check_run_id(&args.run)?;
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-forget")?;
         let broker = args.nats.broker("sage-forget").await?;

@@ -1,12 +1,12 @@
 //! `sage run --suite support-desk`: wiring only.
 
-use crate::actors::desk::run_embedded;
-use crate::plan::desk::DeskConfig;
-use crate::report::transcript::terminal_safe;
-use crate::scenario::desk::Desk;
-use crate::store::RunDir;
-use crate::store::desk::{DESK_RECORDS, DeskManifest};
 use anyhow::Context;
+use sage_actors::desk::run_embedded;
+use sage_core::plan::desk::DeskConfig;
+use sage_core::scenario::desk::Desk;
+use sage_ports::store::RunDir;
+use sage_ports::store::desk::{DESK_RECORDS, DeskManifest};
+use sage_report::transcript::terminal_safe;
 use std::path::Path;
 
 /// The options of `sage run` that apply to the support desk.
@@ -36,7 +36,7 @@ pub struct DeskArgs<'a> {
 /// The texts of a store folder's store.yaml and cases.yaml, or of the bundled Northline store.
 pub fn read_store(store: &str) -> anyhow::Result<(String, String)> {
     if store == "bundled" {
-        let (s, c) = crate::scenario::bundled::NORTHLINE;
+        let (s, c) = sage_core::scenario::bundled::NORTHLINE;
         return Ok((s.to_string(), c.to_string()));
     }
     let dir = Path::new(store);
@@ -128,7 +128,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
             let run_id = args
                 .run_id
                 .map(str::to_string)
-                .unwrap_or_else(|| crate::store::new_run_id(Some("desk"), config.seed));
+                .unwrap_or_else(|| sage_ports::store::new_run_id(Some("desk"), config.seed));
             (config, None, run_id, texts)
         }
     };
@@ -143,7 +143,7 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         Some(run) => run.claim()?,
         None => RunDir::create(&config.output_dir, &run_id)?,
     };
-    let jobs = crate::plan::desk::jobs(&config, &run_id, &desk);
+    let jobs = sage_core::plan::desk::jobs(&config, &run_id, &desk);
     let total = jobs.len();
     if args.resume.is_none() {
         let manifest = DeskManifest::new(&run_id, &config, (&store, &cases), total);
@@ -151,9 +151,9 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     // Conversations already stored are kept (a resumed run plays only the rest), read once:
     // checked to be of these jobs and folded into the run's report.
-    let mut report = crate::store::desk::DeskFold::default();
-    let mut page = crate::store::desk::DeskPage::new(&run);
-    let mut stored = crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id);
+    let mut report = sage_ports::store::desk::DeskFold::default();
+    let mut page = sage_ports::store::desk::DeskPage::new(&run);
+    let mut stored = sage_core::plan::JobSet::of(&jobs, |j| &j.dialogue_id);
     run.resume_records(DESK_RECORDS, &mut stored, &run_id, |at, r| {
         report.add(&r);
         page.add(&r, at);
@@ -247,26 +247,26 @@ fn store_as_it_was(manifest: &DeskManifest, dir: &Path) -> anyhow::Result<(Strin
 /// What `sage report` checks a support-desk folder's records against: the run's id, and its
 /// jobs planned again from its manifest and its store as it was. When they cannot be (the
 /// store changed or is gone), the records are checked for the run id only, with a warning.
-pub fn run_jobs(run: &RunDir) -> anyhow::Result<crate::store::RunJobs> {
+pub fn run_jobs(run: &RunDir) -> anyhow::Result<sage_ports::store::RunJobs> {
     let manifest: DeskManifest = run.read_json("manifest.json")?;
     let planned = store_as_it_was(&manifest, run.path())
         .and_then(|texts| parse_store(&manifest.config.store, (&texts.0, &texts.1)))
         .map(|desk| {
-            let jobs = crate::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
-            crate::plan::JobSet::of(&jobs, |j| &j.dialogue_id)
+            let jobs = sage_core::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
+            sage_core::plan::JobSet::of(&jobs, |j| &j.dialogue_id)
         });
     Ok(super::run_jobs_or_warn(&manifest.run_id, planned))
 }
 
 /// Writes the HTML report of the support-desk run in `run` (the store's
-/// [`crate::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
+/// [`sage_ports::store::desk::write_desk_html`]) to `out`, by default report.html in the folder, and
 /// prints its path; with `jobs`, the records not of the run are left out.
 pub fn write_desk_html(
     run: &RunDir,
     out: Option<&Path>,
-    jobs: Option<&crate::store::RunJobs>,
+    jobs: Option<&sage_ports::store::RunJobs>,
 ) -> anyhow::Result<std::path::PathBuf> {
-    let (path, embedded) = crate::store::desk::write_desk_html(run, out, jobs)?;
+    let (path, embedded) = sage_ports::store::desk::write_desk_html(run, out, jobs)?;
     println!("report: {}", path.display());
     if embedded.partial() {
         println!("{}", embedded.line("conversation"));

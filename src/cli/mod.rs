@@ -7,8 +7,8 @@ mod report;
 mod run;
 mod scenario;
 
-use crate::report::transcript::terminal_safe;
 use clap::{Parser, Subcommand};
+use sage_report::transcript::terminal_safe;
 use std::process::ExitCode;
 
 /// SAGE-RS: graph-guided evaluation of LLM customer-service agents against their SOPs.
@@ -104,10 +104,10 @@ fn system<F: std::future::Future>(f: F) -> F::Output {
 /// Serves /metrics, /healthz and /readyz on `addr` and prints where (port 0: a free port).
 async fn serve_metrics(
     addr: std::net::SocketAddr,
-    health: std::sync::Arc<crate::telemetry::Health>,
+    health: std::sync::Arc<sage_ports::telemetry::Health>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
-    let bound = crate::telemetry::server::serve(addr, health)
+    let bound = sage_ports::telemetry::server::serve(addr, health)
         .await
         .with_context(|| format!("serving metrics on {addr}"))?;
     eprintln!("metrics: http://{bound}/metrics");
@@ -118,7 +118,7 @@ async fn serve_metrics(
 /// Serves the metrics of an embedded run on `addr`, when given, for as long as it lasts.
 async fn serve_run_metrics(addr: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
     if let Some(addr) = addr {
-        let health = crate::telemetry::Health::new();
+        let health = sage_ports::telemetry::Health::new();
         health.set_ready(true);
         serve_metrics(addr, health).await?;
     }
@@ -180,16 +180,16 @@ pub fn main() -> ExitCode {
 /// Checks a `--run-id` flag (it names a folder and, distributed, a message subject).
 pub fn check_run_id_flag(run_id: Option<&str>) -> anyhow::Result<()> {
     if let Some(id) = run_id {
-        crate::protocol::id::check_run_id(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
+        sage_core::protocol::id::check_run_id(id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
     }
     Ok(())
 }
 
 /// Sets every model up once before a folder is created or claimed, as the run will set it up:
 /// a missing API key fails here, not in a run already started (both suites).
-pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Result<()> {
+pub fn set_up_models(models: &[sage_core::plan::model::ModelConfig]) -> anyhow::Result<()> {
     for model in models {
-        crate::llm::Endpoint::new(model.clone(), None)?;
+        sage_ports::llm::Endpoint::new(model.clone(), None)?;
     }
     Ok(())
 }
@@ -198,8 +198,8 @@ pub fn set_up_models(models: &[crate::plan::model::ModelConfig]) -> anyhow::Resu
 /// they could not be (a warning on standard error says why), the run id only.
 pub fn run_jobs_or_warn(
     run_id: &str,
-    planned: anyhow::Result<crate::plan::JobSet>,
-) -> crate::store::RunJobs {
+    planned: anyhow::Result<sage_core::plan::JobSet>,
+) -> sage_ports::store::RunJobs {
     let planned = planned
         .inspect_err(|e| {
             eprintln!(
@@ -207,7 +207,7 @@ pub fn run_jobs_or_warn(
             )
         })
         .ok();
-    crate::store::RunJobs {
+    sage_ports::store::RunJobs {
         run_id: run_id.to_string(),
         planned,
     }

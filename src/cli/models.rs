@@ -1,11 +1,11 @@
 //! `sage models check`: wiring only (the probes are `llm::probe`).
 
-use crate::llm::Provider;
-use crate::llm::probe::{self, ModelReport, ProbeOptions, Role};
-use crate::plan::RunConfig;
-use crate::report::transcript::terminal_safe;
 use anyhow::bail;
 use clap::{Args, Subcommand};
+use sage_core::plan::RunConfig;
+use sage_ports::llm::Provider;
+use sage_ports::llm::probe::{self, ModelReport, ProbeOptions, Role};
+use sage_report::transcript::terminal_safe;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -38,7 +38,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// The roles each model plays, in the configuration's model order (models in no role left out).
-fn roles(config: &RunConfig) -> Vec<(&crate::llm::ModelConfig, Vec<Role>)> {
+fn roles(config: &RunConfig) -> Vec<(&sage_ports::llm::ModelConfig, Vec<Role>)> {
     config
         .models
         .iter()

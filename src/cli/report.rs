@@ -1,15 +1,15 @@
 //! `sage report A --compare B` and `sage show DIR DIALOGUE_ID`: wiring only (the comparison is
 //! `report::compare`, the transcript `report::transcript`).
 
-use crate::protocol::DialogueRecord;
-use crate::report::compare::{
+use anyhow::{Context, bail};
+use sage_core::protocol::DialogueRecord;
+use sage_core::scoring::Bootstrap;
+use sage_ports::store::Reread;
+use sage_ports::store::RunDir;
+use sage_report::compare::{
     CompareFold, Comparison, FlipTranscripts, Links, RunInfo, relative_url,
 };
-use crate::report::transcript::terminal_safe;
-use crate::scoring::Bootstrap;
-use crate::store::Reread;
-use crate::store::RunDir;
-use anyhow::{Context, bail};
+use sage_report::transcript::terminal_safe;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -25,7 +25,7 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
     let run = if writes_folder { run.claim()? } else { run };
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {
-        crate::store::desk::DESK_RECORDS
+        sage_ports::store::desk::DESK_RECORDS
     } else {
         "dialogues.jsonl"
     };
@@ -42,7 +42,7 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
     }
     if run.is_desk() {
         let jobs = super::desk::run_jobs(&run)?;
-        let reported = crate::store::desk::desk_report(&run, writes_folder, jobs.clone())?;
+        let reported = sage_ports::store::desk::desk_report(&run, writes_folder, jobs.clone())?;
         print_reported(&reported.reported.warnings(), &reported.reported.table);
         if html {
             super::desk::write_desk_html(&run, out, Some(&jobs))?;
@@ -73,7 +73,7 @@ fn print_reported(warnings: &[String], table: &str) {
 }
 
 /// A SAGE results folder with its manifest, for comparing.
-fn sage_run(dir: &Path) -> anyhow::Result<(RunDir, crate::store::Manifest)> {
+fn sage_run(dir: &Path) -> anyhow::Result<(RunDir, sage_ports::store::Manifest)> {
     let run = RunDir::open(dir)?;
     if run.is_desk() {
         bail!(
@@ -120,7 +120,7 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     }
     let (a, a_manifest) = sage_run(current)?;
     let (b, b_manifest) = sage_run(baseline)?;
-    let info = |m: &crate::store::Manifest| RunInfo {
+    let info = |m: &sage_ports::store::Manifest| RunInfo {
         id: m.run_id.clone(),
         seed: m.config.seed,
         scenarios: m.scenarios.clone(),
@@ -132,11 +132,11 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     let mut fold = CompareFold::new(info(&a_manifest), info(&b_manifest), bootstrap)?;
     b.scan_jsonl_at("dialogues.jsonl", |at, r| {
         fold.add_baseline_at(&r, at);
-        Ok::<(), crate::store::StoreError>(())
+        Ok::<(), sage_ports::store::StoreError>(())
     })?;
     a.scan_jsonl_at("dialogues.jsonl", |at, r| {
         fold.add_current_at(&r, at);
-        Ok::<(), crate::store::StoreError>(())
+        Ok::<(), sage_ports::store::StoreError>(())
     })?;
     let mut comparison = fold.finish()?;
     let (judged_a, judged_b) = (
@@ -235,13 +235,13 @@ fn flip_transcripts(
 /// Prints the transcript of dialogue `id` of the results folder `dir`, control and
 /// bidirectional-formatting characters shown as escapes ([`terminal_safe`]).
 pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
-    crate::protocol::id::check_dialogue_id(id)?;
+    sage_core::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
     if run.is_desk() {
         let found = run.find_desk(id)?;
         return match found {
             Some(record) => {
-                let text = crate::report::transcript::desk_transcript_text(&record);
+                let text = sage_report::transcript::desk_transcript_text(&record);
                 print!("{}", terminal_safe(&text));
                 Ok(())
             }
@@ -249,13 +249,13 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
                 "{}: no conversation `{}` in {}",
                 dir.display(),
                 id.escape_debug(),
-                crate::store::desk::DESK_RECORDS
+                sage_ports::store::desk::DESK_RECORDS
             ),
         };
     }
     match run.find_dialogue(id)? {
         Some(record) => {
-            let text = crate::report::transcript::transcript_text(&record);
+            let text = sage_report::transcript::transcript_text(&record);
             print!("{}", terminal_safe(&text));
             Ok(())
         }

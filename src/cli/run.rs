@@ -1,15 +1,15 @@
 //! `sage run`, `sage report`, `sage export`: wiring only.
 
-use crate::actors::runner::run_embedded;
-use crate::plan::{self, RunConfig};
-use crate::report::transcript::terminal_safe;
-use crate::scenario::Adversarial;
-use crate::scenario::bundled::BUNDLED;
-use crate::sop::{self, Sop};
-use crate::store::export::{self, Format};
-use crate::store::{Manifest, RunDir};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use sage_actors::runner::run_embedded;
+use sage_core::plan::{self, RunConfig};
+use sage_core::scenario::Adversarial;
+use sage_core::scenario::bundled::BUNDLED;
+use sage_core::sop::{self, Sop};
+use sage_ports::store::export::{self, Format};
+use sage_ports::store::{Manifest, RunDir};
+use sage_report::transcript::terminal_safe;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -186,7 +186,7 @@ pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>,
 /// The compiled scenarios of a stored run: those its configuration names that still load and
 /// whose text is the one the run used (manifest.json's SHA-256); with `graphs` (for its HTML
 /// report), a warning for each one left out (its graph is not drawn).
-pub fn report_sops(manifest: &crate::store::Manifest, graphs: bool) -> Vec<Arc<Sop>> {
+pub fn report_sops(manifest: &sage_ports::store::Manifest, graphs: bool) -> Vec<Arc<Sop>> {
     let loaded = match load_scenarios(&manifest.config) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -219,30 +219,36 @@ pub fn report_sops(manifest: &crate::store::Manifest, graphs: bool) -> Vec<Arc<S
 /// again from its manifest with `sops` (its scenarios as they were, from [`report_sops`]).
 /// When they cannot be planned again (a scenario changed or is gone), the records are checked
 /// for the run id only, with a warning.
-pub fn run_jobs(manifest: &crate::store::Manifest, sops: &[Arc<Sop>]) -> crate::store::RunJobs {
+pub fn run_jobs(
+    manifest: &sage_ports::store::Manifest,
+    sops: &[Arc<Sop>],
+) -> sage_ports::store::RunJobs {
     let planned = (sops.len() == manifest.scenarios.len())
-        .then(|| crate::plan::Plan::new(&manifest.config, &manifest.run_id, sops))
+        .then(|| sage_core::plan::Plan::new(&manifest.config, &manifest.run_id, sops))
         .filter(|plan| plan.len() == manifest.jobs)
-        .map(|plan| crate::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id))
+        .map(|plan| sage_core::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id))
         .ok_or_else(|| anyhow::anyhow!("its scenarios are not all as they were"));
     super::run_jobs_or_warn(&manifest.run_id, planned)
 }
 
 /// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass
 /// (with `--out`, the page alone, written there).
-pub fn report_html(run: &RunDir, out: Option<&Path>) -> anyhow::Result<crate::store::Reported> {
+pub fn report_html(
+    run: &RunDir,
+    out: Option<&Path>,
+) -> anyhow::Result<sage_ports::store::Reported> {
     let manifest = run.read_manifest()?;
     let sops = report_sops(&manifest, true);
     let jobs = run_jobs(&manifest, &sops);
-    Ok(crate::store::report_html(run, sops, jobs, out)?)
+    Ok(sage_ports::store::report_html(run, sops, jobs, out)?)
 }
 
 /// `sage report DIR` of a SAGE run: the summary files.
-pub fn report(run: &RunDir) -> anyhow::Result<crate::store::Reported> {
+pub fn report(run: &RunDir) -> anyhow::Result<sage_ports::store::Reported> {
     let manifest = run.read_manifest()?;
     let sops = report_sops(&manifest, false);
     let jobs = run_jobs(&manifest, &sops);
-    Ok(crate::store::report(run, jobs)?)
+    Ok(sage_ports::store::report(run, jobs)?)
 }
 
 /// Reads a run configuration file (docs/run-config.md).
@@ -352,7 +358,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             let run_id = args
                 .run_id
                 .clone()
-                .unwrap_or_else(|| crate::store::new_run_id(None, config.seed));
+                .unwrap_or_else(|| sage_ports::store::new_run_id(None, config.seed));
             (RunDir::create(&config.output_dir, &run_id)?, run_id)
         }
     };
@@ -411,7 +417,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     // A model that never answered, or judges that never gave a verdict: the run did not
     // measure what it was for.
-    if let Some(error) = crate::store::unmeasured_error(&reported.unmeasured()) {
+    if let Some(error) = sage_ports::store::unmeasured_error(&reported.unmeasured()) {
         bail!("{error}");
     }
     Ok(())

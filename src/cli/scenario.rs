@@ -1,9 +1,9 @@
 //! `sage scenario ...`: validate, paths, route, graph.
 
-use crate::scenario::{KeyKind, Scope, Value};
-use crate::sop::{self, Values};
 use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
+use sage_core::scenario::{KeyKind, Scope, Value};
+use sage_core::sop::{self, Values};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

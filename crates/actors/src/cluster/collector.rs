@@ -1,0 +1,837 @@
+//! `sage aggregator`: the durable consumer of the records stream. Each record is appended to
+//! `<out>/<run-id>/dialogues.jsonl` (checked to be one of the run's jobs) and folded into the
+//! run's report, and acked only then; a second completed attempt of a dialogue already stored
+//! (a job played twice after a worker died before its ack) is acked and dropped. When a run has
+//! every dialogue, its summary.json and leaderboard.md are written from the fold (the same code
+//! as the embedded mode) and its status turns complete. A complete run is let go after
+//! [`RUN_IDLE`] without records, so the aggregator's memory follows the runs in progress.
+
+use super::{
+    CONTROL_HEADER, ClusterError, ResumeRequest, RunSpec, RunState, RunStatus, get_json, put_json,
+    status_key,
+};
+use async_nats::jetstream::{self, AckKind, kv};
+use futures::StreamExt;
+use sage_core::plan::JobSet;
+use sage_ports::store::{DialogueWriter, RunDir, now_utc};
+use sage_ports::telemetry::{Health, metrics};
+use sage_ports::transport::nats::{Broker, header, records_subject};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Deliveries of a record whose run cannot be loaded before it is dropped (as for jobs).
+const MAX_DELIVERIES: i64 = 5;
+
+/// How long a complete run is kept open without a record before its folder is let go (a later
+/// record opens it again).
+const RUN_IDLE: Duration = Duration::from_secs(600);
+
+/// How often a running run's status is written to the bucket.
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+
+/// One run's results folder as the aggregator keeps it.
+struct RunFolder {
+    /// The folder: claimed while the run is in progress, let go (its `.lock` removed) once it
+    /// completes, claimed again should a record come after.
+    dir: RunDir,
+    /// The records file's writer, while the folder is claimed.
+    writer: Option<DialogueWriter>,
+    /// The run's jobs (only their records are stored), and which are stored.
+    jobs: JobSet,
+    /// The run's report, folded as records are stored.
+    report: Report,
+    /// When a record last came.
+    last_record: Instant,
+    status: RunStatus,
+    status_written: Instant,
+    /// The status changed since it was last written.
+    dirty: bool,
+    /// Once its budgets stop it: how far the dialogues it had in flight are stored.
+    drain: Drain,
+}
+
+/// How far a run its budgets stopped (not every dialogue stored, none more to start) is in
+/// storing the dialogues that were in flight when they did. It is complete only then, so that
+/// what `sage sweep --follow` prints at the end and the summary are the run's final numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+enum Drain {
+    /// Some of its jobs may still be queued or playing (a job leaves the work queue once its
+    /// record is in the records stream, or once a worker dropped it unplayed).
+    #[default]
+    Jobs,
+    /// None of its jobs is left; every record on the records stream up to this sequence must
+    /// be handled (acked) by this aggregator.
+    Records(u64),
+    /// Every dialogue it started is stored.
+    Done,
+}
+
+impl RunFolder {
+    /// Whether its budgets stopped it: dialogues not stored, and none more will start.
+    fn stopped(&self) -> bool {
+        self.status.stored < self.status.jobs && self.status.ended()
+    }
+}
+
+/// The aggregator's state: the folders of the runs it has seen.
+struct Collector {
+    out: PathBuf,
+    broker: Broker,
+    bucket: kv::Store,
+    runs: HashMap<String, RunFolder>,
+}
+
+impl Collector {
+    /// The folder of `run`, opened (or created from the run's manifest) on first use.
+    async fn folder(&mut self, run: &str) -> Result<&mut RunFolder, ClusterError> {
+        if !self.runs.contains_key(run) {
+            let spec = RunSpec::get(&self.bucket, run).await?;
+            if spec.run_id() != run {
+                return Err(ClusterError::Invalid(format!(
+                    "the bucket's manifest.{run} is of run `{}`",
+                    spec.run_id()
+                )));
+            }
+            let jobs = spec.job_set()?;
+            let dir = self.run_dir(run, &spec)?.claim()?;
+            let records = records_file(spec.is_desk());
+            let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
+                .await?
+                .unwrap_or_else(|| RunStatus::submitted(run, spec.jobs(), spec.created_at()));
+            // Counted again from the folder (the folder is the truth after a restart).
+            status.stored = 0;
+            status.turns = 0;
+            status.infra_errors = 0;
+            // The folder read once: every record of the run's jobs counted and folded.
+            let mut jobs = jobs;
+            let mut report = Report::new(&spec);
+            let desk = spec.is_desk();
+            // Each line read as its text, then as a record: through a `serde_json::Value`, the
+            // job's fields would come out in another order (a map sorted by name), and with
+            // them the judge-agreement fields of the summary.
+            dir.scan_jsonl_at(records, |at, line: Box<serde_json::value::RawValue>| {
+                if let Ok(record) = Record::parse(desk, line.get().as_bytes())
+                    && record.check(&jobs).is_ok()
+                    && jobs.mark_done(record.ids().1)
+                {
+                    count(&mut status, &record);
+                    report.add(&record, at);
+                }
+                Ok::<(), sage_ports::store::StoreError>(())
+            })?;
+            status.results = Some(dir.path().display().to_string());
+            status.budget = report.budget();
+            let writer = dir.jsonl_writer(records)?;
+            tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
+            self.runs.insert(
+                run.to_string(),
+                RunFolder {
+                    dir,
+                    writer: Some(writer),
+                    jobs,
+                    report,
+                    last_record: Instant::now(),
+                    status,
+                    status_written: Instant::now(),
+                    dirty: true,
+                    drain: Drain::Jobs,
+                },
+            );
+        }
+        Ok(self.runs.get_mut(run).expect("inserted above"))
+    }
+
+    /// The results folder of a run: `<out>/<run>`, or `<out>/<run>-2`, `-3`, ... when that
+    /// holds another run of the same id (a run id reused after the broker's store was reset).
+    fn run_dir(&self, run: &str, spec: &RunSpec) -> Result<RunDir, ClusterError> {
+        for n in 1.. {
+            let name = if n == 1 {
+                run.to_string()
+            } else {
+                format!("{run}-{n}")
+            };
+            let path = self.out.join(&name);
+            let fresh = !path.join("manifest.json").exists()
+                && !path.join(records_file(false)).exists()
+                && !path.join(records_file(true)).exists();
+            if fresh {
+                // New, or left without a record by a crash before its manifest was written.
+                let dir = RunDir::create(&self.out, &name)?;
+                match spec {
+                    RunSpec::Sage { manifest, .. } => dir.write_manifest(manifest)?,
+                    RunSpec::SupportDesk { manifest, .. } => {
+                        dir.write_json("manifest.json", manifest)?
+                    }
+                }
+                return Ok(dir);
+            }
+            let dir = RunDir::open(&path)?;
+            let same = dir
+                .read_json::<ManifestHead>("manifest.json")
+                .ok()
+                .is_some_and(|m| m == ManifestHead::of(spec));
+            if same {
+                return Ok(dir);
+            }
+            tracing::warn!(run, folder = %path.display(), "the folder holds another run of this id");
+        }
+        unreachable!("some folder name is free")
+    }
+
+    /// Stores a record (its JSON as sent) unless its dialogue is already stored or it is no job
+    /// of its run; true when stored.
+    async fn store(&mut self, run: &str, json: &[u8]) -> Result<bool, ClusterError> {
+        let bucket = self.bucket.clone();
+        let folder = self.folder(run).await?;
+        let record = match Record::parse(folder.report.is_desk(), json) {
+            Ok(record) => record,
+            Err(e) => {
+                let error: String = e.to_string().chars().take(300).collect();
+                tracing::error!(run, %error, "undecodable record dropped");
+                metrics()
+                    .messages_rejected
+                    .with_label_values(&["record", "invalid"])
+                    .inc();
+                return Ok(false);
+            }
+        };
+        if let Err(foreign) = record.check(&folder.jobs) {
+            // Forged, or another configuration's: storing it would count it in this run.
+            tracing::error!(run, error = %foreign, "record rejected: not one of the run's jobs");
+            metrics()
+                .messages_rejected
+                .with_label_values(&["record", "foreign"])
+                .inc();
+            return Ok(false);
+        }
+        folder.last_record = Instant::now();
+        if folder.jobs.is_done(record.ids().1) {
+            metrics().records_duplicate.inc();
+            // A record stored just before a crash comes again: its run may be complete but
+            // not yet summarized.
+            finish(&bucket, run, folder).await?;
+            return Ok(false);
+        }
+        let writer = match &mut folder.writer {
+            Some(writer) => writer,
+            None => {
+                folder.dir = folder.dir.clone().claim()?;
+                let records = records_file(folder.report.is_desk());
+                folder.writer.insert(folder.dir.jsonl_writer(records)?)
+            }
+        };
+        let at = writer.append_json(json)?;
+        folder.jobs.mark_done(record.ids().1);
+        count(&mut folder.status, &record);
+        if folder.status.ended() {
+            crash_point("after-last-append");
+        }
+        folder.report.add(&record, at);
+        folder.dirty = true;
+        metrics().records_stored.inc();
+        if folder.status.state == RunState::Submitted {
+            folder.status.state = RunState::Running;
+        }
+        // A budget just reached is told to the workers at once.
+        let reached = |s: &RunStatus| {
+            s.budget
+                .as_ref()
+                .map(|b| (b.reached, b.models.values().filter(|m| m.reached).count()))
+        };
+        let before = reached(&folder.status);
+        folder.status.budget = folder.report.budget();
+        let budget_news = before != reached(&folder.status);
+        settle(run, folder)?;
+        // Other news is written when due, after each message (`flush_status`).
+        if folder.status.state == RunState::Complete || budget_news {
+            write_status(&bucket, folder).await;
+        }
+        Ok(true)
+    }
+
+    /// Resumes a run its budgets stopped (`sage sweep --resume`): its folder is read again
+    /// with the budgets of its spec now in the bucket (manifest.json rewritten with them), its
+    /// status written (not complete unless those budgets still keep the rest from starting),
+    /// and its jobs not stored queued again, marked with the resume's number.
+    async fn resume(&mut self, request: &ResumeRequest) -> Result<(), ClusterError> {
+        let run = request.run_id.as_str();
+        let spec = RunSpec::get(&self.bucket, run).await?;
+        let RunSpec::Sage { manifest, .. } = &spec else {
+            return Err(ClusterError::Invalid(format!(
+                "run {run}: a support-desk run cannot be resumed"
+            )));
+        };
+        let (bucket, broker) = (self.bucket.clone(), self.broker.clone());
+        self.runs.remove(run);
+        let folder = self.folder(run).await?;
+        if folder.status.resumes > request.resume {
+            tracing::warn!(
+                run,
+                resume = request.resume,
+                "a stale resume request dropped"
+            );
+            return Ok(());
+        }
+        folder.dir.write_manifest(manifest)?;
+        folder.drain = Drain::Jobs;
+        folder.status.resumes = request.resume;
+        folder.status.state = if folder.status.stored > 0 {
+            RunState::Running
+        } else {
+            RunState::Submitted
+        };
+        folder.status.leaderboard = None;
+        folder.status.report = None;
+        folder.status.unmeasured.clear();
+        settle(run, folder)?;
+        // Written before the jobs are queued: a worker that takes one sees the new budgets.
+        folder.status.updated_at = now_utc().0;
+        put_json(&bucket, &status_key(run), &folder.status).await?;
+        folder.status_written = Instant::now();
+        folder.dirty = false;
+        if folder.status.ended() {
+            tracing::info!(
+                run,
+                "resumed, but its budgets still keep the rest from starting"
+            );
+            return Ok(());
+        }
+        let sops = spec.sops()?;
+        let plan = sage_core::plan::Plan::new(&manifest.config, run, &sops);
+        let jobs = &folder.jobs;
+        let todo = plan.jobs().filter(|j| !jobs.is_done(&j.dialogue_id));
+        let queued = super::submit::publish_jobs(
+            &broker,
+            run,
+            todo,
+            |j| &j.dialogue_id,
+            Some(request.resume),
+        )
+        .await?;
+        tracing::info!(run, resume = request.resume, queued, "run resumed");
+        Ok(())
+    }
+
+    /// Finishes every run of the bucket not yet complete whose records in `out` are: one the
+    /// aggregator was stopped on after storing its last record and before summarizing it (no
+    /// record of it may come again).
+    async fn finish_stored_runs(&mut self, broker: &Broker) -> Result<(), ClusterError> {
+        let all = super::submit::all_status(broker).await?;
+        for status in all.runs {
+            let run = status.run_id.as_str();
+            if status.state == RunState::Complete
+                || !self.out.join(run).join("manifest.json").exists()
+            {
+                continue;
+            }
+            // One run that cannot be loaded or written leaves the others to be finished.
+            let bucket = self.bucket.clone();
+            let finished = async {
+                let folder = self.folder(run).await?;
+                if folder.status.ended() {
+                    tracing::info!(run, "a run stored whole before a restart is finished now");
+                    finish(&bucket, run, folder).await?;
+                }
+                Ok::<(), ClusterError>(())
+            }
+            .await;
+            if let Err(e) = finished {
+                tracing::warn!(run, error = %e, "cannot finish a run stored before a restart");
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes the runs their budgets stopped whose dialogues in flight are all stored (see
+    /// [`Drain`]): first none of a run's jobs left in the work queue, then every record
+    /// published by then handled (the records consumer's ack floor past the records stream's
+    /// last sequence at that moment). A broker that does not answer leaves them for next time.
+    async fn settle_stopped(&mut self, records: &jetstream::consumer::PullConsumer) {
+        for (run, folder) in &mut self.runs {
+            if folder.status.state == RunState::Complete || !folder.stopped() {
+                continue;
+            }
+            if folder.drain == Drain::Jobs {
+                match drain_mark(&self.broker, run).await {
+                    Ok(Some(last)) => folder.drain = Drain::Records(last),
+                    Ok(None) => continue,
+                    Err(error) => {
+                        tracing::debug!(run, %error, "cannot tell whether the run has jobs left");
+                        continue;
+                    }
+                }
+            }
+            if let Drain::Records(last) = folder.drain {
+                let acked = sage_ports::transport::nats::bounded(
+                    "reading the aggregator consumer",
+                    records.get_info(),
+                )
+                .await
+                .map(|i| i.ack_floor.stream_sequence);
+                match acked {
+                    Ok(acked) if acked >= last => folder.drain = Drain::Done,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::debug!(run, error = %e, "cannot read the aggregator consumer");
+                        continue;
+                    }
+                }
+            }
+            if let Err(e) = finish(&self.bucket, run, folder).await {
+                tracing::warn!(run, error = %e, "cannot summarize the run");
+            }
+        }
+    }
+
+    /// Lets go of the complete runs that had no record for [`RUN_IDLE`] (their status written).
+    fn let_go_idle(&mut self) {
+        self.runs.retain(|run, folder| {
+            let keep = folder.dirty
+                || folder.status.state != RunState::Complete
+                || folder.last_record.elapsed() < RUN_IDLE;
+            if !keep {
+                tracing::info!(run, "complete run let go");
+            }
+            keep
+        });
+    }
+
+    /// Writes every status with news (`due`: only those last written [`STATUS_EVERY`] ago or
+    /// more, so that a status keeps up while records keep coming, even ones that cannot be
+    /// stored).
+    async fn flush_status(&mut self, due: bool) {
+        for folder in self.runs.values_mut() {
+            if folder.dirty && (!due || folder.status_written.elapsed() >= STATUS_EVERY) {
+                write_status(&self.bucket, folder).await;
+            }
+        }
+    }
+}
+
+/// Once a run has ended (every dialogue stored, or its budgets keep the rest from starting and
+/// the dialogues in flight then are stored, see [`Drain`]),
+/// writes its summary files from the fold and turns it complete (written again should a
+/// record come after).
+fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
+    if !folder.status.ended() || (folder.stopped() && folder.drain != Drain::Done) {
+        return Ok(());
+    }
+    let (table, html, unmeasured) = folder.report.write(&folder.dir)?;
+    if folder.status.state != RunState::Complete {
+        let (stored, jobs) = (folder.status.stored, folder.status.jobs);
+        if stored < jobs {
+            tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run stopped by its cost budget");
+        } else {
+            tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
+        }
+    }
+    for problem in &unmeasured {
+        tracing::error!(run, %problem, "the run could not measure");
+    }
+    folder.status.state = RunState::Complete;
+    folder.status.unmeasured = unmeasured;
+    folder.status.leaderboard = Some(table);
+    folder.status.report = html.map(|p| p.display().to_string());
+    // A finished folder is let go: no `.lock` left in it.
+    folder.writer = None;
+    folder.dir = folder.dir.clone().release();
+    Ok(())
+}
+
+/// When none of `run`'s jobs is left in the work queue: the records stream's last sequence
+/// (every record of the run is at or before it); `None` while some job is left.
+async fn drain_mark(broker: &Broker, run: &str) -> Result<Option<u64>, String> {
+    use jetstream::stream::LastRawMessageErrorKind;
+    let wait = sage_ports::transport::nats::BROKER_WAIT;
+    let jobs = broker.jobs_stream().await.map_err(|e| e.to_string())?;
+    let subject = sage_ports::transport::nats::jobs_subject(run);
+    match tokio::time::timeout(wait, jobs.get_last_raw_message_by_subject(&subject)).await {
+        Ok(Ok(_)) => return Ok(None),
+        Ok(Err(e)) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {}
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(_) => return Err(format!("the broker did not answer within {wait:?}")),
+    }
+    let mut records = broker.records_stream().await.map_err(|e| e.to_string())?;
+    sage_ports::transport::nats::bounded("reading the records stream", records.info())
+        .await
+        .map(|info| Some(info.state.last_sequence))
+        .map_err(|e| e.to_string())
+}
+
+/// Summarizes a run that has ended but is not complete yet (see [`settle`]), its folder
+/// claimed, and writes its status; nothing for a run in progress or already complete.
+async fn finish(bucket: &kv::Store, run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
+    if folder.status.state == RunState::Complete || !folder.status.ended() {
+        return Ok(());
+    }
+    folder.dir = folder.dir.clone().claim()?;
+    settle(run, folder)?;
+    write_status(bucket, folder).await;
+    Ok(())
+}
+
+/// A test hook: with `SAGE_CRASH_AT` set to `name`, the process exits at once (status 137, as
+/// if killed: nothing flushed, nothing acked). `after-last-append`: right after the aggregator
+/// stores the record that completes a run, before the run is summarized (tests/distributed.rs).
+fn crash_point(name: &str) {
+    if std::env::var("SAGE_CRASH_AT").is_ok_and(|at| at == name) {
+        tracing::warn!(at = name, "SAGE_CRASH_AT: exiting as if killed");
+        std::process::exit(137);
+    }
+}
+
+/// A run's report as the aggregator folds it.
+enum Report {
+    Sage(Box<sage_ports::store::SageFold>),
+    Desk(Box<sage_ports::store::desk::DeskFold>),
+}
+
+impl Report {
+    fn new(spec: &RunSpec) -> Report {
+        match spec {
+            RunSpec::Sage { manifest, .. } => {
+                // The HTML report's graphs need the compiled scenarios; should they not
+                // compile here, it is written without its graphs.
+                let sops = spec.sops().unwrap_or_default();
+                Report::Sage(Box::new(
+                    sage_ports::store::SageFold::new(&manifest.config, manifest.jobs)
+                        .with_html(manifest, sops),
+                ))
+            }
+            RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
+        }
+    }
+
+    fn is_desk(&self) -> bool {
+        matches!(self, Report::Desk(_))
+    }
+
+    /// The `budget` section of what is folded (a SAGE run with a budget).
+    fn budget(&self) -> Option<sage_core::scoring::budget::BudgetSummary> {
+        match self {
+            Report::Sage(fold) => fold.budget(),
+            Report::Desk(_) => None,
+        }
+    }
+
+    /// Folds a record whose line starts at byte `at` of the folder's records file.
+    fn add(&mut self, record: &Record, at: u64) {
+        match (self, record) {
+            (Report::Sage(fold), Record::Sage(r)) => {
+                fold.add(r, at);
+            }
+            (Report::Desk(fold), Record::Desk(r)) => {
+                fold.add(r);
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the run's summary files and its report.html (atomically, the folder claimed):
+    /// the terminal table, and report.html's path when it was written. A SAGE run's report is
+    /// folded as its records came; a desk run's is built as `sage run --suite support-desk`
+    /// builds it, desk.jsonl read once more (and the conversations its explorer embeds read
+    /// again by their offset).
+    fn write(
+        &mut self,
+        dir: &RunDir,
+    ) -> Result<(String, Option<PathBuf>, Vec<String>), ClusterError> {
+        Ok(match self {
+            Report::Sage(fold) => {
+                let reported = fold.write(dir)?;
+                let unmeasured = reported.unmeasured();
+                (reported.table, reported.html, unmeasured)
+            }
+            Report::Desk(fold) => {
+                let table = fold.write(dir)?.reported.table;
+                let (path, _) = sage_ports::store::desk::write_desk_html(dir, None, None)?;
+                (table, Some(path), Vec::new())
+            }
+        })
+    }
+}
+
+/// A record of either suite, read whole (its ids checked where they are decoded).
+pub enum Record {
+    /// A SAGE dialogue.
+    Sage(Box<sage_core::protocol::DialogueRecord>),
+    /// A support-desk conversation.
+    Desk(Box<sage_core::protocol::desk::DeskRecord>),
+}
+
+impl Record {
+    /// Reads a record of a desk run (`desk`) or a SAGE run.
+    pub fn parse(desk: bool, json: &[u8]) -> Result<Record, serde_json::Error> {
+        Ok(if desk {
+            Record::Desk(serde_json::from_slice(json)?)
+        } else {
+            Record::Sage(serde_json::from_slice(json)?)
+        })
+    }
+
+    fn record(&self) -> &dyn sage_ports::store::HasJob {
+        match self {
+            Record::Sage(r) => r.as_ref(),
+            Record::Desk(r) => r.as_ref(),
+        }
+    }
+
+    /// `(run id, dialogue id)`.
+    pub fn ids(&self) -> (&str, &str) {
+        self.record().ids()
+    }
+
+    /// Whether it is of one of the run's jobs (the job exactly as planned).
+    fn check(&self, jobs: &JobSet) -> Result<(), sage_core::plan::Foreign> {
+        self.record().check(jobs)
+    }
+
+    /// Its turns, and whether an infrastructure error touched it
+    /// ([`sage_core::protocol::DialogueRecord::had_infra_error`]).
+    pub fn counts(&self) -> (usize, bool) {
+        match self {
+            Record::Sage(r) => (r.turns.len(), r.had_infra_error()),
+            Record::Desk(r) => (r.turns as usize, r.infra_error.is_some()),
+        }
+    }
+}
+
+/// Counts a stored dialogue: its turns, and whether an infrastructure error touched it.
+pub fn count(status: &mut RunStatus, record: &Record) {
+    let (turns, infra_error) = record.counts();
+    status.stored += 1;
+    // A record's turn count comes from outside: a wrong one must not wrap the run's count.
+    status.turns = status.turns.saturating_add(turns);
+    if infra_error {
+        status.infra_errors += 1;
+    }
+}
+
+/// What the aggregator reads of a record before it knows the run: its ids (checked).
+#[derive(serde::Deserialize)]
+pub struct RecordHead {
+    job: JobHead,
+}
+
+impl RecordHead {
+    /// The run it names.
+    pub fn run_id(&self) -> &str {
+        &self.job.run_id
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct JobHead {
+    #[serde(deserialize_with = "sage_core::protocol::id::run_id")]
+    run_id: String,
+    #[serde(deserialize_with = "sage_core::protocol::id::dialogue_id")]
+    #[allow(dead_code)]
+    dialogue_id: String,
+}
+
+/// The records file of a run's folder.
+fn records_file(desk: bool) -> &'static str {
+    if desk {
+        sage_ports::store::desk::DESK_RECORDS
+    } else {
+        "dialogues.jsonl"
+    }
+}
+
+/// What the aggregator compares of a folder's manifest with a run's spec: id, creation time
+/// and the scenarios' (or the store's) hashes (field by field: a float of the configuration may
+/// not survive a JSON round trip exactly).
+#[derive(serde::Deserialize, PartialEq)]
+struct ManifestHead {
+    run_id: String,
+    created_at: String,
+    #[serde(default)]
+    scenarios: Option<Vec<(String, String)>>,
+    #[serde(default)]
+    store_sha256: Option<(String, String)>,
+}
+
+impl ManifestHead {
+    fn of(spec: &RunSpec) -> ManifestHead {
+        let (scenarios, store_sha256) = match spec {
+            RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), None),
+            RunSpec::SupportDesk { manifest, .. } => (None, Some(manifest.store_sha256.clone())),
+        };
+        ManifestHead {
+            run_id: spec.run_id().to_string(),
+            created_at: spec.created_at().to_string(),
+            scenarios,
+            store_sha256,
+        }
+    }
+}
+
+async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
+    folder.status.updated_at = now_utc().0;
+    match put_json(bucket, &status_key(&folder.status.run_id), &folder.status).await {
+        Ok(()) => {
+            folder.status_written = Instant::now();
+            folder.dirty = false;
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot write the run status"),
+    }
+}
+
+/// Consumes records into `out` until `stop` turns true.
+pub async fn run_aggregator(
+    broker: Broker,
+    out: PathBuf,
+    health: Arc<Health>,
+    stop: watch::Receiver<bool>,
+) -> Result<u64, ClusterError> {
+    let mut stop =
+        sage_ports::transport::nats::stop_when_gone(broker.client.clone(), health.clone(), stop);
+    std::fs::create_dir_all(&out).map_err(|error| sage_ports::store::StoreError::Io {
+        path: out.clone(),
+        error,
+    })?;
+    let consumer = broker.records_consumer().await?;
+    let mut collector = Collector {
+        out,
+        broker: broker.clone(),
+        bucket: broker.runs().await?,
+        runs: HashMap::new(),
+    };
+    {
+        let client = broker.client.clone();
+        health.watch(move || client.connection_state() == async_nats::connection::State::Connected);
+    }
+    health.unready_on(stop.clone());
+    if let Err(e) = collector.finish_stored_runs(&broker).await {
+        // Not fatal: a redelivered record of such a run finishes it too.
+        tracing::warn!(error = %e, "cannot look for runs stored whole before a restart");
+    }
+    metrics().collecting();
+    health.set_ready(true);
+    tracing::info!("aggregator ready");
+    let mut stored = 0;
+    let mut last_sweep = Instant::now();
+    let mut last_drain = Instant::now();
+    'consume: while !*stop.borrow() {
+        let mut messages = match consumer.messages().await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot consume records; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        loop {
+            if last_drain.elapsed() >= STATUS_EVERY {
+                collector.settle_stopped(&consumer).await;
+                last_drain = Instant::now();
+            }
+            let next = tokio::select! {
+                m = tokio::time::timeout(STATUS_EVERY, messages.next()) => m,
+                _ = stop.wait_for(|s| *s) => break 'consume,
+            };
+            let message = match next {
+                Err(_) => {
+                    collector.flush_status(false).await;
+                    collector.let_go_idle();
+                    continue;
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    tracing::debug!(error = %e, "records consumer status");
+                    continue;
+                }
+                Ok(Some(Ok(m))) => m,
+            };
+            let delivered = super::deliveries(&message, "aggregator");
+            let handled = handle(&mut collector, &message).await;
+            collector.flush_status(true).await;
+            match handled {
+                Ok(true) => stored += 1,
+                Ok(false) => {}
+                // Its run does not exist (or cannot be read by this version): no retry will
+                // store it.
+                Err(e)
+                    if e.is_permanent()
+                        && super::give_up_after(&message, delivered, MAX_DELIVERIES).await =>
+                {
+                    tracing::error!(subject = %message.subject, delivered, error = %e, "record of a run that cannot be loaded dropped");
+                    metrics()
+                        .messages_rejected
+                        .with_label_values(&["record", "unknown_run"])
+                        .inc();
+                    continue;
+                }
+                Err(e) => {
+                    // Not stored: it comes back after a while (the manifest may not be readable
+                    // yet, or the disk is full); a run that cannot be loaded is asked for again
+                    // sooner, so it is given up after its five deliveries in seconds.
+                    tracing::error!(subject = %message.subject, error = %e, "cannot store a record");
+                    let delay = Duration::from_secs(if e.is_permanent() { 1 } else { 5 });
+                    let _ = message.ack_with(AckKind::Nak(Some(delay))).await;
+                    continue;
+                }
+            }
+            if last_sweep.elapsed() >= Duration::from_secs(30) {
+                collector.let_go_idle();
+                last_sweep = Instant::now();
+            }
+            if let Err(e) = message.ack().await {
+                tracing::debug!(error = %e, "record ack lost; a redelivery will be dropped as a duplicate");
+            }
+        }
+    }
+    health.set_ready(false);
+    collector.flush_status(false).await;
+    if !health.is_live() {
+        return Err(sage_ports::transport::nats::NatsError::ClientGone.into());
+    }
+    Ok(stored)
+}
+
+async fn handle(
+    collector: &mut Collector,
+    message: &jetstream::Message,
+) -> Result<bool, ClusterError> {
+    let rejected = |reason: &str| {
+        metrics()
+            .messages_rejected
+            .with_label_values(&["record", reason])
+            .inc()
+    };
+    if header(message.headers.as_ref(), CONTROL_HEADER) == Some("resume") {
+        let request: ResumeRequest = match serde_json::from_slice(&message.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "undecodable resume request dropped");
+                rejected("invalid");
+                return Ok(false);
+            }
+        };
+        if message.subject.as_str() != records_subject(&request.run_id) {
+            tracing::error!(run = %request.run_id, "resume request on another run's subject dropped");
+            rejected("foreign");
+            return Ok(false);
+        }
+        collector.resume(&request).await?;
+        return Ok(false);
+    }
+    let head: RecordHead = match serde_json::from_slice(&message.payload) {
+        Ok(r) => r,
+        Err(e) => {
+            let error: String = e.to_string().chars().take(300).collect();
+            tracing::error!(subject = %message.subject.chars().take(200).collect::<String>(), %error, "undecodable record dropped");
+            rejected("invalid");
+            return Ok(false);
+        }
+    };
+    if message.subject.as_str() != records_subject(&head.job.run_id) {
+        tracing::error!(subject = %message.subject.chars().take(200).collect::<String>(), run = %head.job.run_id, "record of another run's subject dropped");
+        rejected("foreign");
+        return Ok(false);
+    }
+    collector.store(&head.job.run_id, &message.payload).await
+}

@@ -1,0 +1,323 @@
+//! `sage sweep` and `sage status`: submit a run (its manifest to the runs bucket, its jobs to
+//! the jobs work queue) and read runs' progress.
+
+use super::{
+    CONTROL_HEADER, ClusterError, RESUME_HEADER, ResumeRequest, RunSpec, RunState, RunStatus,
+    get_json, manifest_key, put_json, status_key,
+};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use sage_core::plan::desk::DeskConfig;
+use sage_core::plan::{self, RunConfig};
+use sage_core::scenario::desk::Desk;
+use sage_core::sop::Sop;
+use sage_ports::store::Manifest;
+use sage_ports::store::desk::DeskManifest;
+use sage_ports::transport::nats::{
+    BROKER_WAIT, Broker, NatsError, bounded, header_value, jobs_subject, js_error, records_subject,
+};
+use std::sync::Arc;
+
+/// Job publications awaiting the server's confirmation at once.
+const PUBLISH_WINDOW: usize = 512;
+
+/// Submits a run of `config` over `scenarios` (each with its name and YAML text) as `run_id`.
+/// Refuses a run id already in the bucket. Returns the run's initial status.
+pub async fn submit(
+    broker: &Broker,
+    config: &RunConfig,
+    scenarios: &[(Arc<Sop>, String, String)],
+    run_id: &str,
+) -> Result<RunStatus, ClusterError> {
+    let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
+    let with_text: Vec<(Arc<Sop>, String)> = scenarios
+        .iter()
+        .map(|(s, _, text)| (s.clone(), text.clone()))
+        .collect();
+    let plan = plan::Plan::new(config, run_id, &sops);
+    let spec = RunSpec::Sage {
+        manifest: Manifest::new(run_id, config, &with_text, plan.len()),
+        scenarios: scenarios
+            .iter()
+            .map(|(_, name, text)| (name.clone(), text.clone()))
+            .collect(),
+    };
+    queue(broker, &spec, plan.jobs(), plan.len(), |j| &j.dialogue_id).await
+}
+
+/// Submits a support-desk run of `config` over the store given as its store.yaml and
+/// cases.yaml texts (`desk` parsed from them) as `run_id`. Refuses a run id already in the
+/// bucket. Returns the run's initial status.
+pub async fn submit_desk(
+    broker: &Broker,
+    config: &DeskConfig,
+    texts: (&str, &str),
+    desk: &Desk,
+    run_id: &str,
+) -> Result<RunStatus, ClusterError> {
+    let jobs = sage_core::plan::desk::jobs(config, run_id, desk);
+    let spec = RunSpec::SupportDesk {
+        manifest: DeskManifest::new(run_id, config, texts, jobs.len()),
+        store: texts.0.to_string(),
+        cases: texts.1.to_string(),
+    };
+    let total = jobs.len();
+    queue(broker, &spec, jobs.into_iter(), total, |j| &j.dialogue_id).await
+}
+
+/// Puts a run's spec in the bucket (once: a run id is used once), its status, and its `total`
+/// jobs in the work queue, made one at a time.
+async fn queue<J: serde::Serialize>(
+    broker: &Broker,
+    spec: &RunSpec,
+    jobs: impl Iterator<Item = J>,
+    total: usize,
+    dialogue_id: impl Fn(&J) -> &str,
+) -> Result<RunStatus, ClusterError> {
+    let run_id = spec.run_id();
+    let bucket = broker.runs().await?;
+    let manifest = serde_json::to_vec(spec).map_err(|e| NatsError::Codec {
+        what: manifest_key(run_id),
+        message: e.to_string(),
+    })?;
+    // `create` fails when the key exists: a run id is used once.
+    bounded(
+        format!("run {run_id} cannot be submitted (is the id already used?)"),
+        bucket.create(manifest_key(run_id), manifest.into()),
+    )
+    .await?;
+    let status = RunStatus::submitted(run_id, total, spec.created_at());
+    put_json(&bucket, &status_key(run_id), &status).await?;
+    publish_jobs(broker, run_id, jobs, dialogue_id, None).await?;
+    Ok(status)
+}
+
+/// Queues jobs of `run_id` in the work queue. Each job's message id is its dialogue id (a
+/// second copy within the stream's window is dropped by the server); jobs queued by resume `n`
+/// carry it in their id and in [`RESUME_HEADER`].
+pub(super) async fn publish_jobs<J: serde::Serialize>(
+    broker: &Broker,
+    run_id: &str,
+    jobs: impl Iterator<Item = J>,
+    dialogue_id: impl Fn(&J) -> &str,
+    resume: Option<u32>,
+) -> Result<usize, ClusterError> {
+    broker.jobs_stream().await?;
+    let subject = jobs_subject(run_id);
+    let mut pending = FuturesUnordered::new();
+    let mut queued = 0;
+    for job in jobs {
+        let payload = serde_json::to_vec(&job).map_err(|e| NatsError::Codec {
+            what: subject.clone(),
+            message: e.to_string(),
+        })?;
+        let mut headers = async_nats::HeaderMap::new();
+        let mut id = format!("{run_id}/{}", dialogue_id(&job));
+        if let Some(n) = resume {
+            id.push_str(&format!("/resume-{n}"));
+            headers.insert(RESUME_HEADER, header_value(&n.to_string()));
+        }
+        // A second submission of the same job within the window is dropped by the server.
+        headers.insert("Nats-Msg-Id", header_value(&id));
+        pending.push(publish_acked(
+            broker.js.clone(),
+            subject.clone(),
+            headers,
+            payload.into(),
+        ));
+        queued += 1;
+        if pending.len() >= PUBLISH_WINDOW
+            && let Some(done) = pending.next().await
+        {
+            done?;
+        }
+    }
+    while let Some(done) = pending.next().await {
+        done?;
+    }
+    Ok(queued)
+}
+
+/// Publishes one job and awaits the server's confirmation. A publication that finds no stream
+/// for its subject is tried again after 250 ms and 500 ms (ADR-22's retry on "no responders"):
+/// a stream just created, by this process or another at the same moment, can miss its first
+/// publications on a loaded server. The job's message id makes a repeat harmless.
+async fn publish_acked(
+    js: async_nats::jetstream::Context,
+    subject: String,
+    headers: async_nats::HeaderMap,
+    payload: bytes::Bytes,
+) -> Result<(), NatsError> {
+    use async_nats::jetstream::context::PublishErrorKind;
+    let what = || format!("queueing jobs on {subject}");
+    let mut attempt = 0u32;
+    loop {
+        let result = match tokio::time::timeout(BROKER_WAIT, async {
+            js.publish_with_headers(subject.clone(), headers.clone(), payload.clone())
+                .await?
+                .await
+        })
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => {
+                return Err(NatsError::Timeout {
+                    what: what(),
+                    after: BROKER_WAIT,
+                });
+            }
+        };
+        match result {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == PublishErrorKind::StreamNotFound && attempt < 2 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(250 << (attempt - 1))).await;
+            }
+            Err(e) => return Err(js_error(what())(&e)),
+        }
+    }
+}
+
+/// Resumes a SAGE run that its cost budgets stopped, with `spec` (the run's spec from the
+/// bucket, its budgets raised): the spec replaces the bucket's, and the aggregator is asked
+/// (on the run's records subject) to fold the run again with those budgets and to queue the
+/// jobs not stored. Refuses a run that has not ended. Returns the resume's number.
+pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError> {
+    let run_id = spec.run_id();
+    if spec.is_desk() {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is a support-desk run: it has no cost budget to resume with"
+        )));
+    }
+    let bucket = broker.runs().await?;
+    let status: RunStatus = get_json(&bucket, &status_key(run_id))
+        .await?
+        .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
+    if status.state != RunState::Complete {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} has not ended ({}/{} dialogues stored); resume it once a budget has stopped it (`sage status {run_id}`)",
+            status.stored, status.jobs
+        )));
+    }
+    if status.stored >= status.jobs {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is complete: every one of its {} dialogues is stored, there is nothing to resume",
+            status.jobs
+        )));
+    }
+    put_json(&bucket, &manifest_key(run_id), spec).await?;
+    broker.records_stream().await?;
+    let request = ResumeRequest {
+        run_id: run_id.to_string(),
+        resume: status.resumes + 1,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(CONTROL_HEADER, "resume");
+    broker
+        .publish_json(
+            records_subject(run_id),
+            &format!("{run_id}/resume-{}", request.resume),
+            Some(headers),
+            &request,
+        )
+        .await?;
+    Ok(request.resume)
+}
+
+/// Removes a run from the runs bucket (its manifest and status): `sage status` no longer lists
+/// it, and a job or record of it that still comes is dropped as of an unknown run. A run that
+/// is not complete is refused unless `force`. Returns the status it had.
+pub async fn forget(broker: &Broker, run_id: &str, force: bool) -> Result<RunStatus, ClusterError> {
+    let bucket = broker.runs().await?;
+    let status: RunStatus = get_json(&bucket, &status_key(run_id))
+        .await?
+        .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
+    if status.state != RunState::Complete && !force {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is not complete ({}/{} dialogues stored); forgetting it now would drop the rest (--force to do it anyway)",
+            status.stored, status.jobs
+        )));
+    }
+    for key in [manifest_key(run_id), status_key(run_id)] {
+        bounded(format!("forgetting {key}"), bucket.purge(&key)).await?;
+    }
+    Ok(status)
+}
+
+/// The status of one run, if the bucket has it.
+pub async fn status(broker: &Broker, run_id: &str) -> Result<Option<RunStatus>, ClusterError> {
+    let bucket = broker.runs().await?;
+    Ok(get_json(&bucket, &status_key(run_id)).await?)
+}
+
+/// Every run's status in the bucket, and the values that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllStatus {
+    /// The runs, oldest first.
+    pub runs: Vec<RunStatus>,
+    /// Why each unreadable `status.*` value could not be read (its key and the error).
+    pub unreadable: Vec<String>,
+}
+
+/// The status of every run in the bucket, oldest first; a value that cannot be decoded is
+/// skipped and reported.
+pub async fn all_status(broker: &Broker) -> Result<AllStatus, ClusterError> {
+    let bucket = broker.runs().await?;
+    let mut keys = bounded("listing runs", bucket.keys()).await?;
+    let mut out = AllStatus::default();
+    loop {
+        let key = match tokio::time::timeout(BROKER_WAIT, keys.next()).await {
+            Ok(None) => break,
+            Ok(Some(key)) => key.map_err(|e| js_error("listing runs")(&e))?,
+            Err(_) => {
+                return Err(NatsError::Timeout {
+                    what: "listing runs".into(),
+                    after: BROKER_WAIT,
+                }
+                .into());
+            }
+        };
+        if !key.starts_with("status.") {
+            continue;
+        }
+        // One unreadable value (written by another version, or by hand) is reported, not fatal.
+        match get_json::<RunStatus>(&bucket, &key).await {
+            Ok(Some(s)) => out.runs.push(s),
+            Ok(None) => {}
+            Err(e @ NatsError::Codec { .. }) => out.unreadable.push(e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.runs
+        .sort_by(|a, b| (&a.submitted_at, &a.run_id).cmp(&(&b.submitted_at, &b.run_id)));
+    Ok(out)
+}
+
+/// One line per run: id, state, progress, turns, infrastructure errors, last update.
+pub fn status_table(runs: &[RunStatus]) -> String {
+    let mut out = format!(
+        "{:<32} {:<10} {:>15} {:>8} {:>6} {}\n",
+        "run", "state", "dialogues", "turns", "infra", "updated"
+    );
+    for r in runs {
+        let state = match r.state {
+            RunState::Submitted => "submitted",
+            // Its budgets stopped it; the dialogues in flight then are being stored.
+            RunState::Running if r.ended() => "stopping",
+            RunState::Running => "running",
+            // Ended with dialogues a cost budget kept from starting.
+            RunState::Complete if r.stored < r.jobs => "budget",
+            RunState::Complete => "complete",
+        };
+        out.push_str(&format!(
+            "{:<32} {:<10} {:>15} {:>8} {:>6} {}\n",
+            r.run_id,
+            state,
+            format!("{}/{}", r.stored, r.jobs),
+            r.turns,
+            r.infra_errors,
+            r.updated_at
+        ));
+    }
+    out
+}

@@ -1,0 +1,305 @@
+//! The dialogue driver: plays one dialogue turn by turn through a [`Transport`] (user, service,
+//! judge panel, rule engine), judges and scores the turns its job's `judge_turns` picks, and
+//! returns the finished record.
+
+use sage_core::protocol::{
+    DialogueEnd, DialogueJob, DialogueRecord, JudgeRequest, Line, RuleRequest, ServiceOutcome,
+    ServiceRequest, Speaker, TurnRecord, Usage, UserRequest,
+};
+use sage_core::scoring;
+use sage_core::sop::Sop;
+use sage_ports::telemetry::DialogueMetrics;
+use sage_ports::transport::Transport;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Consecutive turns the agent may be unreachable before the dialogue ends.
+pub const MAX_SERVICE_FAILURES: u32 = 3;
+
+/// A turn record for a turn that could not be played or scored.
+fn infra_turn(
+    turn: u32,
+    user_message: String,
+    error: String,
+    calls: Vec<sage_core::protocol::CallRecord>,
+) -> TurnRecord {
+    TurnRecord {
+        turn,
+        user_message,
+        raw_output: None,
+        outcome: ServiceOutcome::InfraError {
+            error: error.clone(),
+        },
+        judges: None,
+        reference: None,
+        scores: None,
+        infra_error: Some(error),
+        calls,
+    }
+}
+
+/// Keeps a played turn and counts it.
+fn push(turns: &mut Vec<TurnRecord>, metrics: &DialogueMetrics, turn: TurnRecord) {
+    metrics.turn(&turn);
+    turns.push(turn);
+}
+
+/// The agent's words of a turn as the judges and the customer read them.
+fn agent_chat(outcome: &ServiceOutcome) -> String {
+    match outcome {
+        ServiceOutcome::Valid { turn } => turn.chat.clone(),
+        ServiceOutcome::FormatError { chat, .. } | ServiceOutcome::InfraError { error: chat } => {
+            chat.clone()
+        }
+    }
+}
+
+/// What judging a turn needs: the judges, the rule engine and the scenario.
+struct Panel<'a> {
+    transport: &'a dyn Transport,
+    job: &'a Arc<DialogueJob>,
+    sop: Option<&'a Sop>,
+    variables: &'a sage_core::sop::Values,
+}
+
+impl Panel<'_> {
+    /// Asks the judges about a played turn (`history`: the lines before it), then the rule
+    /// engine for the consensus's reference route, and scores the turn. Whatever fails is
+    /// recorded in the turn's `infra_error`; the calls made are added to the turn's.
+    async fn judge(&self, record: &mut TurnRecord, history: Arc<Vec<Line>>, agent_chat: &str) {
+        let judges = self
+            .transport
+            .judge(JudgeRequest {
+                job: self.job.clone(),
+                turn: record.turn,
+                history,
+                user_message: record.user_message.clone(),
+                agent_chat: agent_chat.to_string(),
+            })
+            .await;
+        match judges {
+            Err(e) => record.infra_error = Some(e.to_string()),
+            Ok(mut panel) => {
+                record.calls.append(&mut panel.calls);
+                match &panel.consensus {
+                    None => {
+                        let why: Vec<String> = panel
+                            .judgments
+                            .iter()
+                            .filter_map(|j| j.as_ref().err().cloned())
+                            .collect();
+                        record.infra_error = Some(format!("no judge answered: {}", why.join("; ")));
+                    }
+                    Some(consensus) => {
+                        let reference = self
+                            .transport
+                            .rule(RuleRequest {
+                                scenario: self.job.scenario.clone(),
+                                fields: consensus.clone(),
+                                variables: self.variables.clone(),
+                            })
+                            .await;
+                        match reference {
+                            Ok(r) => record.reference = Some(r.route),
+                            Err(e) => record.infra_error = Some(e.to_string()),
+                        }
+                    }
+                }
+                record.judges = Some(panel);
+            }
+        }
+        if record.infra_error.is_none() {
+            record.scores = self
+                .sop
+                .and_then(|sop| scoring::turn::score_record(record, sop));
+        }
+    }
+}
+
+/// Plays one dialogue to its end, judging and scoring the turns its job's `judge_turns` picks
+/// (the format of every answer is checked). Never fails: whatever goes wrong on the
+/// way is recorded in the turns and the end reason. `simulated`: whether the run's
+/// configuration declares the job's service model a simulated one.
+pub async fn run_dialogue(
+    transport: &dyn Transport,
+    sops: &HashMap<String, Arc<Sop>>,
+    job: DialogueJob,
+    simulated: bool,
+) -> DialogueRecord {
+    // Shared with every request of the dialogue; the history is appended in place once the
+    // requests of a turn (which hold it) are done.
+    let job = Arc::new(job);
+    let metrics = DialogueMetrics::start(&job);
+    let sop = sops.get(&job.scenario).cloned();
+    let mut history: Arc<Vec<Line>> = Arc::new(Vec::with_capacity(2 * job.max_turns as usize));
+    let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
+    let mut last_action: Option<String> = None;
+    // The history length before the last turn while that turn waits to learn whether it is
+    // the dialogue's final one (judged under `paper`); it is counted in the metrics once
+    // settled.
+    let mut pending: Option<usize> = None;
+    let mut end = DialogueEnd::MaxTurns;
+    let mut service_failures = 0;
+    // The customer's call that ended the dialogue (it belongs to no turn).
+    let mut closing_calls = Vec::new();
+    // The variables as the rule engine reads them, once per dialogue.
+    let variables: sage_core::sop::Values = job
+        .variables
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let panel = Panel {
+        transport,
+        job: &job,
+        sop: sop.as_deref(),
+        variables: &variables,
+    };
+    for turn in 1..=job.max_turns {
+        let user = transport
+            .user(UserRequest {
+                job: job.clone(),
+                turn,
+                history: history.clone(),
+                last_action: last_action.clone(),
+            })
+            .await;
+        // The turn before waited to learn whether it is the final one: it is when the
+        // customer ends the dialogue now (no extra call: the judges read the same history).
+        if let Some(len) = pending.take()
+            && let Some(last) = turns.last_mut()
+        {
+            if matches!(&user, Ok(u) if u.infra_error.is_none() && u.message.is_none()) {
+                let before = Arc::new(history[..len].to_vec());
+                let chat = agent_chat(&last.outcome);
+                panel.judge(last, before, &chat).await;
+            }
+            metrics.turn(last);
+        }
+        let user = match user {
+            Ok(u) => u,
+            Err(e) => {
+                push(
+                    &mut turns,
+                    &metrics,
+                    infra_turn(turn, String::new(), e.to_string(), Vec::new()),
+                );
+                end = DialogueEnd::InfraError;
+                break;
+            }
+        };
+        let mut calls = user.calls;
+        if let Some(error) = user.infra_error {
+            push(
+                &mut turns,
+                &metrics,
+                infra_turn(turn, String::new(), error, calls),
+            );
+            end = DialogueEnd::InfraError;
+            break;
+        }
+        let Some(user_message) = user.message else {
+            closing_calls = calls;
+            end = if last_action.as_deref() == Some(job.target.action.as_str()) {
+                DialogueEnd::Resolved
+            } else {
+                DialogueEnd::UserEndedEarly
+            };
+            break;
+        };
+        let service = transport
+            .service(ServiceRequest {
+                job: job.clone(),
+                turn,
+                history: history.clone(),
+                user_message: user_message.clone(),
+            })
+            .await;
+        // An agent that cannot be reached: the turn is an infrastructure error; after
+        // `MAX_SERVICE_FAILURES` in a row the dialogue ends (it would only burn user calls).
+        let service = match service {
+            Ok(s) if !matches!(s.outcome, ServiceOutcome::InfraError { .. }) => s,
+            failed => {
+                let error = match failed {
+                    Err(e) => e.to_string(),
+                    Ok(s) => {
+                        calls.extend(s.calls);
+                        match s.outcome {
+                            ServiceOutcome::InfraError { error } => error,
+                            _ => String::from("the agent could not be reached"),
+                        }
+                    }
+                };
+                Arc::make_mut(&mut history).push(Line {
+                    speaker: Speaker::User,
+                    text: user_message.clone(),
+                });
+                push(
+                    &mut turns,
+                    &metrics,
+                    infra_turn(turn, user_message, error, calls),
+                );
+                service_failures += 1;
+                if service_failures >= MAX_SERVICE_FAILURES {
+                    end = DialogueEnd::InfraError;
+                    break;
+                }
+                continue;
+            }
+        };
+        service_failures = 0;
+        calls.extend(service.calls);
+        let agent_chat = agent_chat(&service.outcome);
+        let mut record = TurnRecord {
+            turn,
+            user_message: user_message.clone(),
+            raw_output: service.raw,
+            outcome: service.outcome,
+            judges: None,
+            reference: None,
+            scores: None,
+            infra_error: None,
+            calls,
+        };
+        // A turn judged whatever follows is judged now (the last possible turn is the final
+        // one); under `paper` any other turn might be the final one: it waits for the next
+        // customer call to tell.
+        let judged_now = job.judge_turns.judges(turn, turn == job.max_turns);
+        if judged_now {
+            panel.judge(&mut record, history.clone(), &agent_chat).await;
+        }
+        if let ServiceOutcome::Valid { turn } = &record.outcome {
+            last_action = Some(turn.action.clone());
+        }
+        Arc::make_mut(&mut history).push(Line {
+            speaker: Speaker::User,
+            text: user_message,
+        });
+        Arc::make_mut(&mut history).push(Line {
+            speaker: Speaker::Agent,
+            text: agent_chat,
+        });
+        if !judged_now && job.judge_turns.final_turn() {
+            pending = Some(history.len() - 2);
+            turns.push(record);
+        } else {
+            push(&mut turns, &metrics, record);
+        }
+    }
+    let mut usage = Usage::default();
+    let mut cost_usd = 0.0;
+    for call in turns.iter().flat_map(|t| &t.calls).chain(&closing_calls) {
+        usage += call.usage;
+        cost_usd += call.cost_usd;
+    }
+    metrics.finish(end);
+    DialogueRecord {
+        job: Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()),
+        turns,
+        closing_calls,
+        end,
+        simulated,
+        structured_output: None, // set by the caller, which knows the configuration
+        usage,
+        cost_usd,
+    }
+}

@@ -1,0 +1,218 @@
+//! The runtime: actix actors for the dialogue driver, the roles (user simulator, service agent,
+//! judge panel, rule engine) and the aggregator. The actors are thin: the logic lives in plain
+//! structs ([`roles`], [`dialogue`]) so the same code runs in-process or behind a broker.
+//!
+//! Every actor answers with a future that runs while the actor takes its next message, so one
+//! actor serves thousands of dialogues at once; mailboxes are bounded, so a full one makes the
+//! sender wait (backpressure) instead of queueing without limit.
+
+pub mod aggregator;
+pub mod cluster;
+pub mod desk;
+pub mod dialogue;
+pub mod fixture;
+pub mod roles;
+pub mod runner;
+
+use actix::{Actor, Context, Handler, ResponseFuture};
+use roles::{JudgePanel, Registry, RuleRole, ServiceRole, UserRole};
+use sage_core::protocol::desk::{
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
+};
+use sage_core::protocol::{
+    DialogueJob, DialogueRecord, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest,
+    ServiceReply, ServiceRequest, UserReply, UserRequest,
+};
+use sage_core::sop::Sop;
+use sage_ports::telemetry::metrics;
+use sage_ports::transport::Transport;
+use sage_ports::transport::local::{Ask, LocalTransport};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// Mailbox capacity of every actor (messages waiting beyond the ones being served).
+pub const MAILBOX: usize = 1024;
+
+/// Has a role actor answer `Ask<$req, $rep>` with its logic's `$method`, counting the model
+/// calls of the reply.
+macro_rules! role_handler {
+    ($actor:ident, $role:expr, $req:ty, $rep:ty, $method:ident) => {
+        impl Handler<Ask<$req, $rep>> for $actor {
+            type Result = ResponseFuture<$rep>;
+            fn handle(&mut self, msg: Ask<$req, $rep>, _: &mut Context<Self>) -> Self::Result {
+                let logic = self.0.clone();
+                Box::pin(async move {
+                    let reply = logic.$method(msg.0).await;
+                    metrics().observe_calls($role, &reply.calls);
+                    reply
+                })
+            }
+        }
+    };
+}
+
+macro_rules! role_actor {
+    ($actor:ident, $logic:ident) => {
+        /// The actor around the role's logic.
+        pub struct $actor(pub Arc<$logic>);
+
+        impl Actor for $actor {
+            type Context = Context<Self>;
+            fn started(&mut self, ctx: &mut Context<Self>) {
+                ctx.set_mailbox_capacity(MAILBOX);
+            }
+        }
+    };
+}
+
+role_actor!(UserActor, UserRole);
+role_actor!(ServiceActor, ServiceRole);
+role_actor!(JudgeActor, JudgePanel);
+role_handler!(UserActor, Role::User, UserRequest, UserReply, handle);
+role_handler!(
+    ServiceActor,
+    Role::Service,
+    ServiceRequest,
+    ServiceReply,
+    handle
+);
+role_handler!(JudgeActor, Role::Judge, JudgeRequest, JudgeReply, handle);
+role_handler!(
+    UserActor,
+    Role::User,
+    DeskCustomerRequest,
+    DeskCustomerReply,
+    desk
+);
+role_handler!(
+    ServiceActor,
+    Role::Service,
+    DeskAgentRequest,
+    DeskAgentReply,
+    desk
+);
+role_handler!(
+    JudgeActor,
+    Role::Judge,
+    DeskJudgeRequest,
+    DeskJudgeReply,
+    desk
+);
+
+/// The rule engine's actor (synchronous logic).
+pub struct RuleActor(pub Arc<RuleRole>);
+
+impl Actor for RuleActor {
+    type Context = Context<Self>;
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(MAILBOX);
+    }
+}
+
+impl Handler<Ask<RuleRequest, RuleReply>> for RuleActor {
+    type Result = actix::MessageResult<Ask<RuleRequest, RuleReply>>;
+    fn handle(&mut self, msg: Ask<RuleRequest, RuleReply>, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(self.0.handle(msg.0))
+    }
+}
+
+/// Starts the four role actors and returns the transport that reaches them (the user, service
+/// and judge actors answer support-desk requests too). The user and
+/// service roles run on `first`; the judge panel (three calls a turn, the busiest role) and the
+/// rule engine on `second` when given (another thread), so a burst of replies is served by two
+/// cores.
+pub fn start_local_roles(
+    registry: Arc<Registry>,
+    first: &actix::ArbiterHandle,
+    second: Option<&actix::ArbiterHandle>,
+) -> LocalTransport {
+    let judge = JudgeActor(Arc::new(JudgePanel(registry.clone())));
+    let rule = RuleActor(Arc::new(RuleRole(registry.clone())));
+    let user = UserActor(Arc::new(UserRole(registry.clone())));
+    let service = ServiceActor(Arc::new(ServiceRole(registry)));
+    let second = second.unwrap_or(first);
+    let user = UserActor::start_in_arbiter(first, |_| user);
+    let service = ServiceActor::start_in_arbiter(first, |_| service);
+    let judge = JudgeActor::start_in_arbiter(second, |_| judge);
+    LocalTransport {
+        user: user.clone().recipient(),
+        service: service.clone().recipient(),
+        judge: judge.clone().recipient(),
+        rule: RuleActor::start_in_arbiter(second, |_| rule).recipient(),
+        desk_agent: service.recipient(),
+        desk_customer: user.recipient(),
+        desk_judge: judge.recipient(),
+    }
+}
+
+/// Play this dialogue job, through the driver's transport or the one given.
+pub struct RunDialogue {
+    /// The job.
+    pub job: DialogueJob,
+    /// A transport for this dialogue only (the driver's own when `None`).
+    pub through: Option<Arc<dyn Transport>>,
+}
+
+impl RunDialogue {
+    /// Play `job` through the driver's transport.
+    pub fn new(job: DialogueJob) -> RunDialogue {
+        RunDialogue { job, through: None }
+    }
+}
+
+impl actix::Message for RunDialogue {
+    type Result = DialogueRecord;
+}
+
+/// The dialogue driver's actor: plays each job it is sent through its transport.
+pub struct DialogueActor {
+    /// How the driver reaches the roles.
+    pub transport: Arc<dyn Transport>,
+    /// The scenarios, for scoring.
+    pub sops: Arc<HashMap<String, Arc<Sop>>>,
+    /// The models the run's configuration declares simulated (a record is labelled by its
+    /// configuration, not by which calls happened to be made).
+    pub simulated: Arc<std::collections::BTreeSet<String>>,
+    /// The service models whose configuration sets a structured-output form that sends a
+    /// schema ([`sage_core::plan::model::ModelConfig::agent_structured_label`]), with that form.
+    pub structured:
+        Arc<std::collections::BTreeMap<String, sage_core::plan::model::StructuredOutput>>,
+}
+
+impl Actor for DialogueActor {
+    type Context = Context<Self>;
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(MAILBOX);
+    }
+}
+
+impl Handler<RunDialogue> for DialogueActor {
+    type Result = ResponseFuture<DialogueRecord>;
+    fn handle(&mut self, msg: RunDialogue, _: &mut Context<Self>) -> Self::Result {
+        let transport = msg.through.unwrap_or_else(|| self.transport.clone());
+        let sops = self.sops.clone();
+        let simulated = self.simulated.contains(&msg.job.service_model);
+        let structured = self.structured.get(&msg.job.service_model).copied();
+        let span = if sage_ports::telemetry::trace::exporting() {
+            tracing::info_span!(
+                "dialogue",
+                run = %msg.job.run_id,
+                dialogue = %msg.job.dialogue_id,
+                model = %msg.job.service_model
+            )
+        } else {
+            tracing::Span::none()
+        };
+        Box::pin(
+            async move {
+                let mut record =
+                    dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await;
+                record.structured_output = structured;
+                record
+            }
+            .instrument(span),
+        )
+    }
+}

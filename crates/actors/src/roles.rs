@@ -1,0 +1,536 @@
+//! What each role does with a request, as plain structs (the actors around them are thin):
+//! render the prompt, call the model through its endpoint, parse the answer.
+//!
+//! * An empty, unparsable or refused user or judge answer is asked again (up to
+//!   `content_attempts`), and after that is an infrastructure error for the turn: never a crash,
+//!   never silently a pass. A judge failure repeats that judge's call only.
+//! * The agent's answer is parsed once: a bad answer is the model's own format error, not retried.
+//! * A model that cannot be reached (after the endpoint's retries) is an infrastructure error,
+//!   recorded distinctly from format errors.
+
+use sage_core::prompts;
+use sage_core::protocol::parse::{extract_chat, parse_agent_output, parse_judge_output};
+use sage_core::protocol::schema;
+use sage_core::protocol::{
+    CallRecord, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply, RuleRequest,
+    ServiceOutcome, ServiceReply, ServiceRequest, UserReply, UserRequest,
+};
+use sage_core::scenario::Value;
+use sage_core::sop::{Sop, Values};
+use sage_ports::llm::sim::SimContext;
+use sage_ports::llm::{ChatMessage, ChatRequest, Endpoint, Structured};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The scenarios and model endpoints a process serves.
+pub struct Registry {
+    /// Compiled scenarios by id.
+    pub sops: HashMap<String, Arc<Sop>>,
+    /// Model endpoints by name.
+    pub endpoints: HashMap<String, Arc<Endpoint>>,
+    /// Attempts at a user or judge answer that is empty, unparsable or a refusal.
+    pub content_attempts: u32,
+    /// Keep every request's full messages in the records (large); otherwise only their hash.
+    pub record_prompts: bool,
+    /// System prompts already rendered.
+    pub prompts: PromptCache,
+    /// The support desk served (a support-desk run), if any.
+    pub desk: Option<Arc<crate::fixture::DeskFixture>>,
+}
+
+/// System prompts already rendered, by what they depend on (role, scenario, the values shown),
+/// reused across turns and dialogues. Bounded: emptied when it reaches [`PromptCache::CAPACITY`].
+#[derive(Default)]
+pub struct PromptCache {
+    map: std::sync::Mutex<HashMap<u64, Arc<str>>>,
+}
+
+impl PromptCache {
+    /// Most prompts kept.
+    pub const CAPACITY: usize = 4096;
+
+    /// The prompt for `key`, rendered with `render` the first time.
+    pub(crate) fn get_or(
+        &self,
+        key: impl std::hash::Hash,
+        render: impl FnOnce() -> String,
+    ) -> Arc<str> {
+        use std::hash::Hasher;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        let key = h.finish();
+        if let Some(p) = self.map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return p;
+        }
+        let prompt: Arc<str> = render().into();
+        if let Ok(mut m) = self.map.lock() {
+            if m.len() >= Self::CAPACITY {
+                m.clear();
+            }
+            m.insert(key, prompt.clone());
+        }
+        prompt
+    }
+}
+
+/// The (key, value) pairs of an assignment, for hashing.
+fn pairs(a: &sage_core::sop::Assignment) -> Vec<(&String, &Value)> {
+    a.iter().collect()
+}
+
+impl Registry {
+    fn sop(&self, id: &str) -> Result<&Arc<Sop>, String> {
+        self.sops
+            .get(id)
+            .ok_or_else(|| format!("scenario `{id}` is not loaded in this process"))
+    }
+
+    /// The scenario and the model endpoint a request needs.
+    fn sop_and_endpoint(
+        &self,
+        scenario: &str,
+        model: &str,
+    ) -> Result<(&Arc<Sop>, &Arc<Endpoint>), String> {
+        Ok((self.sop(scenario)?, self.endpoint(model)?))
+    }
+
+    pub(crate) fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
+        self.endpoints
+            .get(name)
+            .ok_or_else(|| format!("model `{name}` is not configured in this process"))
+    }
+}
+
+/// Records the request of a call: the full messages when prompts are recorded, else their
+/// SHA-256 (nothing for a simulated model, which plays from the job rather than the prompt).
+/// Keeping every prompt would make records grow with the square of the dialogue's length.
+pub(crate) fn with_request(
+    mut record: CallRecord,
+    messages: &[ChatMessage],
+    keep: bool,
+) -> CallRecord {
+    record.request = if keep {
+        messages
+            .iter()
+            .map(|m| (m.role.as_str().to_string(), m.content.to_string()))
+            .collect()
+    } else if record.simulated {
+        Vec::new()
+    } else {
+        let mut h = Sha256::new();
+        for m in messages {
+            h.update(m.role.as_str().as_bytes());
+            h.update([0]);
+            h.update(m.content.as_bytes());
+            h.update([0]);
+        }
+        vec![("prompt_sha256".into(), hex::encode(h.finalize()))]
+    };
+    record
+}
+
+fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> SimContext {
+    SimContext {
+        sop: sop.clone(),
+        job: job.clone(),
+        role,
+        turn,
+        judge_index: 0,
+        last_action: None,
+        agent_chat: None,
+        attempt: 0,
+    }
+}
+
+/// Asks a model until `accept` takes its answer, at most `attempts` times. Returns the accepted
+/// value, or the last reason it failed, with every call made. `ask` holds the messages, the
+/// JSON flag and the structured-output schema; each attempt gets its number and `ctx`.
+async fn ask_until<T>(
+    reg: &Registry,
+    endpoint: &Endpoint,
+    ask: ChatRequest,
+    mut ctx: SimContext,
+    attempts: u32,
+    accept: impl Fn(&str) -> Result<T, String>,
+) -> (Result<T, String>, Vec<CallRecord>) {
+    let mut calls = Vec::new();
+    let mut last = String::from("no attempt made");
+    for attempt in 0..attempts.max(1) {
+        ctx.attempt = attempt;
+        let request = ChatRequest {
+            attempt,
+            sim: Some(Arc::new(ctx.clone())),
+            ..ask.clone()
+        };
+        let called = endpoint.call(&request).await;
+        calls.push(with_request(
+            called.record,
+            &request.messages,
+            reg.record_prompts,
+        ));
+        match called.result {
+            // The endpoint already retried what is worth retrying.
+            Err(e) => return (Err(format!("{} unreachable: {e}", endpoint.name())), calls),
+            Ok(response) => match accept(&response.text) {
+                Ok(v) => {
+                    // A simulated answer that was accepted is in the record in parsed form and
+                    // is reproducible from the seed: its text is not kept twice.
+                    if let Some(record) = calls.last_mut().filter(|r| r.simulated) {
+                        record.response = None;
+                    }
+                    return (Ok(v), calls);
+                }
+                Err(why) => last = why,
+            },
+        }
+    }
+    (
+        Err(format!(
+            "{} gave no usable answer in {} attempts: {last}",
+            endpoint.name(),
+            attempts.max(1)
+        )),
+        calls,
+    )
+}
+
+/// The simulated customer's side.
+pub struct UserRole(pub Arc<Registry>);
+
+impl UserRole {
+    /// The next customer message, or the end of the dialogue.
+    pub async fn handle(&self, req: UserRequest) -> UserReply {
+        let reg = &self.0;
+        let (sop, endpoint) = match reg.sop_and_endpoint(&req.job.scenario, &req.job.user_model) {
+            Ok(found) => found,
+            Err(e) => {
+                return UserReply {
+                    message: None,
+                    calls: Vec::new(),
+                    infra_error: Some(e),
+                };
+            }
+        };
+        let job = &req.job;
+        let messages = if endpoint.is_simulated() {
+            Vec::new() // a simulated customer plays from the job, not from a prompt
+        } else {
+            let key = (
+                "user",
+                &job.scenario,
+                &job.intent,
+                &job.persona,
+                job.adversarial,
+                pairs(&job.fields),
+                pairs(&job.variables),
+            );
+            let system = reg
+                .prompts
+                .get_or(key, || prompts::user_system_prompt(sop, job));
+            prompts::user_messages(system, &req.history)
+        };
+        let mut ctx = context(sop, &req.job, Role::User, req.turn);
+        ctx.last_action = req.last_action.clone();
+        let (result, calls) = ask_until(
+            reg,
+            endpoint,
+            // The customer answers in plain text: no JSON, no schema.
+            ChatRequest {
+                messages,
+                ..ChatRequest::default()
+            },
+            ctx,
+            reg.content_attempts,
+            |text| prompts::parse_user_output(text).map_err(|e| e.to_string()),
+        )
+        .await;
+        match result {
+            Ok(message) => UserReply {
+                message,
+                calls,
+                infra_error: None,
+            },
+            Err(e) => UserReply {
+                message: None,
+                calls,
+                infra_error: Some(e),
+            },
+        }
+    }
+}
+
+/// The agent under test.
+pub struct ServiceRole(pub Arc<Registry>);
+
+impl ServiceRole {
+    /// The agent's answer to one user message: valid, a format error, or unreachable.
+    pub async fn handle(&self, req: ServiceRequest) -> ServiceReply {
+        let reg = &self.0;
+        let (sop, endpoint) = match reg.sop_and_endpoint(&req.job.scenario, &req.job.service_model)
+        {
+            Ok(found) => found,
+            Err(e) => {
+                return ServiceReply {
+                    outcome: ServiceOutcome::InfraError { error: e },
+                    raw: None,
+                    calls: Vec::new(),
+                };
+            }
+        };
+        let messages = if endpoint.is_simulated() {
+            Vec::new() // a simulated agent plays from the job, not from a prompt
+        } else {
+            // The agent sees the system information S: the variables and the intent's context.
+            let info = prompts::system_information(sop, &req.job);
+            let system = reg
+                .prompts
+                .get_or(("agent", &req.job.scenario, pairs(&info)), || {
+                    prompts::agent_system_prompt(sop, &info)
+                });
+            prompts::agent_messages(system, &req.history, &req.user_message)
+        };
+        let request = ChatRequest {
+            messages,
+            json: true,
+            attempt: 0,
+            sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
+            tools: Vec::new(),
+            desk: None,
+            // Off unless the model's configuration sets it: the paper measures format errors.
+            structured: (!endpoint.is_simulated()).then(|| Structured {
+                schema: Arc::new(schema::agent_answer_schema(sop)),
+                default_on: false,
+            }),
+        };
+        let called = endpoint.call(&request).await;
+        let mut record = with_request(called.record, &request.messages, reg.record_prompts);
+        // The answer's text is kept once, as the turn's `raw_output`.
+        record.response = None;
+        let calls = vec![record];
+        match called.result {
+            Err(e) => ServiceReply {
+                outcome: ServiceOutcome::InfraError {
+                    error: format!("{} unreachable: {e}", endpoint.name()),
+                },
+                raw: None,
+                calls,
+            },
+            Ok(response) => {
+                let truncated = response.finish_reason.as_deref() == Some("length");
+                let outcome = match parse_agent_output(sop, &response.text, truncated) {
+                    Ok(turn) => ServiceOutcome::Valid { turn },
+                    Err(error) => ServiceOutcome::FormatError {
+                        error,
+                        // What the user sees: the answer's `chat` if it can be read, else the text.
+                        chat: extract_chat(&response.text)
+                            .unwrap_or_else(|| response.text.chars().take(600).collect()),
+                    },
+                };
+                ServiceReply {
+                    outcome,
+                    raw: Some(response.text),
+                    calls,
+                }
+            }
+        }
+    }
+}
+
+/// The judge panel (1, 3 or 5 judges).
+pub struct JudgePanel(pub Arc<Registry>);
+
+/// Majority vote per field over the judgments given (ties: the first judge's value).
+pub fn consensus(judgments: &[&Judgment]) -> Option<BTreeMap<String, Value>> {
+    let first = judgments.first()?;
+    Some(
+        first
+            .classification
+            .keys()
+            .map(|field| {
+                let votes: Vec<&Value> = judgments
+                    .iter()
+                    .filter_map(|j| j.classification.get(field))
+                    .collect();
+                let best = votes
+                    .iter()
+                    .max_by_key(|v| {
+                        (
+                            votes.iter().filter(|w| w == v).count(),
+                            std::cmp::Reverse(votes.iter().position(|w| w == *v)),
+                        )
+                    })
+                    .map(|v| (*v).clone())
+                    .unwrap_or(Value::Str(String::new()));
+                (field.clone(), best)
+            })
+            .collect(),
+    )
+}
+
+impl JudgePanel {
+    /// Every judge's verdict (each retried on its own), the majority classification and the
+    /// calls made.
+    pub async fn handle(&self, req: JudgeRequest) -> JudgeReply {
+        let reg = &self.0;
+        let sop = match reg.sop(&req.job.scenario) {
+            Ok(s) => s,
+            Err(e) => {
+                return JudgeReply {
+                    judgments: vec![Err(e)],
+                    consensus: None,
+                    calls: Vec::new(),
+                };
+            }
+        };
+        // Simulated judges play from the job: the prompt is rendered only for a real one.
+        let all_simulated = req
+            .job
+            .judge_models
+            .iter()
+            .all(|n| reg.endpoint(n).is_ok_and(|e| e.is_simulated()));
+        let messages = if all_simulated {
+            Vec::new()
+        } else {
+            let info = prompts::system_information(sop, &req.job);
+            let system = reg
+                .prompts
+                .get_or(("judge", &req.job.scenario, pairs(&info)), || {
+                    prompts::judge_system_prompt(sop, &req.job)
+                });
+            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat)
+        };
+        // Structured output is on by default for judges (docs/models.md).
+        let structured = (!all_simulated).then(|| Structured {
+            schema: Arc::new(schema::judge_answer_schema(sop)),
+            default_on: true,
+        });
+        let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
+            let messages = messages.clone();
+            let mut ctx = context(sop, &req.job, Role::Judge, req.turn);
+            ctx.judge_index = i;
+            let structured = structured.clone();
+            ctx.agent_chat = Some(req.agent_chat.clone());
+            async move {
+                match reg.endpoint(name) {
+                    Err(e) => (Err(e), Vec::new()),
+                    Ok(endpoint) => {
+                        ask_until(
+                            reg,
+                            endpoint,
+                            ChatRequest {
+                                messages,
+                                json: true,
+                                structured,
+                                ..ChatRequest::default()
+                            },
+                            ctx,
+                            reg.content_attempts,
+                            |text| parse_judge_output(sop, text).map_err(|e| e.to_string()),
+                        )
+                        .await
+                    }
+                }
+            }
+        });
+        let results = futures::future::join_all(asks).await;
+        let mut calls = Vec::new();
+        let mut judgments = Vec::new();
+        for (result, c) in results {
+            calls.extend(c);
+            judgments.push(result);
+        }
+        let answered: Vec<&Judgment> = judgments.iter().filter_map(|j| j.as_ref().ok()).collect();
+        JudgeReply {
+            consensus: consensus(&answered),
+            judgments,
+            calls,
+        }
+    }
+}
+
+/// The rule engine.
+pub struct RuleRole(pub Arc<Registry>);
+
+impl RuleRole {
+    /// The reference route for a classification.
+    pub fn handle(&self, req: RuleRequest) -> RuleReply {
+        let route = self.0.sop(&req.scenario).and_then(|sop| {
+            let fields: Values = req.fields;
+            let variables: Values = req.variables;
+            sop.route(&fields, &variables).map_err(|e| e.to_string())
+        });
+        RuleReply { route }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_core::protocol::ChatScores;
+
+    fn judgment(pairs: &[(&str, &str)]) -> Judgment {
+        Judgment {
+            classification: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::Str(v.to_string())))
+                .collect(),
+            chat: ChatScores {
+                linguistic_quality: 9,
+                anthropomorphism_emotion: 9,
+                content_utility: 9,
+                user_satisfaction: 9,
+                instruction_compliance: 9,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_user_request_for_turn_zero_is_answered() {
+        // Found by fuzzing (nats_message): a request from NATS is 1-based by contract only;
+        // the simulated customer read its fact for turn 0 as `turn - 1` and overflowed.
+        let text = sage_core::scenario::bundled::BUNDLED[5].1;
+        let sop = Arc::new(sage_core::sop::from_yaml(text, "telecom_package.yaml").expect("sop"));
+        let config = sage_core::plan::RunConfig::default();
+        let job = sage_core::plan::jobs(&config, "run", std::slice::from_ref(&sop))
+            .into_iter()
+            .next()
+            .expect("a job");
+        let registry = Registry {
+            sops: [(sop.scenario().id.clone(), sop.clone())].into(),
+            endpoints: (config.models.iter())
+                .map(|m| {
+                    let endpoint = Endpoint::new(m.clone(), None).expect("a simulated model");
+                    (m.name.clone(), Arc::new(endpoint))
+                })
+                .collect(),
+            content_attempts: 1,
+            record_prompts: false,
+            prompts: Default::default(),
+            desk: None,
+        };
+        let reply = UserRole(Arc::new(registry))
+            .handle(UserRequest {
+                job: Arc::new(job),
+                turn: 0,
+                history: Arc::new(Vec::new()),
+                last_action: None,
+            })
+            .await;
+        assert!(
+            reply.message.is_some() || reply.infra_error.is_some(),
+            "{reply:?}"
+        );
+    }
+
+    #[test]
+    fn majority_vote_per_field_with_first_judge_breaking_ties() {
+        let a = judgment(&[("X", "a"), ("Y", "p")]);
+        let b = judgment(&[("X", "b"), ("Y", "q")]);
+        let c = judgment(&[("X", "b"), ("Y", "r")]);
+        let m = consensus(&[&a, &b, &c]).unwrap();
+        assert_eq!(m["X"], Value::Str("b".into()));
+        assert_eq!(m["Y"], Value::Str("p".into()));
+        assert_eq!(consensus(&[]), None);
+    }
+}

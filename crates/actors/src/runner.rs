@@ -1,0 +1,227 @@
+//! Runs a set of dialogue jobs embedded in this process: the role actors, the dialogue driver
+//! and the aggregator, with at most `concurrency` dialogues in flight. Jobs whose dialogue is
+//! already stored are skipped (resume), and so are those a cost budget keeps from starting.
+
+use super::aggregator::{Aggregator, Counts, Finished, Progress, TakeReport};
+use super::roles::Registry;
+use super::{DialogueActor, RunDialogue, start_local_roles};
+use actix::Actor;
+use futures::StreamExt;
+use sage_core::plan::RunConfig;
+use sage_core::protocol::DialogueJob;
+use sage_core::scoring::budget::BudgetFold;
+use sage_core::sop::Sop;
+use sage_ports::llm::{Endpoint, LlmError};
+use sage_ports::store::{RunDir, SageFold, StoreError};
+use sage_ports::telemetry::metrics::RunLabels;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A model endpoint could not be set up (the error names the model: no prefix, so the
+    /// message says it once).
+    #[error("{error}")]
+    Model {
+        /// The model name.
+        model: String,
+        /// Why.
+        error: LlmError,
+    },
+    /// The results could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An actor went away.
+    #[error("runtime: {0}")]
+    Runtime(String),
+}
+
+/// The model endpoints of a configuration.
+pub fn endpoints(config: &RunConfig) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    build_endpoints(&config.models, config.cache_dir.clone())
+}
+
+/// An endpoint for each of `models`, by name (responses cached under `cache_dir` when given).
+pub fn build_endpoints(
+    models: &[sage_ports::llm::ModelConfig],
+    cache_dir: Option<std::path::PathBuf>,
+) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    models
+        .iter()
+        .map(|m| {
+            Endpoint::new(m.clone(), cache_dir.clone())
+                .map(|e| (m.name.clone(), Arc::new(e)))
+                .map_err(|error| RunError::Model {
+                    model: m.name.clone(),
+                    error,
+                })
+        })
+        .collect()
+}
+
+/// Where the jobs of an embedded run come from: a list, or a lazy [`sage_core::plan::Plan`].
+pub trait JobSource {
+    /// Every job, in the order to play them.
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_>;
+    /// Jobs in all.
+    fn count(&self) -> usize;
+}
+
+impl JobSource for Vec<DialogueJob> {
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        Box::new(self.iter().cloned())
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl JobSource for sage_core::plan::Plan<'_> {
+    fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        Box::new(sage_core::plan::Plan::jobs(self))
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// What an embedded run did: the aggregator's counts for this session, and the run's report
+/// folded from every record (those stored before a resume included).
+pub struct Embedded {
+    /// Counts of this session.
+    pub counts: Counts,
+    /// The report of the whole run so far: write it with [`SageFold::write`].
+    pub report: SageFold,
+}
+
+/// Plays every job not yet stored in `run_dir` and stores its record, folding every record
+/// (those already stored, read once, and the new ones as they are written) into the run's
+/// report. The jobs are made one at a time and at most `concurrency` dialogues are in memory,
+/// so the run's memory does not grow with its size. Must run inside an actix `System`.
+///
+/// Cost budgets (`max_cost_usd` of the run and of each model under test): a job starts only
+/// while neither the run's stored dialogues (those stored before a resume included) nor those
+/// of its agent under test have cost their budget; the others are left unplayed (the summary's
+/// `budget` counts them) for a resume with a higher budget. Dialogues in flight when a budget
+/// is reached finish and are stored, so the spending can overshoot by at most
+/// `concurrency` dialogues.
+pub async fn run_embedded(
+    config: &RunConfig,
+    sops: &[Arc<Sop>],
+    jobs: &(impl JobSource + ?Sized),
+    run_dir: &RunDir,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<Embedded, RunError> {
+    let mut report = SageFold::for_run(config, jobs.count(), run_dir, sops);
+    let mut budget = BudgetFold::new(config);
+    // Records already stored are kept, once checked to be of these jobs (read once).
+    let mut stored = None;
+    if run_dir.path().join("dialogues.jsonl").exists() {
+        let run_id = jobs.jobs().next().map(|j| j.run_id).unwrap_or_default();
+        let mut set = sage_core::plan::JobSet::of(jobs.jobs(), |j| &j.dialogue_id);
+        run_dir.resume_records(
+            "dialogues.jsonl",
+            &mut set,
+            &run_id,
+            |at, r: sage_core::protocol::DialogueRecord| {
+                if report.add(&r, at) {
+                    budget.add(&r);
+                }
+            },
+        )?;
+        stored = Some(set);
+    }
+    let done = stored.as_ref().map_or(0, |s| s.done());
+    // Read when the next job is asked for: after every record finished so far was added.
+    let budget = std::cell::RefCell::new(budget);
+    let todo = jobs
+        .jobs()
+        .filter(|j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)))
+        .filter(|j| budget.borrow().admits(&j.service_model));
+    if let Some(p) = &progress {
+        p.set_length(jobs.count() as u64);
+        p.set_position(done as u64);
+    }
+    let sops: HashMap<String, Arc<Sop>> = sops
+        .iter()
+        .map(|s| (s.scenario().id.clone(), s.clone()))
+        .collect();
+    sage_ports::telemetry::metrics().driving(&RunLabels::sage(config, sops.keys()));
+    let registry = Arc::new(Registry {
+        sops: sops.clone(),
+        endpoints: endpoints(config)?,
+        content_attempts: config.content_attempts,
+        record_prompts: config.record_prompts,
+        prompts: Default::default(),
+        desk: None,
+    });
+    // A second thread for the busiest role (the judge panel) and the rule engine when there is a
+    // second core.
+    let second =
+        (std::thread::available_parallelism().map_or(1, |n| n.get()) > 1).then(actix::Arbiter::new);
+    let transport = Arc::new(start_local_roles(
+        registry,
+        &actix::Arbiter::current(),
+        second.as_ref().map(|a| a.handle()).as_ref(),
+    ));
+    let driver = DialogueActor {
+        transport,
+        sops: Arc::new(sops),
+        simulated: Arc::new(
+            sage_ports::store::simulated_models(&config.models)
+                .into_iter()
+                .collect(),
+        ),
+        structured: Arc::new(sage_core::plan::model::structured_agents(&config.models)),
+    }
+    .start();
+    let aggregator = Aggregator::new(run_dir.writer()?, report, progress.clone());
+    // On this thread: the records are built here, so they are also freed here.
+    let aggregator = aggregator.start();
+    // Finished records go to the aggregator through a bounded channel, so the loop below keeps
+    // starting dialogues while the aggregator writes (awaiting each write would let the number
+    // in flight dip every time one finishes).
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<sage_core::protocol::DialogueRecord>(super::MAILBOX);
+    let writer = {
+        let aggregator = aggregator.clone();
+        actix::spawn(async move {
+            while let Some(record) = rx.recv().await {
+                aggregator
+                    .send(Finished(record))
+                    .await
+                    .map_err(|e| RunError::Runtime(e.to_string()))??;
+            }
+            Ok::<(), RunError>(())
+        })
+    };
+    let mut finished = futures::stream::iter(todo)
+        .map(|job| driver.send(RunDialogue::new(job)))
+        .buffer_unordered(config.concurrency.max(1));
+    while let Some(record) = finished.next().await {
+        let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
+        budget.borrow_mut().add(&record);
+        if tx.send(record).await.is_err() {
+            break; // the writer stopped on an error, reported below
+        }
+    }
+    drop(tx);
+    writer
+        .await
+        .map_err(|e| RunError::Runtime(e.to_string()))??;
+    if let Some(p) = &progress {
+        p.finish_and_clear();
+    }
+    let gone = |e: actix::MailboxError| RunError::Runtime(e.to_string());
+    let counts = aggregator.send(Progress).await.map_err(gone)?;
+    let report = aggregator
+        .send(TakeReport)
+        .await
+        .map_err(gone)?
+        .ok_or_else(|| RunError::Runtime("the run's report was taken twice".into()))?;
+    if let Some(arbiter) = second {
+        arbiter.stop();
+    }
+    Ok(Embedded { counts, report })
+}

@@ -1,0 +1,377 @@
+//! The comparison as a page (`--html`), built with maud (every value escaped): the pairing
+//! warning, the per-model differences (a forest plot and a table, each model's noise floor
+//! shown), the tested groups, the exploratory ones apart, and the flipped dialogues, each of
+//! which opens both runs' transcripts side by side. No script: `<details>` does the opening.
+//! The DOM contract is in docs/report.md ("Compare").
+
+use super::text::{delta_text, p_text, q_text};
+use super::{Change, Comparison, FlipKind, FlipTranscripts, Links, Row, Verdict, dialogue_href};
+use super::{FLIPS_LISTED, FLIPS_SHOWN};
+use crate::charts::raw;
+use crate::page::{Page, Section};
+use maud::{Markup, html};
+
+/// The style of the comparison: the warning box, rows marked by verdict, the forest plot, the
+/// flips and their side-by-side transcripts.
+const COMPARE_CSS: &str = "\
+.warning{border:2px solid var(--bad);background:color-mix(in srgb,var(--bad) 12%,var(--bg));color:var(--fg);padding:10px 14px;border-radius:6px;margin:14px 0;font-size:15px}\
+.warning strong{color:var(--bad)}\
+tr.regression td:first-child{box-shadow:inset 3px 0 var(--bad)}\
+tr.improvement td:first-child{box-shadow:inset 3px 0 var(--good)}\
+td.verdict{font-size:12px}\
+svg.forest{font-size:12px}\
+svg.forest .noise-floor{fill:var(--line);opacity:.75}\
+svg.forest .zero{stroke:var(--fg);stroke-dasharray:4 3}\
+svg.forest .whisker{stroke:var(--fg);stroke-width:1.5}\
+svg.forest .grid{stroke:var(--line)}\
+svg.forest circle.mark{fill:var(--muted)}\
+svg.forest circle.mark.regression{fill:var(--bad)}\
+svg.forest circle.mark.improvement{fill:var(--good)}\
+details.flip{border-bottom:1px solid var(--line)}\
+details.flip>summary{cursor:pointer;padding:4px 2px;display:flex;flex-wrap:wrap;gap:4px 14px;align-items:baseline}\
+details.flip>summary::before{content:'▸';color:var(--muted)}\
+details.flip[open]>summary::before{content:'▾'}\
+details.flip[open]>summary{background:var(--panel)}\
+table.side-by-side{border-collapse:collapse;width:100%;table-layout:fixed;margin:6px 0 14px;font-size:13px}\
+table.side-by-side th,table.side-by-side td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}\
+table.side-by-side th.num,table.side-by-side td.num{width:48px;text-align:right}\
+table.side-by-side th{background:var(--panel)}\
+table.side-by-side p{margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere}\
+.turn.differs{border-left:3px solid var(--bad);padding-left:6px}\
+code.diff{color:var(--bad);font-weight:600}\
+span.ending{font-weight:normal;color:var(--muted);font-size:12px}";
+
+impl Comparison {
+    /// The `compare` section.
+    pub fn section(&self, links: &Links, transcripts: &FlipTranscripts) -> Section {
+        let groups: Vec<&Row> = self.groups().collect();
+        let tested: Vec<&Row> = groups.iter().copied().filter(|r| r.tested()).collect();
+        let exploratory: Vec<&Row> = groups.iter().copied().filter(|r| !r.tested()).collect();
+        let count = |v: Verdict| tested.iter().filter(|r| r.verdict == v).count();
+        let html = html! {
+            @if let Some(warning) = self.pairing_warning() {
+                div.warning #pairing role="alert" {
+                    strong { "Few dialogues pair. " } (sentence(&warning))
+                }
+            }
+            p { (self.header()) }
+            p.note #compare-method { (self.method_text()) }
+            @for note in &self.notes {
+                p.note.warn { (note) }
+            }
+            h3 { "Per model" }
+            (forest(&self.models().collect::<Vec<_>>()))
+            p.note {
+                "Dot: ΔOverall; whisker: its 95% paired bootstrap interval; shaded band: the model's "
+                "noise floor (± half the interval's width), the smallest difference this pair of runs "
+                "can tell from noise."
+            }
+            table #compare-models .data {
+                thead {
+                    tr {
+                        th { "Model" } th { "Verdict" } th.num { "Paired" }
+                        th.num { "OA baseline" } th.num { "OA current" } th.num { "ΔOA" }
+                        th.num { "95% CI" } th.num { "Noise floor" } th.num { "q" }
+                        th.num { "ΔLogic" } th.num { "ΔChat" }
+                    }
+                }
+                tbody {
+                    @for r in self.models() {
+                        tr class=(r.verdict.name()) data-model=(r.model) data-verdict=(r.verdict.name())
+                            data-delta=(raw(r.overall.difference.delta))
+                            data-ci-low=(raw(r.overall.difference.ci_low))
+                            data-ci-high=(raw(r.overall.difference.ci_high))
+                            data-noise-floor=(raw(r.noise_floor()))
+                            data-q=(r.q.map_or_else(String::new, raw)) {
+                            td { (r.model) }
+                            (verdict_cell(r))
+                            td.num data-value=(r.dialogues) { (r.dialogues) }
+                            (overall_cells(r))
+                            td.num data-metric="noise_floor" data-value=(raw(r.noise_floor())) {
+                                (format!("±{:.2}", r.noise_floor()))
+                            }
+                            td.num data-metric="q" { (q_text(r)) }
+                            (change_cell("logic", r.logic.as_ref()))
+                            (change_cell("chat", r.chat.as_ref()))
+                        }
+                    }
+                }
+            }
+            h3 { "Groups" }
+            p {
+                (format!(
+                    "Model x scenario, adversarial level and target route. {} tested (at least {} paired cases): {} regression, {} improvement, {} unchanged.",
+                    tested.len(),
+                    self.method.min_paired,
+                    count(Verdict::Regression),
+                    count(Verdict::Improvement),
+                    count(Verdict::Unchanged),
+                ))
+            }
+            @if tested.is_empty() {
+                p.note { (format!("No group other than the models has {} paired cases.", self.method.min_paired)) }
+            } @else {
+                (group_table("compare-table", &tested, true))
+            }
+            details #exploratory {
+                summary {
+                    (format!(
+                        "{} exploratory groups (fewer than {} paired cases): shown with their interval, no verdict, not in the false-discovery-rate family",
+                        exploratory.len(),
+                        self.method.min_paired
+                    ))
+                }
+                (group_table("compare-exploratory", &exploratory, false))
+            }
+            (self.flips_html(links, transcripts))
+        };
+        Section::new("compare", "Compare", html)
+    }
+
+    /// The flipped dialogues: `div#compare-flips`, one `details.flip` each.
+    fn flips_html(&self, links: &Links, transcripts: &FlipTranscripts) -> Markup {
+        let down = self.flips_of(FlipKind::PassToFail).count();
+        let up = self.flips_of(FlipKind::FailToPass).count();
+        let listed = &self.flips[..self.flips.len().min(FLIPS_LISTED)];
+        html! {
+            h3 { "Dialogues that flipped" }
+            @if self.flips.is_empty() {
+                p { "A dialogue passes when it reaches its target action. No paired dialogue went from pass to fail or back." }
+            } @else {
+            p {
+                (format!(
+                    "A dialogue passes when it reaches its target action. {down} went from pass to fail, {up} from fail to pass. Click one to open both transcripts side by side (baseline left, current right); the page holds the transcripts of the first {} (pass to fail first, then by id){}.",
+                    FLIPS_SHOWN.min(self.flips.len()),
+                    if self.flips.len() > FLIPS_LISTED {
+                        format!(" and lists the first {FLIPS_LISTED} of {} (--format json lists them all)", self.flips.len())
+                    } else {
+                        String::new()
+                    }
+                ))
+            }
+            div #compare-flips {
+                @for f in listed {
+                    details.flip data-dialogue=(f.dialogue_id) data-flip=(f.kind.name()) {
+                        summary {
+                            code { (f.dialogue_id) }
+                            span { (f.model) }
+                            span { (f.scenario) }
+                            span class=(match f.kind { FlipKind::PassToFail => "bad", FlipKind::FailToPass => "good" }) {
+                                (f.kind.name())
+                            }
+                            span.muted { "baseline " (f.baseline_end.name()) " → current " (f.current_end.name()) }
+                            span {
+                                a.baseline href=(dialogue_href(&links.baseline, &f.dialogue_id)) { "baseline report" }
+                                " · "
+                                a.current href=(dialogue_href(&links.current, &f.dialogue_id)) { "current report" }
+                            }
+                        }
+                        @if let Some(view) = transcripts.get(&f.dialogue_id) {
+                            (view)
+                        } @else {
+                            p.note {
+                                "Transcripts not embedded (the page holds the first "
+                                (FLIPS_SHOWN) "): open them in each run's report."
+                            }
+                        }
+                    }
+                }
+            }
+            }
+        }
+    }
+
+    /// The comparison as a whole page (one `compare` section).
+    pub fn page(&self, links: &Links, transcripts: &FlipTranscripts) -> Page {
+        Page {
+            title: format!(
+                "SAGE-RS comparison: {} against {}",
+                self.current, self.baseline
+            ),
+            sections: vec![self.section(links, transcripts)],
+            styles: vec![COMPARE_CSS.to_string()],
+            scripts: Vec::new(),
+        }
+    }
+}
+
+/// `text` with its first letter in capitals.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// The verdict cell.
+fn verdict_cell(r: &Row) -> Markup {
+    let tone = match r.verdict {
+        Verdict::Regression => "verdict bad",
+        Verdict::Improvement => "verdict good",
+        _ => "verdict",
+    };
+    html! { td class=(tone) { (r.verdict.name()) } }
+}
+
+/// OA baseline, OA current, ΔOA and its interval.
+fn overall_cells(r: &Row) -> Markup {
+    let d = &r.overall.difference;
+    html! {
+        td.num data-metric="overall_baseline" data-value=(raw(r.overall.baseline)) { (format!("{:.2}", r.overall.baseline)) }
+        td.num data-metric="overall_current" data-value=(raw(r.overall.current)) { (format!("{:.2}", r.overall.current)) }
+        td.num data-metric="overall" data-value=(raw(d.delta)) { (format!("{:+.2}", d.delta)) }
+        td.num.ci { (format!("[{:+.1}, {:+.1}]", d.ci_low, d.ci_high)) }
+    }
+}
+
+/// A ΔLogic or ΔChat cell.
+fn change_cell(metric: &str, c: Option<&Change>) -> Markup {
+    match c {
+        Some(c) => html! {
+            td.num data-metric=(metric) data-value=(raw(c.difference.delta)) { (delta_text(&c.difference)) }
+        },
+        None => html! { td.num { "-" } },
+    }
+}
+
+/// A table of groups (`tested`: with their verdict and q).
+fn group_table(id: &str, rows: &[&Row], tested: bool) -> Markup {
+    html! {
+        table.data id=(id) {
+            thead {
+                tr {
+                    th { "Model" } th { "Group" }
+                    @if tested { th { "Verdict" } }
+                    th.num { "Paired" } th.num { "OA baseline" } th.num { "OA current" }
+                    th.num { "ΔOA" } th.num { "95% CI" } th.num { "p" }
+                    @if tested { th.num { "q" } }
+                    th.num { "ΔLogic" } th.num { "ΔChat" }
+                }
+            }
+            tbody {
+                @for r in rows {
+                    tr class=(r.verdict.name()) data-model=(r.model) data-group=(r.group.key())
+                        data-verdict=(r.verdict.name())
+                        data-delta=(raw(r.overall.difference.delta))
+                        data-ci-low=(raw(r.overall.difference.ci_low))
+                        data-ci-high=(raw(r.overall.difference.ci_high))
+                        data-p=(raw(r.p))
+                        data-q=(r.q.map_or_else(String::new, raw))
+                        data-paired=(r.dialogues) {
+                        td { (r.model) }
+                        td { (r.group.label()) }
+                        @if tested { (verdict_cell(r)) }
+                        td.num data-value=(r.dialogues) { (r.dialogues) }
+                        (overall_cells(r))
+                        td.num data-metric="p" data-value=(raw(r.p)) { (p_text(r.p)) }
+                        @if tested { td.num data-metric="q" { (q_text(r)) } }
+                        (change_cell("logic", r.logic.as_ref()))
+                        (change_cell("chat", r.chat.as_ref()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The forest plot's geometry: label column, plot, value column (SVG units).
+const LABEL_W: f64 = 170.0;
+const PLOT_W: f64 = 400.0;
+const VALUE_W: f64 = 290.0;
+const ROW_H: f64 = 30.0;
+const TOP: f64 = 8.0;
+const AXIS_H: f64 = 46.0;
+
+/// A tick step that puts at most four ticks on each side of 0 up to `extent`.
+fn tick_step(extent: f64) -> f64 {
+    const STEPS: [f64; 12] = [
+        0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 2.5, 5.0, 10.0, 20.0, 25.0, 50.0,
+    ];
+    STEPS
+        .into_iter()
+        .find(|s| extent / s <= 4.0)
+        .unwrap_or(50.0)
+}
+
+/// `svg.chart.forest#compare-forest`: per model a `g.forest-row` (its `data-*` the unrounded
+/// numbers) with its noise-floor band `rect.noise-floor`, the interval `line.whisker` and the
+/// difference `circle.mark`; a dashed line at 0, a symmetric axis with its title and unit.
+fn forest(rows: &[&Row]) -> Markup {
+    let reach = rows
+        .iter()
+        .flat_map(|r| {
+            let d = r.overall.difference;
+            [
+                d.ci_low.abs(),
+                d.ci_high.abs(),
+                d.delta.abs(),
+                r.noise_floor(),
+            ]
+        })
+        .filter(|x| x.is_finite())
+        .fold(0.5_f64, f64::max);
+    let step = tick_step(reach * 1.05);
+    let extent = (reach * 1.05 / step).ceil() * step;
+    let x = |v: f64| LABEL_W + (v.clamp(-extent, extent) + extent) / (2.0 * extent) * PLOT_W;
+    let bottom = TOP + ROW_H * rows.len() as f64;
+    let height = bottom + AXIS_H;
+    let width = LABEL_W + PLOT_W + VALUE_W;
+    let ticks = (extent / step).round() as i64;
+    let f = |v: f64| format!("{v:.1}");
+    html! {
+        svg.chart.forest #compare-forest data-chart="forest" viewBox=(format!("0 0 {width} {height}"))
+            width=(width) height=(height) role="img" aria-label="ΔOverall per model with its 95% interval and noise floor" {
+            @for i in -ticks..=ticks {
+                @let v = i as f64 * step;
+                line.grid x1=(f(x(v))) y1=(f(TOP)) x2=(f(x(v))) y2=(f(bottom)) {}
+                text x=(f(x(v))) y=(f(bottom + 14.0)) text-anchor="middle" {
+                    (format!("{}{}", if v > 0.0 { "+" } else { "" }, crate::charts::num(v)))
+                }
+            }
+            @for (i, r) in rows.iter().enumerate() {
+                @let d = r.overall.difference;
+                @let y = TOP + ROW_H * (i as f64 + 0.5);
+                @let floor = r.noise_floor();
+                g.forest-row data-model=(r.model) data-verdict=(r.verdict.name())
+                    data-delta=(raw(d.delta)) data-ci-low=(raw(d.ci_low)) data-ci-high=(raw(d.ci_high))
+                    data-noise-floor=(raw(floor)) {
+                    title {
+                        (format!(
+                            "{}: ΔOverall {:+.2}, 95% CI [{:+.2}, {:+.2}], noise floor ±{:.2}, {} paired dialogues, q {} ({})",
+                            r.model, d.delta, d.ci_low, d.ci_high, floor, r.dialogues, q_text(r), r.verdict.name()
+                        ))
+                    }
+                    rect.noise-floor x=(f(x(-floor))) y=(f(y - ROW_H / 2.0 + 3.0))
+                        width=(f(x(floor) - x(-floor))) height=(f(ROW_H - 6.0)) {}
+                    text x=(f(LABEL_W - 8.0)) y=(f(y + 4.0)) text-anchor="end" { (r.model) }
+                    line.whisker x1=(f(x(d.ci_low))) y1=(f(y)) x2=(f(x(d.ci_high))) y2=(f(y)) {}
+                    line.whisker x1=(f(x(d.ci_low))) y1=(f(y - 5.0)) x2=(f(x(d.ci_low))) y2=(f(y + 5.0)) {}
+                    line.whisker x1=(f(x(d.ci_high))) y1=(f(y - 5.0)) x2=(f(x(d.ci_high))) y2=(f(y + 5.0)) {}
+                    circle class=(format!("mark {}", r.verdict.name())) cx=(f(x(d.delta))) cy=(f(y)) r="5"
+                        data-model=(r.model) data-series="overall" data-value=(raw(d.delta)) {}
+                    text x=(f(LABEL_W + PLOT_W + 10.0)) y=(f(y + 4.0)) {
+                        (format!("{} · ±{:.2} · {}", delta_text(&d), floor, r.verdict.name()))
+                    }
+                }
+            }
+            line.zero x1=(f(x(0.0))) y1=(f(TOP - 4.0)) x2=(f(x(0.0))) y2=(f(bottom + 2.0)) {}
+            text.axis-title x=(f(LABEL_W + PLOT_W / 2.0)) y=(f(bottom + 36.0)) text-anchor="middle" {
+                "ΔOverall (current − baseline), points 0-100"
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_few() {
+        assert_eq!(tick_step(0.6), 0.2);
+        assert_eq!(tick_step(3.0), 1.0);
+        assert_eq!(tick_step(9.0), 2.5);
+        assert_eq!(tick_step(30.0), 10.0);
+        assert_eq!(tick_step(400.0), 50.0);
+    }
+}

@@ -1,0 +1,976 @@
+//! Two runs compared: `sage report A --compare B` (B the baseline). Per model present in both,
+//! and per model x scenario, adversarial level and target route, the difference in mean Overall
+//! (and Logic, Chat) between the runs over the dialogues both hold (the same dialogue id and the
+//! same case), with a paired cluster-bootstrap interval and a two-sided bootstrap p-value; the
+//! groups with enough paired cases ([`MIN_PAIRED`]) form one family whose p-values are adjusted
+//! for the false discovery rate (Benjamini-Hochberg q-values), and a group is a regression or an
+//! improvement only when its q is below [`ALPHA`]; smaller groups are exploratory (no verdict).
+//! Then the dialogues that went from passing (reaching the target action) to failing, and back.
+//!
+//! Pure and streaming: the baseline's records are folded first ([`CompareFold::add_baseline`]),
+//! keeping about a hundred bytes per dialogue (its case's fingerprint, its score sums, whether
+//! it passed), then the current run's ([`CompareFold::add_current`]), each paired with its
+//! baseline at once; [`CompareFold::finish`] draws the intervals one model at a time, a bounded
+//! number of groups at once ([`BOOTSTRAP_BYTES`]). Each case weighs the same in a resample on
+//! both sides (its Poisson weights come from its id), which is what makes the interval paired;
+//! the repeats of a case weigh together (the case is the bootstrap's cluster).
+//!
+//! The renderings are in the submodules: [`text`] (the terminal), [`html`] (the page: forest
+//! plot, tables, flips side by side, [`flips`]), [`json`] (`--format json`).
+
+pub mod flips;
+pub mod html;
+pub mod json;
+pub mod text;
+
+pub use super::encode_uri_component;
+pub use flips::FlipTranscripts;
+
+use indexmap::IndexSet;
+use sage_core::plan::derive_seed;
+use sage_core::protocol::{DialogueEnd, DialogueRecord};
+use sage_core::scenario::Adversarial;
+use sage_core::scoring::stats::{
+    Bootstrap, Cluster, Difference, RatioFold, benjamini_hochberg, poisson_weights,
+};
+use sage_core::scoring::summary::{case_key, counted_scores, reached_target, route_key};
+use std::collections::{BTreeMap, HashMap};
+
+/// Paired cases (the bootstrap's clusters; paired dialogues when a run has no repeats) a group
+/// needs to be tested. Smaller groups are exploratory: shown with their interval, never called
+/// a regression or an improvement, and left out of the false-discovery-rate family
+/// (docs/report.md, "Compare", says why 30).
+pub const MIN_PAIRED: usize = 30;
+
+/// The false discovery rate the verdicts control (Benjamini-Hochberg q below it).
+pub const ALPHA: f64 = 0.05;
+
+/// Fewest bootstrap resamples a comparison draws.
+pub const MIN_RESAMPLES: usize = 2_000;
+
+/// Most bootstrap resamples a comparison draws (the time it takes grows with them).
+pub const MAX_RESAMPLES: usize = 20_000;
+
+/// Bytes of bootstrap sums held at once while the intervals are drawn: the groups of a model are
+/// folded a batch at a time so that their sums (8 per resample) stay under this.
+pub const BOOTSTRAP_BYTES: usize = 32 << 20;
+
+/// The resamples for a family of `tested` groups: enough that the smallest p-value the test can
+/// give, `2 / (B + 1)`, passes Benjamini-Hochberg's first threshold `ALPHA / tested` (so one
+/// group far from 0 can be found among all of them): `2 · tested / ALPHA` rounded up to a
+/// thousand, within [`MIN_RESAMPLES`] and [`MAX_RESAMPLES`] (above 500 tested groups a lone
+/// difference can no longer pass; several can).
+pub fn resamples_for(tested: usize) -> usize {
+    let needed = (2.0 * tested as f64 / ALPHA).ceil() as usize;
+    needed
+        .div_ceil(1000)
+        .saturating_mul(1000)
+        .clamp(MIN_RESAMPLES, MAX_RESAMPLES)
+}
+
+/// Why two runs cannot be compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareError {
+    /// No scenario in common.
+    #[error(
+        "runs `{current}` and `{baseline}` share no scenario (`{current}`: {current_scenarios}; `{baseline}`: {baseline_scenarios}); compare two runs of the same scenarios"
+    )]
+    NoSharedScenario {
+        /// The current run's id.
+        current: String,
+        /// The baseline's id.
+        baseline: String,
+        /// The current run's scenarios, listed.
+        current_scenarios: String,
+        /// The baseline's scenarios, listed.
+        baseline_scenarios: String,
+    },
+    /// No dialogue in common.
+    #[error(
+        "runs `{current}` and `{baseline}` share no dialogue: none of the {current_dialogues} dialogues of `{current}` is among the {baseline_dialogues} of `{baseline}` with the same id and case ({mismatched} ids are in both with a different case: another seed?); compare runs of the same scenarios, cases and models"
+    )]
+    NoSharedDialogue {
+        /// The current run's id.
+        current: String,
+        /// The baseline's id.
+        baseline: String,
+        /// Dialogues of the current run.
+        current_dialogues: usize,
+        /// Dialogues of the baseline.
+        baseline_dialogues: usize,
+        /// Ids in both runs whose cases differ.
+        mismatched: usize,
+    },
+}
+
+/// One run as the comparison names it: its id, its seed and its scenarios with their content
+/// hashes (from its manifest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The run id.
+    pub id: String,
+    /// The run seed (it draws the cases: two seeds, two sets of cases).
+    pub seed: u64,
+    /// Scenario ids with the SHA-256 of their YAML.
+    pub scenarios: Vec<(String, String)>,
+}
+
+/// A group of a model's dialogues.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    /// All of them.
+    All,
+    /// Those of one scenario.
+    Scenario(String),
+    /// Those of one adversarial level.
+    Adversarial(Adversarial),
+    /// Those of one target route of one scenario (the route as [`route_key`] writes it).
+    Route {
+        /// The scenario.
+        scenario: String,
+        /// The route.
+        route: String,
+    },
+}
+
+impl Group {
+    /// The group as `data-group` holds it: `all`, `scenario:ID`, `adversarial:LEVEL` or
+    /// `route:SCENARIO:ROUTE`.
+    pub fn key(&self) -> String {
+        match self {
+            Group::All => "all".into(),
+            Group::Scenario(s) => format!("scenario:{s}"),
+            Group::Adversarial(level) => format!("adversarial:{level}"),
+            Group::Route { scenario, route } => format!("route:{scenario}:{route}"),
+        }
+    }
+
+    /// The group for people: `all`, `scenario ID`, `adversarial LEVEL`, `route SCENARIO: ROUTE`.
+    pub fn label(&self) -> String {
+        match self {
+            Group::All => "all".into(),
+            Group::Scenario(s) => format!("scenario {s}"),
+            Group::Adversarial(level) => format!("adversarial {level}"),
+            Group::Route { scenario, route } => format!("route {scenario}: {route}"),
+        }
+    }
+
+    /// `all`, `scenario`, `adversarial` or `route`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Group::All => "all",
+            Group::Scenario(_) => "scenario",
+            Group::Adversarial(_) => "adversarial",
+            Group::Route { .. } => "route",
+        }
+    }
+}
+
+/// What the comparison says of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// A tested group whose Overall difference is below 0: q < [`ALPHA`] and its interval
+    /// entirely below 0.
+    Regression,
+    /// A tested group whose Overall difference is above 0 (q < [`ALPHA`], interval above 0).
+    Improvement,
+    /// A tested group with no difference the comparison can tell from noise.
+    Unchanged,
+    /// A group of fewer than [`MIN_PAIRED`] paired cases: shown, not tested.
+    Exploratory,
+}
+
+impl Verdict {
+    /// `regression`, `improvement`, `unchanged` or `exploratory` (the row's class in the HTML,
+    /// `verdict` in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Regression => "regression",
+            Verdict::Improvement => "improvement",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Exploratory => "exploratory",
+        }
+    }
+}
+
+/// One metric in both runs and their paired difference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Change {
+    /// The current run's mean over the shared dialogues, 0-100.
+    pub current: f64,
+    /// The baseline's mean over the same dialogues, 0-100.
+    pub baseline: f64,
+    /// Current minus baseline, with its paired bootstrap interval.
+    pub difference: Difference,
+}
+
+/// One row of the comparison: a group of one model's shared dialogues.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The model under test.
+    pub model: String,
+    /// The group.
+    pub group: Group,
+    /// Paired dialogues in the group.
+    pub dialogues: usize,
+    /// Paired cases in the group (the bootstrap's clusters: a case's repeats count once).
+    pub cases: usize,
+    /// Regression, improvement, unchanged or exploratory (decided on Overall).
+    pub verdict: Verdict,
+    /// Overall (mean over every scored turn, as in the leaderboard).
+    pub overall: Change,
+    /// Logic.
+    pub logic: Option<Change>,
+    /// Chat.
+    pub chat: Option<Change>,
+    /// The two-sided bootstrap p-value of the Overall difference (unadjusted).
+    pub p: f64,
+    /// Its Benjamini-Hochberg q-value in the family of tested groups; `None` for an
+    /// exploratory group (not in the family).
+    pub q: Option<f64>,
+}
+
+impl Row {
+    /// The noise floor of the group: half the width of its ΔOverall interval, about the
+    /// smallest |Δ| this pair of runs would call significant at 95% in it (before the false
+    /// discovery rate correction).
+    pub fn noise_floor(&self) -> f64 {
+        let d = &self.overall.difference;
+        (d.ci_high - d.ci_low) / 2.0
+    }
+
+    /// Whether the group is in the tested family (enough paired cases).
+    pub fn tested(&self) -> bool {
+        self.q.is_some()
+    }
+}
+
+/// Which way a dialogue flipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FlipKind {
+    /// It reached the target action in the baseline and not in the current run.
+    PassToFail,
+    /// The other way.
+    FailToPass,
+}
+
+impl FlipKind {
+    /// `pass-to-fail` or `fail-to-pass` (`data-flip` in the HTML).
+    pub fn name(self) -> &'static str {
+        match self {
+            FlipKind::PassToFail => "pass-to-fail",
+            FlipKind::FailToPass => "fail-to-pass",
+        }
+    }
+}
+
+/// A shared dialogue that passed in one run and failed in the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flip {
+    /// Its id (the same in both runs).
+    pub dialogue_id: String,
+    /// The model under test.
+    pub model: String,
+    /// The scenario.
+    pub scenario: String,
+    /// Which way.
+    pub kind: FlipKind,
+    /// How it ended in the current run.
+    pub current_end: DialogueEnd,
+    /// How it ended in the baseline.
+    pub baseline_end: DialogueEnd,
+    /// Where the current run's record is in its dialogues.jsonl (the byte its line starts at),
+    /// when the caller said ([`CompareFold::add_current_at`]): to read it again for the page.
+    pub current_at: Option<u64>,
+    /// Where the baseline's record is, likewise.
+    pub baseline_at: Option<u64>,
+}
+
+/// How the comparison tested its groups.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Method {
+    /// The paired bootstrap (resamples as drawn: [`resamples_for`] the tested groups).
+    pub bootstrap: Bootstrap,
+    /// The false discovery rate controlled ([`ALPHA`]).
+    pub alpha: f64,
+    /// Paired cases a group needs to be tested ([`MIN_PAIRED`]).
+    pub min_paired: usize,
+    /// Groups tested (the Benjamini-Hochberg family).
+    pub tested: usize,
+}
+
+impl Method {
+    /// The smallest p-value the test can give: `2 / (B + 1)`.
+    pub fn smallest_p(&self) -> f64 {
+        2.0 / (self.bootstrap.resamples as f64 + 1.0)
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The current run's id.
+    pub current: String,
+    /// The baseline's id.
+    pub baseline: String,
+    /// The current run's seed.
+    pub current_seed: u64,
+    /// The baseline's seed.
+    pub baseline_seed: u64,
+    /// Dialogues of the current run (first records of each id and later ones alike).
+    pub current_dialogues: usize,
+    /// Dialogues of the baseline.
+    pub baseline_dialogues: usize,
+    /// How the groups were tested.
+    pub method: Method,
+    /// Dialogues in both runs (same id, same case).
+    pub shared: usize,
+    /// Dialogues of the current run not in the baseline.
+    pub only_current: usize,
+    /// Dialogues of the baseline not in the current run.
+    pub only_baseline: usize,
+    /// Ids in both runs whose cases differ (left out).
+    pub mismatched: usize,
+    /// What else to know (scenarios in one run only, scenarios whose text changed).
+    pub notes: Vec<String>,
+    /// Every group: the tested ones first, regressions (worst first), improvements (best
+    /// first), then the unchanged; then the exploratory; the last two by model and group.
+    pub rows: Vec<Row>,
+    /// Pass to fail first, then fail to pass, each by dialogue id.
+    pub flips: Vec<Flip>,
+}
+
+/// What is kept of a baseline dialogue until its current counterpart comes.
+#[derive(Debug, Clone)]
+struct Baseline {
+    case: u64,
+    scores: Cluster<3, 1>,
+    pass: bool,
+    end: DialogueEnd,
+    at: Option<u64>,
+}
+
+/// A shared case of one model: its groups (as indexes) and both runs' score sums over its
+/// paired dialogues (one per repeat).
+#[derive(Debug, Clone)]
+struct Pair {
+    /// The case's key (the dialogue id without its repeat): the bootstrap's cluster.
+    case: String,
+    model: u32,
+    scenario: u32,
+    level: u8,
+    route: u32,
+    dialogues: usize,
+    scores: Cluster<6, 2>,
+}
+
+impl Pair {
+    /// The groups the case is in.
+    fn keys(&self) -> [GroupKey; 4] {
+        [
+            (0, 0, 0),
+            (1, self.scenario, 0),
+            (2, u32::from(self.level), 0),
+            (3, self.scenario, self.route),
+        ]
+    }
+
+    /// Adds another paired dialogue of the same case (a repeat).
+    fn absorb(&mut self, other: &Pair) {
+        let (a, b) = (&mut self.scores, &other.scores);
+        for m in 0..6 {
+            a.point[m] += b.point[m];
+            a.boot[m] += b.boot[m];
+        }
+        for d in 0..2 {
+            a.count[d] += b.count[d];
+        }
+        self.dialogues += other.dialogues;
+    }
+}
+
+/// A group as its model's fold orders it: kind (all, scenario, level, route), then indexes.
+type GroupKey = (u8, u32, u32);
+
+/// The adversarial levels, in their order.
+const LEVELS: [Adversarial; 3] = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong];
+
+/// Two runs' records folded into a [`Comparison`]: every baseline record first, then every
+/// current one.
+#[derive(Debug, Clone)]
+pub struct CompareFold {
+    current: RunInfo,
+    baseline: RunInfo,
+    bootstrap: Bootstrap,
+    notes: Vec<String>,
+    waiting: HashMap<String, Baseline>,
+    baseline_dialogues: usize,
+    current_dialogues: usize,
+    mismatched: usize,
+    models: IndexSet<String>,
+    scenarios: IndexSet<String>,
+    routes: IndexSet<String>,
+    pairs: Vec<Pair>,
+    flips: Vec<Flip>,
+}
+
+impl CompareFold {
+    /// An empty comparison of `current` against `baseline`, drawing intervals as `bootstrap`
+    /// says (its seed and confidence; at least its resamples, more when many groups are tested:
+    /// [`resamples_for`]); refused when the runs share no scenario.
+    pub fn new(
+        current: RunInfo,
+        baseline: RunInfo,
+        bootstrap: Bootstrap,
+    ) -> Result<CompareFold, CompareError> {
+        let hash_of = |run: &RunInfo, id: &str| {
+            run.scenarios
+                .iter()
+                .find(|(s, _)| s == id)
+                .map(|(_, h)| h.clone())
+        };
+        let mut notes = Vec::new();
+        let mut shared = 0;
+        for (id, hash) in &current.scenarios {
+            match hash_of(&baseline, id) {
+                Some(h) if h == *hash => shared += 1,
+                Some(_) => {
+                    shared += 1;
+                    notes.push(format!(
+                        "scenario `{id}` differs between the runs (another YAML text): its dialogues are compared all the same"
+                    ));
+                }
+                None => notes.push(format!(
+                    "scenario `{id}` is only in `{}`: left out",
+                    current.id
+                )),
+            }
+        }
+        for (id, _) in &baseline.scenarios {
+            if hash_of(&current, id).is_none() {
+                notes.push(format!(
+                    "scenario `{id}` is only in `{}`: left out",
+                    baseline.id
+                ));
+            }
+        }
+        if shared == 0 {
+            let list = |run: &RunInfo| {
+                let ids: Vec<&str> = run.scenarios.iter().map(|(s, _)| s.as_str()).collect();
+                if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            };
+            return Err(CompareError::NoSharedScenario {
+                current_scenarios: list(&current),
+                baseline_scenarios: list(&baseline),
+                current: current.id,
+                baseline: baseline.id,
+            });
+        }
+        Ok(CompareFold {
+            current,
+            baseline,
+            bootstrap,
+            notes,
+            waiting: HashMap::new(),
+            baseline_dialogues: 0,
+            current_dialogues: 0,
+            mismatched: 0,
+            models: IndexSet::new(),
+            scenarios: IndexSet::new(),
+            routes: IndexSet::new(),
+            pairs: Vec::new(),
+            flips: Vec::new(),
+        })
+    }
+
+    /// Folds a baseline record in (a dialogue id met twice: the first record counts).
+    pub fn add_baseline(&mut self, record: &DialogueRecord) {
+        self.add_baseline_record(record, None);
+    }
+
+    /// [`CompareFold::add_baseline`] of the record whose line starts at byte `at` of the
+    /// baseline's dialogues.jsonl (kept for the flips, to show their transcripts).
+    pub fn add_baseline_at(&mut self, record: &DialogueRecord, at: u64) {
+        self.add_baseline_record(record, Some(at));
+    }
+
+    fn add_baseline_record(&mut self, record: &DialogueRecord, at: Option<u64>) {
+        self.baseline_dialogues += 1;
+        let id = &record.job.dialogue_id;
+        if self.waiting.contains_key(id) {
+            return;
+        }
+        let scores = sums(record);
+        self.waiting.insert(
+            id.clone(),
+            Baseline {
+                case: case_fingerprint(record),
+                scores,
+                pass: reached_target(record),
+                end: record.end,
+                at,
+            },
+        );
+    }
+
+    /// Folds a current record in, paired with its baseline (after every baseline record).
+    pub fn add_current(&mut self, record: &DialogueRecord) {
+        self.add_current_record(record, None);
+    }
+
+    /// [`CompareFold::add_current`] of the record whose line starts at byte `at` of the current
+    /// run's dialogues.jsonl.
+    pub fn add_current_at(&mut self, record: &DialogueRecord, at: u64) {
+        self.add_current_record(record, Some(at));
+    }
+
+    fn add_current_record(&mut self, record: &DialogueRecord, at: Option<u64>) {
+        self.current_dialogues += 1;
+        let job = &record.job;
+        let Some(base) = self.waiting.remove(&job.dialogue_id) else {
+            return;
+        };
+        if base.case != case_fingerprint(record) {
+            self.mismatched += 1;
+            return;
+        }
+        let current = sums(record);
+        let mut scores = Cluster::<6, 2>::new();
+        scores.point[..3].copy_from_slice(&current.point);
+        scores.point[3..].copy_from_slice(&base.scores.point);
+        scores.boot[..3].copy_from_slice(&current.boot);
+        scores.boot[3..].copy_from_slice(&base.scores.boot);
+        scores.count = [current.count[0], base.scores.count[0]];
+        let pass = reached_target(record);
+        if pass != base.pass {
+            self.flips.push(Flip {
+                dialogue_id: job.dialogue_id.clone(),
+                model: job.service_model.clone(),
+                scenario: job.scenario.clone(),
+                kind: if base.pass {
+                    FlipKind::PassToFail
+                } else {
+                    FlipKind::FailToPass
+                },
+                current_end: record.end,
+                baseline_end: base.end,
+                current_at: at,
+                baseline_at: base.at,
+            });
+        }
+        let index = |set: &mut IndexSet<String>, value: &str| {
+            set.get_index_of(value)
+                .unwrap_or_else(|| set.insert_full(value.to_string()).0) as u32
+        };
+        let level = LEVELS
+            .iter()
+            .position(|l| *l == job.adversarial)
+            .unwrap_or(0) as u8;
+        self.pairs.push(Pair {
+            case: case_key(&job.dialogue_id).to_string(),
+            model: index(&mut self.models, &job.service_model),
+            scenario: index(&mut self.scenarios, &job.scenario),
+            level,
+            route: index(&mut self.routes, &route_key(&job.target)),
+            dialogues: 1,
+            scores,
+        });
+    }
+
+    /// The comparison; refused when the runs share no dialogue.
+    pub fn finish(mut self) -> Result<Comparison, CompareError> {
+        if self.pairs.is_empty() {
+            return Err(CompareError::NoSharedDialogue {
+                current: self.current.id,
+                baseline: self.baseline.id,
+                current_dialogues: self.current_dialogues,
+                baseline_dialogues: self.baseline_dialogues,
+                mismatched: self.mismatched,
+            });
+        }
+        let shared = self.pairs.len();
+        // One entry per case: the repeats of a case are one cluster.
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.sort_by(|a, b| (a.model, &a.case).cmp(&(b.model, &b.case)));
+        pairs.dedup_by(|later, first| {
+            let same = later.model == first.model && later.case == first.case;
+            if same {
+                first.absorb(later);
+            }
+            same
+        });
+        // Every group's size, to know the family before drawing.
+        let mut sizes: BTreeMap<(u32, GroupKey), (usize, usize)> = BTreeMap::new();
+        for p in &pairs {
+            for key in p.keys() {
+                let size = sizes.entry((p.model, key)).or_default();
+                size.0 += 1;
+                size.1 += p.dialogues;
+            }
+        }
+        let tested = sizes
+            .values()
+            .filter(|(cases, _)| *cases >= MIN_PAIRED)
+            .count();
+        let bootstrap = Bootstrap {
+            resamples: self.bootstrap.resamples.max(resamples_for(tested)),
+            ..self.bootstrap
+        };
+        let mut rows = Vec::new();
+        for chunk in pairs.chunk_by(|a, b| a.model == b.model) {
+            let model = chunk[0].model;
+            let groups: Vec<(GroupKey, (usize, usize))> = sizes
+                .range((model, (0, 0, 0))..=(model, (u8::MAX, u32::MAX, u32::MAX)))
+                .map(|(&(_, key), &size)| (key, size))
+                .collect();
+            rows.extend(self.model_rows(chunk, &groups, &bootstrap));
+        }
+        // The family: every tested group, the per-model rows included.
+        let family: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].cases >= MIN_PAIRED)
+            .collect();
+        let p: Vec<f64> = family.iter().map(|&i| rows[i].p).collect();
+        for (&i, q) in family.iter().zip(benjamini_hochberg(&p)) {
+            let row = &mut rows[i];
+            let d = row.overall.difference;
+            row.q = Some(q);
+            row.verdict = if q >= ALPHA {
+                Verdict::Unchanged
+            } else if d.ci_high < 0.0 {
+                Verdict::Regression
+            } else if d.ci_low > 0.0 {
+                Verdict::Improvement
+            } else {
+                Verdict::Unchanged
+            };
+        }
+        rows.sort_by(|a, b| {
+            let delta = |r: &Row| r.overall.difference.delta;
+            a.verdict
+                .cmp(&b.verdict)
+                .then_with(|| match a.verdict {
+                    Verdict::Regression => delta(a).total_cmp(&delta(b)),
+                    Verdict::Improvement => delta(b).total_cmp(&delta(a)),
+                    _ => std::cmp::Ordering::Equal,
+                })
+                .then_with(|| (&a.model, &a.group).cmp(&(&b.model, &b.group)))
+        });
+        let mut flips = std::mem::take(&mut self.flips);
+        flips.sort_by(|a, b| (a.kind, &a.dialogue_id).cmp(&(b.kind, &b.dialogue_id)));
+        Ok(Comparison {
+            current_seed: self.current.seed,
+            baseline_seed: self.baseline.seed,
+            current: self.current.id,
+            baseline: self.baseline.id,
+            current_dialogues: self.current_dialogues,
+            baseline_dialogues: self.baseline_dialogues,
+            method: Method {
+                bootstrap,
+                alpha: ALPHA,
+                min_paired: MIN_PAIRED,
+                tested,
+            },
+            shared,
+            only_current: self.current_dialogues - shared - self.mismatched,
+            only_baseline: self.waiting.len(),
+            mismatched: self.mismatched,
+            notes: self.notes,
+            rows,
+            flips,
+        })
+    }
+
+    /// The rows of one model's cases (`pairs`), for its `groups` (key, (cases, dialogues)),
+    /// verdicts still to decide. The groups' bootstrap sums are held a batch at a time, within
+    /// [`BOOTSTRAP_BYTES`]; a case's weights are drawn once per batch it is in.
+    fn model_rows(
+        &self,
+        pairs: &[Pair],
+        groups: &[(GroupKey, (usize, usize))],
+        bootstrap: &Bootstrap,
+    ) -> Vec<Row> {
+        let bytes_per_group = bootstrap.resamples.max(1) * 8 * std::mem::size_of::<f64>();
+        let batch = (BOOTSTRAP_BYTES / bytes_per_group).max(1);
+        let model = &self.models[pairs[0].model as usize];
+        let means_only = Bootstrap {
+            resamples: 0,
+            ..*bootstrap
+        };
+        let mut rows = Vec::new();
+        for batch in groups.chunks(batch) {
+            let mut folds: BTreeMap<GroupKey, RatioFold<6, 2>> = batch
+                .iter()
+                .map(|(key, _)| (*key, RatioFold::new([0, 0, 0, 1, 1, 1])))
+                .collect();
+            for p in pairs {
+                let mut weights = None;
+                for key in p.keys() {
+                    if let Some(fold) = folds.get_mut(&key) {
+                        let w = weights.get_or_insert_with(|| {
+                            poisson_weights(bootstrap.seed, &p.case, bootstrap.resamples)
+                        });
+                        fold.add(&p.scores, w);
+                    }
+                }
+            }
+            for &((kind, a, b), (cases, dialogues)) in batch {
+                let Some(fold) = folds.get(&(kind, a, b)) else {
+                    continue;
+                };
+                let means = fold.metrics(&means_only);
+                let change = |m: usize| {
+                    Some(Change {
+                        current: means[m]?.mean,
+                        baseline: means[m + 3]?.mean,
+                        difference: fold.difference(m, m + 3, bootstrap)?,
+                    })
+                };
+                let Some(test) = fold.paired_test(0, 3, bootstrap) else {
+                    continue;
+                };
+                let (Some(current), Some(baseline)) = (means[0], means[3]) else {
+                    continue;
+                };
+                let scenario = || self.scenarios[a as usize].clone();
+                let group = match kind {
+                    0 => Group::All,
+                    1 => Group::Scenario(scenario()),
+                    2 => Group::Adversarial(LEVELS[a as usize]),
+                    _ => Group::Route {
+                        scenario: scenario(),
+                        route: self.routes[b as usize].clone(),
+                    },
+                };
+                rows.push(Row {
+                    model: model.clone(),
+                    group,
+                    dialogues,
+                    cases,
+                    verdict: Verdict::Exploratory,
+                    overall: Change {
+                        current: current.mean,
+                        baseline: baseline.mean,
+                        difference: test.difference,
+                    },
+                    logic: change(1),
+                    chat: change(2),
+                    p: test.p,
+                    q: None,
+                });
+            }
+        }
+        rows
+    }
+}
+
+/// A dialogue's Overall, Logic and Chat sums over the turns the summary counts, and their
+/// number.
+fn sums(record: &DialogueRecord) -> Cluster<3, 1> {
+    let mut c = Cluster::new();
+    for s in counted_scores(record) {
+        c.observe(0, Some(s.overall));
+        c.observe(1, Some(s.logic));
+        c.observe(2, Some(s.chat));
+        c.count(0);
+    }
+    c
+}
+
+/// What makes a dialogue's case: its scenario, intent, persona, level, target route, ground
+/// truth and system variables (not the seed, nor the model), hashed; the values by name
+/// (whatever order a record lists them in).
+fn case_fingerprint(record: &DialogueRecord) -> u64 {
+    let job = &record.job;
+    let text = serde_json::to_string(&(
+        &job.scenario,
+        &job.intent,
+        &job.persona,
+        &job.adversarial,
+        &job.target,
+        by_name(&job.fields),
+        by_name(&job.variables),
+    ))
+    .unwrap_or_default();
+    derive_seed(text)
+}
+
+/// An assignment's values by name.
+fn by_name(values: &sage_core::sop::Assignment) -> BTreeMap<&String, &sage_core::scenario::Value> {
+    values.iter().collect()
+}
+
+impl Comparison {
+    /// The rows of one verdict.
+    pub fn rows_of(&self, verdict: Verdict) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(move |r| r.verdict == verdict)
+    }
+
+    /// Each model's row over all its shared dialogues, in the order of [`Comparison::rows`]
+    /// (regressions first).
+    pub fn models(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.group == Group::All)
+    }
+
+    /// The other groups (scenario, adversarial level, route), in the same order.
+    pub fn groups(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.group != Group::All)
+    }
+
+    /// The flips of one kind.
+    pub fn flips_of(&self, kind: FlipKind) -> impl Iterator<Item = &Flip> {
+        self.flips.iter().filter(move |f| f.kind == kind)
+    }
+
+    /// The flips whose transcripts the page shows side by side: the first [`FLIPS_SHOWN`] of
+    /// [`Comparison::flips`] (pass to fail first, then by dialogue id).
+    pub fn flips_shown(&self) -> &[Flip] {
+        &self.flips[..self.flips.len().min(FLIPS_SHOWN)]
+    }
+
+    /// The loud warning when under half the dialogues of either run pair: how many paired of
+    /// how many, why, and what to do instead; `None` when at least half of each run pairs.
+    pub fn pairing_warning(&self) -> Option<String> {
+        let few = |n: usize| 2 * self.shared < n;
+        if !few(self.current_dialogues) && !few(self.baseline_dialogues) {
+            return None;
+        }
+        let share = |n: usize| 100.0 * self.shared as f64 / n.max(1) as f64;
+        let (why, remedy) = if self.current_seed != self.baseline_seed {
+            (
+                format!(
+                    "the runs have different seeds ({} and {}) and the seed draws the cases, so most dialogue ids name another case in each run ({} ids are in both with a different case)",
+                    self.current_seed, self.baseline_seed, self.mismatched
+                ),
+                format!(
+                    "rerun `{}`'s configuration with `--seed {}` to pair every dialogue",
+                    self.current, self.baseline_seed
+                ),
+            )
+        } else {
+            (
+                format!(
+                    "the runs hold different dialogues ({} only in `{}`, {} only in `{}`, {} ids in both with a different case: other cases per scenario, scenarios, models or repeats?)",
+                    self.only_current,
+                    self.current,
+                    self.only_baseline,
+                    self.baseline,
+                    self.mismatched
+                ),
+                "compare two runs of one configuration to pair every dialogue".to_string(),
+            )
+        };
+        Some(format!(
+            "only {} of the {} dialogues of `{}` ({:.0}%) and of the {} of `{}` ({:.0}%) pair (same id, same case): {why}. The comparison covers a small, unplanned part of each run: {remedy}, or compare the two leaderboards' intervals instead.",
+            self.shared,
+            self.current_dialogues,
+            self.current,
+            share(self.current_dialogues),
+            self.baseline_dialogues,
+            self.baseline,
+            share(self.baseline_dialogues),
+        ))
+    }
+
+    /// Whether some group is a regression.
+    pub fn has_regression(&self) -> bool {
+        self.rows_of(Verdict::Regression).next().is_some()
+    }
+
+    /// One line on what was compared.
+    fn header(&self) -> String {
+        let models = self.models().count();
+        let mut out = format!(
+            "`{}` (current) against `{}` (baseline): {} paired dialogues, {} model{}; {} only in `{}`, {} only in `{}`",
+            self.current,
+            self.baseline,
+            self.shared,
+            models,
+            if models == 1 { "" } else { "s" },
+            self.only_current,
+            self.current,
+            self.only_baseline,
+            self.baseline
+        );
+        if self.mismatched > 0 {
+            out.push_str(&format!(
+                "; {} ids in both with a different case, left out",
+                self.mismatched
+            ));
+        }
+        out.push('.');
+        out
+    }
+
+    /// How the differences are computed and tested, in a few sentences.
+    fn method_text(&self) -> String {
+        let m = &self.method;
+        format!(
+            "Δ = current − baseline, points 0-100, means over every scored turn of the paired dialogues; [..] is the {:.0}% interval of a paired cluster bootstrap over the cases (B = {}, seed {}); p is two-sided from the same resamples (the smallest possible is {:.5}). Groups of at least {} paired cases are tested ({} groups, the per-model rows included) and their p-values adjusted together by Benjamini-Hochberg: a regression or an improvement has q < {} and an interval that excludes 0. Smaller groups are exploratory: no verdict. The noise floor is half the interval's width: a smaller |Δ| cannot be told from noise.",
+            m.bootstrap.confidence * 100.0,
+            m.bootstrap.resamples,
+            m.bootstrap.seed,
+            m.smallest_p(),
+            m.min_paired,
+            m.tested,
+            m.alpha,
+        )
+    }
+}
+
+/// Where both runs' reports are, as URLs relative to the comparison's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Links {
+    /// The current run's report.html.
+    pub current: String,
+    /// The baseline's report.html.
+    pub baseline: String,
+}
+
+/// The link to a dialogue's transcript in a report: `REPORT#dialogue=<encodeURIComponent(id)>`.
+pub fn dialogue_href(report: &str, dialogue_id: &str) -> String {
+    format!("{report}{}", super::dialogue_anchor(dialogue_id))
+}
+
+/// The URL of file `to` relative to folder `from` (both absolute, without `.` or `..`):
+/// `../B/report.html`; each name percent-encoded.
+pub fn relative_url(from: &std::path::Path, to: &std::path::Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|c| encode_uri_component(&c.as_os_str().to_string_lossy())),
+    );
+    parts.join("/")
+}
+
+/// Flipped dialogues whose transcripts the page embeds side by side (the first of
+/// [`Comparison::flips`]); the others are listed with their links.
+pub const FLIPS_SHOWN: usize = 200;
+
+/// Flipped dialogues the page lists at most (the JSON lists them all).
+pub const FLIPS_LISTED: usize = 2_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resamples_grow_with_the_family_so_one_group_can_pass() {
+        assert_eq!(resamples_for(0), MIN_RESAMPLES);
+        assert_eq!(resamples_for(12), MIN_RESAMPLES);
+        // 80 groups: 2 · 80 / 0.05 = 3,200, rounded up to 4,000.
+        assert_eq!(resamples_for(80), 4_000);
+        assert_eq!(resamples_for(10_000), MAX_RESAMPLES);
+        for tested in [1, 50, 80, 200, 499] {
+            let b = resamples_for(tested) as f64;
+            assert!(2.0 / (b + 1.0) <= ALPHA / tested as f64, "{tested}");
+        }
+    }
+}

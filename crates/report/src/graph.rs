@@ -1,0 +1,1302 @@
+//! The SOP's decision graph drawn as SVG.
+//!
+//! The layout is dagre's (the `dagre` crate, a port of dagre.js, the layered layout Mermaid
+//! uses): ranks by network simplex, crossings reduced by barycentre sweeps, coordinates by
+//! Brandes–Köpf, and a place of its own for each edge label, in the rank between the edge's two
+//! ends, so that no label sits on a node or on another label. Boxes are sized to their text
+//! ([`text_width`], long names wrapped by [`wrap`]); each edge follows the layout's points,
+//! straight through each rank it crosses and in a smooth S between ranks, where nothing else is
+//! drawn, its arrowhead at the target's border. A stage or action is coloured by the
+//! mean Logic of the turns whose reference route passes through it, on [`LOGIC_SCALE`]
+//! (ColorBrewer's RdBu in ten bins: diverging around 50, colour-blind safe), whose [`legend`]
+//! is drawn above the graphs; each edge is as wide as the turns that took it.
+
+use super::charts::{num, raw};
+use super::stats::Mean;
+use dagre::graph::{Graph, GraphOptions};
+use dagre::{EdgeLabel, LayoutOptions, NodeLabel, Point};
+use maud::{Markup, html};
+use petgraph::visit::EdgeRef;
+use sage_core::scenario::Guard;
+use sage_core::sop::{Node, Sop};
+use std::collections::BTreeMap;
+
+/// What the runs did on the graph: per stage id or action name, the Logic of the turns whose
+/// reference route went through it; per `(from, to)` (`start`, stage ids, action names), the
+/// turns whose reference route took that edge.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GraphUse {
+    /// Per stage id or action name.
+    pub nodes: BTreeMap<String, Mean>,
+    /// Per edge.
+    pub edges: BTreeMap<(String, String), u64>,
+    /// Per stage id or action name, per model under test: the same Logic of that model's
+    /// turns (the per-model view of the graph).
+    pub nodes_by_model: BTreeMap<String, BTreeMap<String, Mean>>,
+}
+
+impl GraphUse {
+    /// Folds in a scored turn of `model` whose reference route went through `path` to
+    /// `action`, with Logic `logic`.
+    pub fn add(&mut self, model: &str, path: &[String], action: &str, logic: f64) {
+        let mut from = "start";
+        for node in path.iter().map(String::as_str).chain([action]) {
+            self.nodes.entry(node.to_string()).or_default().add(logic);
+            self.nodes_by_model
+                .entry(node.to_string())
+                .or_default()
+                .entry(model.to_string())
+                .or_default()
+                .add(logic);
+            *self
+                .edges
+                .entry((from.to_string(), node.to_string()))
+                .or_default() += 1;
+            from = node;
+        }
+    }
+}
+
+/// A JSON object of per-model numbers for a `data-*-by-model` attribute: `{"MODEL":VALUE,...}`
+/// (models without a value left out; values in their shortest round-trip form). Escaped by
+/// maud when it is put in an attribute.
+pub fn by_model_json<'a, T: Into<serde_json::Value>>(
+    values: impl IntoIterator<Item = (&'a String, Option<T>)>,
+) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = values
+        .into_iter()
+        .filter_map(|(m, v)| Some((m.clone(), v?.into())))
+        .collect();
+    serde_json::Value::Object(map).to_string()
+}
+
+/// The name of a node: `start`, a stage id or an action name.
+pub fn node_name(sop: &Sop, n: Node) -> &str {
+    let sc = sop.scenario();
+    match n {
+        Node::Start => "start",
+        Node::Stage(s) => &sc.stages[s].id,
+        Node::Action(a) => &sc.actions[a].name,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text
+
+/// Advance widths of the printable ASCII characters (space to `~`), in thousandths of an em:
+/// per character the larger of DejaVu Sans (the sans-serif of most Linux desktops and of the
+/// browser tests) and Liberation Sans (Arial's metrics), read from their `hmtx` tables. A text
+/// measured with it fits in those fonts and in the narrower system fonts (Segoe UI, San
+/// Francisco).
+const REGULAR_WIDTHS: [u16; 95] = [
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636,
+    636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 556, 1015, 684, 686, 722, 770, 667,
+    611, 778, 752, 295, 500, 667, 557, 863, 748, 787, 667, 787, 722, 667, 611, 732, 684, 989, 685,
+    667, 685, 390, 337, 390, 838, 556, 500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579,
+    278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838,
+];
+
+/// [`REGULAR_WIDTHS`] of the bold faces (DejaVu Sans Bold, Liberation Sans Bold).
+const BOLD_WIDTHS: [u16; 95] = [
+    348, 456, 521, 838, 696, 1002, 872, 306, 457, 457, 523, 838, 380, 415, 380, 365, 696, 696, 696,
+    696, 696, 696, 696, 696, 696, 696, 400, 400, 838, 838, 838, 611, 1000, 774, 762, 734, 830, 683,
+    683, 821, 837, 372, 556, 775, 637, 995, 837, 850, 733, 850, 770, 720, 682, 812, 774, 1103, 771,
+    724, 725, 457, 365, 457, 838, 556, 500, 675, 716, 593, 716, 678, 435, 716, 712, 343, 343, 665,
+    343, 1042, 712, 687, 716, 716, 493, 595, 478, 712, 652, 924, 645, 652, 582, 712, 365, 712, 838,
+];
+
+/// The width in pixels of `text` set in the report's sans-serif at `size` pixels: printable
+/// ASCII from the tables above, any other character one em (as wide as a CJK ideograph, wider
+/// than accented Latin), so the estimate errs on the wide side.
+pub fn text_width(text: &str, size: f64, bold: bool) -> f64 {
+    let table = if bold { &BOLD_WIDTHS } else { &REGULAR_WIDTHS };
+    let thousandths: u64 = text
+        .chars()
+        .map(|c| match c {
+            ' '..='~' => u64::from(table[c as usize - ' ' as usize]),
+            _ => 1000,
+        })
+        .sum();
+    thousandths as f64 * size / 1000.0
+}
+
+/// `text` cut into lines no wider than `max` pixels (at `size`, bold or not). Lines are filled
+/// greedily with the largest pieces that fit: clauses (after `, `), then words (after a space,
+/// `=`, `|`, `_`, `-`, `+` or `/`), then the parts of a camelCase word (before an upper-case letter
+/// that follows a lower-case one), then characters. Never empty (an empty text is one empty
+/// line).
+pub fn wrap(text: &str, max: f64, size: f64, bold: bool) -> Vec<String> {
+    let fits = |s: &str| text_width(s.trim_end(), size, bold) <= max;
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    fill(text, 0, &fits, &mut lines, &mut line);
+    let line = line.trim_end().to_string();
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Appends `text` to the lines being filled (`lines`, then the open `line`), cut at break
+/// `level` (0 clauses, 1 words, 2 camelCase, 3 characters); a piece that fits on no line of
+/// its own is cut at the next level.
+fn fill(
+    text: &str,
+    level: usize,
+    fits: &dyn Fn(&str) -> bool,
+    lines: &mut Vec<String>,
+    line: &mut String,
+) {
+    for piece in pieces(text, level) {
+        let joined = format!("{line}{piece}");
+        if fits(&joined) {
+            *line = joined;
+            continue;
+        }
+        if !line.trim_end().is_empty() {
+            lines.push(line.trim_end().to_string());
+        }
+        line.clear();
+        if fits(piece) || level == 3 {
+            line.push_str(piece);
+        } else {
+            fill(piece, level + 1, fits, lines, line);
+        }
+    }
+}
+
+/// `text` split at the break opportunities of `level` (see [`fill`]), each piece keeping its
+/// separator.
+fn pieces(text: &str, level: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut previous: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        let before = match level {
+            2 => c.is_uppercase() && previous.is_some_and(char::is_lowercase),
+            3 => true,
+            _ => false,
+        };
+        if before && i > start {
+            out.push(&text[start..i]);
+            start = i;
+        }
+        let end = i + c.len_utf8();
+        let after = match level {
+            0 => c == ' ' && previous == Some(','),
+            1 => matches!(c, ' ' | '=' | '|' | '_' | '-' | '+' | '/'),
+            _ => false,
+        };
+        if after {
+            out.push(&text[start..end]);
+            start = end;
+        }
+        previous = Some(c);
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Colour
+
+/// The colour scale of mean Logic (0-100): ColorBrewer's RdBu (Cynthia Brewer, colorbrewer2.org)
+/// in ten bins of ten points, dark red at 0-10 through pale red and pale blue around 50 to dark
+/// blue at 90-100. Diverging, and safe for the common colour-vision deficiencies (red and blue
+/// stay apart under deuteranopia and protanopia, and the lightness carries the order).
+pub const LOGIC_SCALE: [&str; 10] = [
+    "#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#d1e5f0", "#92c5de", "#4393c3",
+    "#2166ac", "#053061",
+];
+
+/// The width of a bin of [`LOGIC_SCALE`], in Logic points.
+const BIN: f64 = 100.0 / LOGIC_SCALE.len() as f64;
+
+/// The upper end of bin `i` of [`LOGIC_SCALE`] (10, 20, ... 100).
+fn bin_end(i: usize) -> f64 {
+    BIN * (i + 1) as f64
+}
+
+/// The bin of [`LOGIC_SCALE`] a mean Logic falls in: the first whose upper end is above it, so
+/// `[10 i, 10 (i + 1))`, 100 in the last, values outside 0-100 in the first or last (graph.js
+/// finds it the same way, from the legend's `data-to`).
+fn logic_bin(logic: f64) -> usize {
+    (0..LOGIC_SCALE.len())
+        .find(|&i| logic < bin_end(i))
+        .unwrap_or(LOGIC_SCALE.len() - 1)
+}
+
+/// The class that colours an element by a mean Logic (`logic-0` .. `logic-9`, see [`css`]).
+pub fn logic_class(logic: f64) -> String {
+    format!("logic-{}", logic_bin(logic))
+}
+
+/// Dark text (near black: on the middle bins the page's `--fg` would not reach 4.5:1).
+const DARK_INK: &str = "#111111";
+/// Light text.
+const LIGHT_INK: &str = "#ffffff";
+
+/// The relative luminance of a `#rrggbb` colour (WCAG 2).
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let v = hex
+            .get(i..i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0) as f64
+            / 255.0;
+        if v <= 0.04045 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+}
+
+/// The WCAG contrast ratio of two `#rrggbb` colours.
+fn contrast(a: &str, b: &str) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// The text colour that reads best on `fill`: dark on light fills, white on dark ones.
+fn ink(fill: &str) -> &'static str {
+    if contrast(fill, DARK_INK) >= contrast(fill, LIGHT_INK) {
+        DARK_INK
+    } else {
+        LIGHT_INK
+    }
+}
+
+/// The legend of the graphs' and routes tables' colours: the ten bins of [`LOGIC_SCALE`]
+/// (`rect.bin[data-from][data-to]`, coloured by their `logic-N` class), ticks at 0, 50 and 100
+/// (`text[data-tick]`), the title "mean Logic", and the swatch of a stage no turn went through
+/// (`rect.untested`, dashed, no fill).
+pub fn legend() -> Markup {
+    const W: f64 = 18.0;
+    let x = text_width("mean Logic", FONT, false) + 8.0;
+    let bar = W * LOGIC_SCALE.len() as f64;
+    let swatch = x + bar + 22.0;
+    let width = swatch + 20.0 + text_width("untested", FONT, false) + 2.0;
+    html! {
+        svg.logic-legend viewBox={ "0 0 " (px(width)) " 36" } width=(px(width)) height="36"
+            role="img" aria-label="mean Logic: dark red 0, pale at 50, dark blue 100; dashed without colour: untested" {
+            text x="0" y="14" { "mean Logic" }
+            @for i in 0..LOGIC_SCALE.len() {
+                rect class={ "bin logic-" (i) } data-from=(raw(BIN * i as f64))
+                    data-to=(raw(bin_end(i))) x=(px(x + W * i as f64)) y="4"
+                    width=(px(W)) height="13" {}
+            }
+            @for tick in [0.0, 50.0, 100.0] {
+                @let at = x + bar * tick / 100.0;
+                path.tick d={ "M" (px(at)) ",17v4" } {}
+                text.tick x=(px(at)) y="31" text-anchor="middle" data-tick=(raw(tick)) { (raw(tick)) }
+            }
+            rect.untested x=(px(swatch)) y="4" width="16" height="13" rx="2" {}
+            text x=(px(swatch + 20.0)) y="14" { "untested" }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+
+/// Font size of a node's name and title, and of an edge label, in pixels.
+const FONT: f64 = 11.0;
+/// Font size of a node's statistics line.
+const STAT_FONT: f64 = 10.0;
+/// Font size of an edge label.
+const LABEL_FONT: f64 = 10.0;
+/// Widest line of text in a node before it wraps.
+const NODE_TEXT_MAX: f64 = 180.0;
+/// Widest line of an edge label before it wraps.
+const LABEL_TEXT_MAX: f64 = 130.0;
+/// Padding inside a node's box.
+const PAD_X: f64 = 8.0;
+const PAD_Y: f64 = 5.0;
+/// Padding inside an edge label's box.
+const LABEL_PAD: f64 = 3.0;
+/// The length of an arrowhead.
+const ARROW: f64 = 8.0;
+/// Space around the drawing.
+const MARGIN: f64 = 6.0;
+/// Radius of the start marker.
+const START_R: f64 = 9.0;
+/// The narrowest box.
+const MIN_NODE_WIDTH: f64 = 64.0;
+/// A text's height above its baseline, and below, in ems (DejaVu Sans's ascender and
+/// descender, the larger of the two fonts of the width tables).
+const ASCENT: f64 = 0.93;
+const DESCENT: f64 = 0.24;
+
+/// A line of text in a node or label.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    text: String,
+    size: f64,
+    bold: bool,
+    /// `stat` for the node's statistics line (rewritten by the model view).
+    stat: bool,
+}
+
+impl Line {
+    /// The line's height: its text (ascent and descent) with a little leading.
+    fn height(&self) -> f64 {
+        ((ASCENT + DESCENT) * self.size + 1.5).ceil()
+    }
+}
+
+/// The lines of `text` wrapped at `max`.
+fn lines(text: &str, max: f64, size: f64, bold: bool) -> Vec<Line> {
+    wrap(text, max, size, bold)
+        .into_iter()
+        .map(|text| Line {
+            text,
+            size,
+            bold,
+            stat: false,
+        })
+        .collect()
+}
+
+/// The size of a block of lines with padding `(x, y)`.
+fn block_size(lines: &[Line], pad: (f64, f64)) -> (f64, f64) {
+    let w = lines
+        .iter()
+        .map(|l| text_width(&l.text, l.size, l.bold))
+        .fold(0.0, f64::max);
+    let h: f64 = lines.iter().map(Line::height).sum();
+    (w + 2.0 * pad.0, h + 2.0 * pad.1)
+}
+
+/// A box: centre and size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rect {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+}
+
+impl Rect {
+    fn left(&self) -> f64 {
+        self.x - self.w / 2.0
+    }
+    fn top(&self) -> f64 {
+        self.y - self.h / 2.0
+    }
+}
+
+/// An edge to lay out: its ends (node indexes) and the size of its label, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct EdgeBox {
+    from: usize,
+    to: usize,
+    label: Option<(f64, f64)>,
+}
+
+/// An edge as laid out: its points from the source's border to the target's, one per rank it
+/// crosses between them (a bend, or its label's centre), and its label's box.
+#[derive(Debug, Clone, PartialEq)]
+struct LaidEdge {
+    points: Vec<(f64, f64)>,
+    label: Option<Rect>,
+}
+
+/// Where the layout put the graph's parts (indexed as the SOP's petgraph nodes and edges).
+#[derive(Debug, Clone, PartialEq)]
+struct Drawing {
+    nodes: Vec<Rect>,
+    edges: Vec<LaidEdge>,
+}
+
+/// Lays out a graph of boxes `nodes` (width, height) and `edges` with dagre, top to bottom.
+/// `None` when the layout failed or left a node or edge unplaced (never seen; the caller then
+/// draws no graph rather than a wrong one).
+fn layout(nodes: &[(f64, f64)], edges: &[EdgeBox]) -> Option<Drawing> {
+    let mut g: Graph<NodeLabel, EdgeLabel> = Graph::with_options(GraphOptions {
+        directed: true,
+        multigraph: true,
+        compound: false,
+    });
+    for (i, &(width, height)) in nodes.iter().enumerate() {
+        g.set_node(
+            format!("n{i}"),
+            Some(NodeLabel {
+                width,
+                height,
+                ..NodeLabel::default()
+            }),
+        );
+    }
+    for (i, &EdgeBox { from, to, label }) in edges.iter().enumerate() {
+        let (width, height) = label.unwrap_or((0.0, 0.0));
+        g.set_edge(
+            format!("n{from}"),
+            format!("n{to}"),
+            Some(EdgeLabel {
+                width,
+                height,
+                labelpos: dagre::layout::types::LabelPos::Center,
+                ..EdgeLabel::default()
+            }),
+            Some(&format!("e{i}")),
+        );
+    }
+    let options = LayoutOptions {
+        nodesep: 20.0,
+        edgesep: 10.0,
+        ranksep: 44.0,
+        marginx: MARGIN,
+        marginy: MARGIN,
+        ..LayoutOptions::default()
+    };
+    // dagre is a young port with internal `unwrap`s: should one fire on a graph no test met,
+    // the report goes on without this drawing instead of failing.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dagre::layout(&mut g, Some(options))
+    }))
+    .ok()?;
+    let placed = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &(w, h))| {
+            let n = g.node(&format!("n{i}"))?;
+            Some(Rect {
+                x: n.x?,
+                y: n.y?,
+                w,
+                h,
+            })
+        })
+        .collect::<Option<Vec<Rect>>>()?;
+    let routed = edges
+        .iter()
+        .enumerate()
+        .map(|(i, &EdgeBox { from, to, label })| {
+            let e = g.edge(
+                &format!("n{from}"),
+                &format!("n{to}"),
+                Some(&format!("e{i}")),
+            )?;
+            let points: Vec<(f64, f64)> = e.points.iter().map(|p: &Point| (p.x, p.y)).collect();
+            let label = match (label, e.x, e.y) {
+                (Some((w, h)), Some(x), Some(y)) => Some(Rect { x, y, w, h }),
+                (Some(_), _, _) => return None,
+                (None, _, _) => None,
+            };
+            (points.len() >= 2).then_some(LaidEdge { points, label })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Drawing {
+        nodes: placed,
+        edges: routed,
+    })
+}
+
+/// A number for an SVG attribute, to a tenth of a pixel.
+fn px(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// The unit vector along `(x, y)`, none for a null one.
+fn unit(x: f64, y: f64) -> Option<(f64, f64)> {
+    let n = x.hypot(y);
+    (n > 1e-9).then(|| (x / n, y / n))
+}
+
+/// The vertical extent of the rank centred at height `y`: from the top of its highest box or
+/// label to the bottom of its lowest (dagre centres a rank's boxes on one line), or `y` itself
+/// for a rank that holds only bends of longer edges.
+fn band(boxes: &[Rect], y: f64) -> (f64, f64) {
+    boxes
+        .iter()
+        .filter(|b| (b.y - y).abs() < 0.5)
+        .fold((y, y), |(top, bottom), b| {
+            (top.min(b.top()), bottom.max(b.top() + b.h))
+        })
+}
+
+/// Where an edge meets a node's side: the x of each of `aims` (the x the edges come from or
+/// go to, in that order, sorted), kept inside the side and up to 24 px apart where the side
+/// is wide enough, each as near its aim as that allows.
+fn ports(node: Rect, aims: &[f64]) -> Vec<f64> {
+    let inset = (node.w / 2.0).min(10.0);
+    let (lo, hi) = (node.left() + inset, node.left() + node.w - inset);
+    let gap = if aims.len() > 1 {
+        ((hi - lo) / (aims.len() - 1) as f64).min(24.0)
+    } else {
+        0.0
+    };
+    let mut xs: Vec<f64> = aims.iter().map(|a| a.clamp(lo, hi)).collect();
+    for i in 1..xs.len() {
+        xs[i] = xs[i].max(xs[i - 1] + gap);
+    }
+    let mut limit = hi;
+    for x in xs.iter_mut().rev() {
+        *x = x.min(limit);
+        limit = *x - gap;
+    }
+    xs
+}
+
+/// An edge routed through the ranks: `dir` 1 down, -1 up; `inner` the layout's points between
+/// the two ends (one per rank crossed: a bend or the label); `start`, `end` the x where it leaves
+/// the source and meets the target ([`ports`]).
+struct Route<'a> {
+    from: Rect,
+    to: Rect,
+    dir: f64,
+    inner: &'a [(f64, f64)],
+    start: f64,
+    end: f64,
+}
+
+impl Route<'_> {
+    /// The SVG path: straight down (or up) through each rank it crosses, at the x the layout
+    /// gave it there, and an S-shaped cubic Bézier between ranks, where no box or label is;
+    /// it leaves the source's bottom (top) and reaches the target's top (bottom) vertically,
+    /// [`ARROW`] short of it for the arrowhead. Also returns the path's points (its bounds).
+    fn path(&self, boxes: &[Rect]) -> (String, Vec<(f64, f64)>) {
+        let dir = self.dir;
+        let side = |b: Rect, leaving: bool| {
+            if (dir > 0.0) == leaving {
+                b.top() + b.h
+            } else {
+                b.top()
+            }
+        };
+        let (enter, exit) = (
+            |(top, bottom): (f64, f64)| if dir > 0.0 { top } else { bottom },
+            |(top, bottom): (f64, f64)| if dir > 0.0 { bottom } else { top },
+        );
+        // Vertical runs (x, from y, to y): the source's rank, each rank crossed, the target's.
+        let mut runs = vec![(
+            self.start,
+            side(self.from, true),
+            exit(band(boxes, self.from.y)),
+        )];
+        for &(x, y) in self.inner {
+            let b = band(boxes, y);
+            runs.push((x, enter(b), exit(b)));
+        }
+        let tip = side(self.to, false) - dir * ARROW;
+        let into = enter(band(boxes, self.to.y));
+        runs.push((
+            self.end,
+            if (tip - into) * dir < 0.0 { tip } else { into },
+            tip,
+        ));
+        let mut d = format!("M{},{}", px(runs[0].0), px(runs[0].1));
+        let mut points = Vec::with_capacity(2 * runs.len() + 1);
+        for (i, &(x, y_in, y_out)) in runs.iter().enumerate() {
+            if i > 0 {
+                let (px0, py0) = (runs[i - 1].0, runs[i - 1].2);
+                let mid = (py0 + y_in) / 2.0;
+                d.push_str(&format!(
+                    "C{},{} {},{} {},{}",
+                    px(px0),
+                    px(mid),
+                    px(x),
+                    px(mid),
+                    px(x),
+                    px(y_in)
+                ));
+            }
+            if (y_out - y_in) * dir > 0.0 {
+                d.push_str(&format!("L{},{}", px(x), px(y_out)));
+            }
+            points.extend([(x, y_in), (x, y_out)]);
+        }
+        points.push((self.end, side(self.to, false)));
+        (d, points)
+    }
+}
+
+/// An edge meeting a node's side: the x it comes from or goes to, the edge, and whether it
+/// leaves the node there.
+struct Meeting {
+    aim: f64,
+    edge: usize,
+    leaving: bool,
+}
+
+/// Every edge's path (see [`Route::path`]), in edge order; edges that stay within a rank are
+/// drawn by [`curve_through`].
+fn edge_paths(drawing: &Drawing, edges: &[EdgeBox]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let boxes: Vec<Rect> = drawing
+        .nodes
+        .iter()
+        .copied()
+        .chain(drawing.edges.iter().filter_map(|e| e.label))
+        .collect();
+    // Per edge: down (1), up (-1) or neither (0), and the x it aims at when it leaves and when
+    // it arrives (its first and last bend).
+    let shapes: Vec<(f64, f64, f64)> = drawing
+        .edges
+        .iter()
+        .zip(edges)
+        .map(|(laid, e)| {
+            let (from, to) = (drawing.nodes[e.from], drawing.nodes[e.to]);
+            let inner = &laid.points[1..laid.points.len() - 1];
+            let first = inner.first().copied().unwrap_or((to.x, to.y));
+            let last = inner.last().copied().unwrap_or((from.x, from.y));
+            let dir = if first.1 > from.top() + from.h && last.1 < to.top() {
+                1.0
+            } else if first.1 < from.top() && last.1 > to.top() + to.h {
+                -1.0
+            } else {
+                0.0
+            };
+            (dir, first.0, last.0)
+        })
+        .collect();
+    // The edges meeting each side of each node (bottom: true), ordered by the x they aim at.
+    let mut sides: BTreeMap<(usize, bool), Vec<Meeting>> = BTreeMap::new();
+    for (edge, (&(dir, out, into), e)) in shapes.iter().zip(edges).enumerate() {
+        if dir != 0.0 {
+            let leaving = Meeting {
+                aim: out,
+                edge,
+                leaving: true,
+            };
+            let arriving = Meeting {
+                aim: into,
+                edge,
+                leaving: false,
+            };
+            sides.entry((e.from, dir > 0.0)).or_default().push(leaving);
+            sides.entry((e.to, dir < 0.0)).or_default().push(arriving);
+        }
+    }
+    let mut start = vec![0.0; edges.len()];
+    let mut end = vec![0.0; edges.len()];
+    for ((node, _), mut meeting) in sides {
+        meeting.sort_by(|a, b| a.aim.total_cmp(&b.aim).then(a.edge.cmp(&b.edge)));
+        let aims: Vec<f64> = meeting.iter().map(|m| m.aim).collect();
+        for (x, m) in ports(drawing.nodes[node], &aims).into_iter().zip(&meeting) {
+            if m.leaving {
+                start[m.edge] = x;
+            } else {
+                end[m.edge] = x;
+            }
+        }
+    }
+    drawing
+        .edges
+        .iter()
+        .zip(edges)
+        .enumerate()
+        .map(|(i, (laid, e))| {
+            let (from, to) = (drawing.nodes[e.from], drawing.nodes[e.to]);
+            if shapes[i].0 == 0.0 {
+                return curve_through(&laid.points);
+            }
+            Route {
+                from,
+                to,
+                dir: shapes[i].0,
+                inner: &laid.points[1..laid.points.len() - 1],
+                start: start[i],
+                end: end[i],
+            }
+            .path(&boxes)
+        })
+        .collect()
+}
+
+/// The SVG path of an edge that does not run from rank to rank (a self-loop, which a compiled
+/// SOP never has, but dagre lays out): a Catmull–Rom curve through the layout's `points`, its
+/// end pulled back by [`ARROW`] along the last stretch for the arrowhead. Also returns the
+/// path's points and control points (its bounds).
+fn curve_through(points: &[(f64, f64)]) -> (String, Vec<(f64, f64)>) {
+    let mut pts = points.to_vec();
+    let n = pts.len();
+    let ((x0, y0), (x1, y1)) = (pts[n - 2], pts[n - 1]);
+    if let Some((ux, uy)) = unit(x1 - x0, y1 - y0) {
+        pts[n - 1] = (x1 - ux * ARROW, y1 - uy * ARROW);
+    }
+    let tangent = |i: usize| {
+        let (a, b) = (pts[i.saturating_sub(1)], pts[(i + 1).min(n - 1)]);
+        ((b.0 - a.0) / 2.0, (b.1 - a.1) / 2.0)
+    };
+    let mut d = format!("M{},{}", px(pts[0].0), px(pts[0].1));
+    let mut hull = vec![pts[0]];
+    for i in 0..n - 1 {
+        let (a, b, ta, tb) = (pts[i], pts[i + 1], tangent(i), tangent(i + 1));
+        let c1 = (a.0 + ta.0 / 3.0, a.1 + ta.1 / 3.0);
+        let c2 = (b.0 - tb.0 / 3.0, b.1 - tb.1 / 3.0);
+        d.push_str(&format!(
+            "C{},{} {},{} {},{}",
+            px(c1.0),
+            px(c1.1),
+            px(c2.0),
+            px(c2.1),
+            px(b.0),
+            px(b.1)
+        ));
+        hull.extend([c1, c2, b]);
+    }
+    hull.push(points[n - 1]);
+    (d, hull)
+}
+
+/// What a node shows above its statistics line: its name (bold) and a stage's title.
+fn node_lines(sop: &Sop, node: Node) -> Vec<Line> {
+    let sc = sop.scenario();
+    match node {
+        Node::Start => Vec::new(),
+        Node::Stage(s) => {
+            let mut l = lines(&sc.stages[s].id, NODE_TEXT_MAX, FONT, true);
+            l.extend(lines(&sc.stages[s].title, NODE_TEXT_MAX, FONT, false));
+            l
+        }
+        Node::Action(a) => lines(&sc.actions[a].name, NODE_TEXT_MAX, FONT, true),
+    }
+}
+
+/// The statistics line of a node with Logic `mean` (`Logic X · N turns`, or `untested`).
+fn stat(mean: &Mean) -> String {
+    match mean.get() {
+        Some(l) => format!("Logic {} · {} turns", num(l), mean.n()),
+        None => "untested".to_string(),
+    }
+}
+
+/// The SVG of a scenario's graph, coloured by `used` (`index` makes its marker id unique), or
+/// `None` when the layout could not place it.
+pub fn svg(sop: &Sop, used: &GraphUse, index: usize) -> Option<Markup> {
+    let g = sop.graph();
+    let id = &sop.scenario().id;
+    // What each node shows, and its size: wide enough for the statistics line of every model
+    // (the model view rewrites it).
+    let empty = BTreeMap::new();
+    let (texts, sizes): (Vec<Vec<Line>>, Vec<(f64, f64)>) = g
+        .node_indices()
+        .map(|n| {
+            let node = g[n];
+            if node == Node::Start {
+                return (Vec::new(), (2.0 * START_R, 2.0 * START_R));
+            }
+            let name = node_name(sop, node);
+            let mean = used.nodes.get(name).copied().unwrap_or_default();
+            let own = stat(&mean);
+            let widest = used
+                .nodes_by_model
+                .get(name)
+                .unwrap_or(&empty)
+                .values()
+                .map(stat)
+                .chain([own.clone(), "untested".to_string()])
+                .max_by(|a, b| {
+                    text_width(a, STAT_FONT, false).total_cmp(&text_width(b, STAT_FONT, false))
+                })
+                .unwrap_or_default();
+            let mut lines = node_lines(sop, node);
+            lines.push(Line {
+                text: widest,
+                size: STAT_FONT,
+                bold: false,
+                stat: true,
+            });
+            let (w, h) = block_size(&lines, (PAD_X, PAD_Y));
+            if let Some(last) = lines.last_mut() {
+                last.text = own;
+            }
+            (lines, (w.max(MIN_NODE_WIDTH), h))
+        })
+        .unzip();
+    let labels: Vec<Vec<Line>> = g
+        .edge_references()
+        .map(|e| match e.weight().guard {
+            Guard::Always => Vec::new(),
+            _ => lines(&e.weight().label, LABEL_TEXT_MAX, LABEL_FONT, false),
+        })
+        .collect();
+    let edges: Vec<EdgeBox> = g
+        .edge_references()
+        .map(|e| {
+            let label = &labels[e.id().index()];
+            EdgeBox {
+                from: e.source().index(),
+                to: e.target().index(),
+                label: (!label.is_empty()).then(|| block_size(label, (LABEL_PAD, LABEL_PAD))),
+            }
+        })
+        .collect();
+    let drawing = layout(&sizes, &edges)?;
+    let most = used.edges.values().copied().max().unwrap_or(0).max(1) as f64;
+    let paths = edge_paths(&drawing, &edges);
+    // The bounds of everything drawn: boxes, labels, curves (inside their control points).
+    let (mut left, mut top) = (f64::INFINITY, f64::INFINITY);
+    let (mut right, mut bottom) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    let mut grow = |x0: f64, y0: f64, x1: f64, y1: f64| {
+        left = left.min(x0);
+        top = top.min(y0);
+        right = right.max(x1);
+        bottom = bottom.max(y1);
+    };
+    for b in drawing
+        .nodes
+        .iter()
+        .chain(drawing.edges.iter().filter_map(|e| e.label.as_ref()))
+    {
+        grow(b.left(), b.top(), b.left() + b.w, b.top() + b.h);
+    }
+    for (_, hull) in &paths {
+        for &(x, y) in hull {
+            grow(x - 3.0, y - 3.0, x + 3.0, y + 3.0);
+        }
+    }
+    let (x0, y0) = (left - MARGIN, top - MARGIN);
+    let (width, height) = (right - left + 2.0 * MARGIN, bottom - top + 2.0 * MARGIN);
+    let marker = format!("arrow-{index}");
+    Some(html! {
+        svg.sop-graph data-scenario=(id) viewBox={ (px(x0)) " " (px(y0)) " " (px(width)) " " (px(height)) }
+            width=(px(width)) height=(px(height)) role="img" aria-label={ "Decision graph of " (id) } {
+            defs {
+                marker id=(marker) viewBox="0 0 10 10" refX="0" refY="5" markerUnits="userSpaceOnUse"
+                    markerWidth=(ARROW) markerHeight=(ARROW) orient="auto" {
+                    path.arrowhead d="M0,0L10,5L0,10z" {}
+                }
+            }
+            @for e in g.edge_references() {
+                @let from = node_name(sop, g[e.source()]);
+                @let to = node_name(sop, g[e.target()]);
+                @let turns = used.edges.get(&(from.to_string(), to.to_string())).copied().unwrap_or(0);
+                @let stroke = 1.0 + 4.0 * ((1.0 + turns as f64).ln() / (1.0 + most).ln());
+                path class=(if turns == 0 { "edge untested" } else { "edge" }) data-from=(from) data-to=(to)
+                    data-turns=(turns) data-edge=(e.id().index()) d=(paths[e.id().index()].0)
+                    stroke-width=(px(stroke)) marker-end={ "url(#" (marker) ")" } {
+                    title { (from) " → " (to) @if !labels[e.id().index()].is_empty() { ": " (e.weight().label) } " (" (turns) " turns)" }
+                }
+            }
+            @for e in g.edge_references() {
+                @if let (Some(b), false) = (drawing.edges[e.id().index()].label, labels[e.id().index()].is_empty()) {
+                    g.elabel data-edge=(e.id().index()) {
+                        rect x=(px(b.left())) y=(px(b.top())) width=(px(b.w)) height=(px(b.h)) rx="3" {}
+                        (text_block(&labels[e.id().index()], b, LABEL_PAD))
+                    }
+                }
+            }
+            @for n in g.node_indices() {
+                @let b = drawing.nodes[n.index()];
+                @match g[n] {
+                    Node::Start => {
+                        g.start { circle cx=(px(b.x)) cy=(px(b.y)) r=(START_R) {} title { "start" } }
+                    }
+                    node => (node_group(sop, node, used, b, &texts[n.index()]))
+                }
+            }
+        }
+    })
+}
+
+/// A block of lines centred in box `b`, from its top plus `pad`.
+fn text_block(lines: &[Line], b: Rect, pad: f64) -> Markup {
+    let mut y = b.top() + pad;
+    html! {
+        @for line in lines {
+            @let baseline = {
+                let top = y;
+                y += line.height();
+                top + (line.height() - (ASCENT + DESCENT) * line.size) / 2.0 + ASCENT * line.size
+            };
+            text class=[line.stat.then_some("stat")] x=(px(b.x)) y=(px(baseline)) text-anchor="middle"
+                font-weight=[line.bold.then_some("bold")] { (line.text) }
+        }
+    }
+}
+
+/// A stage's or action's group: its box coloured by Logic, its text, its per-model numbers.
+fn node_group(sop: &Sop, node: Node, used: &GraphUse, b: Rect, lines: &[Line]) -> Markup {
+    let name = node_name(sop, node);
+    let mean = used.nodes.get(name).copied().unwrap_or_default();
+    let logic = mean.get();
+    let (kind, stage, action) = match node {
+        Node::Stage(_) => ("node", Some(name), None),
+        _ => ("action", None, Some(name)),
+    };
+    let class = match logic {
+        Some(l) => format!("{kind} {}", logic_class(l)),
+        None => format!("{kind} untested"),
+    };
+    let models = used.nodes_by_model.get(name).into_iter().flatten();
+    let logic_by_model = by_model_json(models.clone().map(|(m, x)| (m, x.get())));
+    let turns_by_model = by_model_json(models.map(|(m, x)| (m, Some(x.n()))));
+    html! {
+        g class=(class) data-stage=[stage] data-action=[action] data-turns=(mean.n())
+            data-logic=[logic.map(raw)] data-logic-by-model=(logic_by_model)
+            data-turns-by-model=(turns_by_model) {
+            rect x=(px(b.left())) y=(px(b.top())) width=(px(b.w)) height=(px(b.h))
+                rx=(if stage.is_some() { "3" } else { "12" }) {}
+            (text_block(lines, b, PAD_Y))
+            title { (name) ": " (stat(&mean)) }
+        }
+    }
+}
+
+/// The graphs' model view: `select[data-graph-model]` and `#graph-model=NAME` recolour the
+/// graphs and the routes tables by one model (from the `data-*-by-model` attributes).
+pub const SCRIPT: &str = include_str!("js/graph.js");
+
+/// Style of the graphs, the legend and the routes tables, with the colour of each bin of
+/// [`LOGIC_SCALE`] (`.logic-N`: a box's fill and its text, a cell's background and text).
+pub fn css() -> String {
+    let mut out = String::from(CSS);
+    for (i, fill) in LOGIC_SCALE.iter().enumerate() {
+        let ink = ink(fill);
+        out.push_str(&format!(
+            "svg.sop-graph g.logic-{i}>rect,svg.logic-legend rect.logic-{i}{{fill:{fill}}}\
+             svg.sop-graph g.logic-{i}>text{{fill:{ink}}}\
+             table.data td.logic-{i}{{background:{fill};color:{ink}}}\n"
+        ));
+    }
+    out
+}
+
+/// The rules that do not depend on the scale. `--sticky-top` (read by the shared sticky table
+/// headers) puts the headers of this section below the page's sticky bar and the model bar.
+const CSS: &str = r#"
+#sop-graphs{--sticky-top:76px}
+#sop-graphs div.graph-model{position:sticky;top:32px;z-index:4;background:var(--bg);height:44px;display:flex;flex-wrap:wrap;align-items:center;gap:4px 24px;margin:6px 0;border-bottom:1px solid var(--line)}
+#sop-graphs div.graph-model select{font-size:14px}
+svg.logic-legend{font-size:11px;display:block}
+svg.logic-legend text{fill:var(--fg)}
+svg.logic-legend .tick{stroke:var(--fg)}
+svg.logic-legend rect.untested{fill:none;stroke:var(--fg);stroke-dasharray:3 2}
+table.route-models td.worst{outline:2px solid var(--fg);outline-offset:-3px;font-weight:700}
+table.route-models .selected{box-shadow:inset 0 0 0 2px var(--accent)}
+table.route-models td a,table.routes td a{color:inherit}
+table.route-models th[data-model]{overflow-wrap:anywhere}
+table.routes tr.model-untested td{color:var(--muted)}
+details.route-models>summary{cursor:pointer;color:var(--muted);margin:4px 0}
+div.graph-scroll{overflow-x:auto;max-width:100%}
+svg.sop-graph{font-size:11px;display:block;margin:8px 0}
+svg.sop-graph .edge{fill:none;stroke:var(--muted)}
+svg.sop-graph .edge.untested{stroke-dasharray:4 3;opacity:.6}
+svg.sop-graph .arrowhead{fill:var(--muted)}
+svg.sop-graph g.elabel rect{fill:var(--bg);stroke:var(--line)}
+svg.sop-graph g.elabel text{font-size:10px;fill:var(--fg)}
+svg.sop-graph g.node>rect,svg.sop-graph g.action>rect{stroke:var(--fg);stroke-width:1}
+svg.sop-graph g.untested>rect{stroke-dasharray:4 3;fill:var(--panel)}
+svg.sop-graph g.untested>text{fill:var(--fg)}
+svg.sop-graph .stat{font-size:10px}
+svg.sop-graph .start circle{fill:var(--fg)}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOOPY: &str = r#"
+id: loopy
+name: Loopy
+domain: test
+description: a loop that no assignment follows
+fields:
+  A:
+    description: a
+    options: [x, y]
+actions:
+  Done: done
+  A_Very_Long_Action_Name_That_Must_Wrap_Over_Lines: long
+sop:
+  start: s1
+  stages:
+    s1:
+      title: First
+      branch_on: A
+      cases:
+        x: s2
+        y: {action: Done}
+    s2:
+      title: Second stage with a title long enough to wrap onto two lines
+      branch_on: A
+      cases:
+        x: {action: A_Very_Long_Action_Name_That_Must_Wrap_Over_Lines}
+        y: s1
+user:
+  intents:
+    - id: i
+      description: i
+      adversarial: zero
+      implies: {A: x}
+      facts: [f]
+  personas:
+    - id: p
+      traits: [t]
+      communication_style: s
+      cooperativeness: high
+"#;
+
+    fn loopy() -> Sop {
+        match sage_core::sop::from_yaml(LOOPY, "loopy.yaml") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn text_is_measured_from_the_font_tables_and_wrapped_at_breaks() {
+        // "Wi" at 10 px: W 989 + i 278 thousandths of an em (regular); bold W 1103 + i 343.
+        assert!((text_width("Wi", 10.0, false) - 12.67).abs() < 1e-9);
+        assert!((text_width("Wi", 10.0, true) - 14.46).abs() < 1e-9);
+        assert_eq!(text_width("é", 10.0, false), 10.0);
+        assert_eq!(wrap("", 100.0, 11.0, false), vec![String::new()]);
+        assert_eq!(wrap("short", 100.0, 11.0, false), vec!["short"]);
+        // camelCase and `+` break a name; each line fits.
+        let lines = wrap("RescheduleOrRefund+HandlingFee", 80.0, 11.0, true);
+        assert_eq!(lines, vec!["Reschedule", "OrRefund+", "HandlingFee"]);
+        // A condition breaks after its `=` before its value is cut.
+        assert_eq!(
+            wrap("IsInfoComplete=Incomplete", 100.0, 10.0, false),
+            vec!["IsInfoComplete=", "Incomplete"]
+        );
+        // A clause per line before a word is cut.
+        assert_eq!(
+            wrap("RescheduleOrRefund, Complaint", 120.0, 10.0, false),
+            vec!["RescheduleOrRefund,", "Complaint"]
+        );
+        assert!(lines.iter().all(|l| text_width(l, 11.0, true) <= 80.0));
+        assert_eq!(
+            wrap(
+                "CoreDemand=Complaint|Inqury, memberLevel=Regular",
+                180.0,
+                10.0,
+                false
+            ),
+            vec!["CoreDemand=Complaint|Inqury,", "memberLevel=Regular"]
+        );
+        // Nothing to break at: cut between characters, never wider than the line.
+        let cut = wrap(&"x".repeat(60), 100.0, 10.0, false);
+        assert!(cut.len() > 1 && cut.iter().all(|l| text_width(l, 10.0, false) <= 100.0));
+        assert_eq!(cut.concat(), "x".repeat(60));
+    }
+
+    #[test]
+    fn the_scale_is_rdbu_in_ten_bins_with_readable_ink() {
+        assert_eq!(logic_bin(0.0), 0);
+        assert_eq!(logic_bin(9.99), 0);
+        assert_eq!(logic_bin(10.0), 1);
+        assert_eq!(logic_bin(49.9), 4);
+        assert_eq!(logic_bin(50.0), 5);
+        assert_eq!(logic_bin(100.0), 9);
+        assert_eq!(logic_bin(-3.0), 0);
+        assert_eq!(logic_bin(140.0), 9);
+        assert_eq!(logic_class(73.3), "logic-7");
+        assert_eq!(ink("#67001f"), LIGHT_INK);
+        assert_eq!(ink("#fddbc7"), DARK_INK);
+        assert_eq!(ink("#053061"), LIGHT_INK);
+        // Every bin's text reaches WCAG AA's 4.5:1 on its fill.
+        for fill in LOGIC_SCALE {
+            assert!(contrast(fill, ink(fill)) >= 4.5, "{fill}");
+        }
+        let css = css();
+        assert!(
+            css.contains(
+                "svg.sop-graph g.logic-0>rect,svg.logic-legend rect.logic-0{fill:#67001f}"
+            )
+        );
+        assert!(css.contains("table.data td.logic-9{background:#053061;color:#ffffff}"));
+        let legend = legend().into_string();
+        assert_eq!(legend.matches("<rect class=\"bin logic-").count(), 10);
+        assert!(legend.contains("data-from=\"90\" data-to=\"100\""));
+        assert!(legend.contains("data-tick=\"50\""));
+        assert!(legend.contains(">mean Logic<"));
+        assert!(!legend.contains("style="));
+    }
+
+    /// CIELAB (D65) of a `#rrggbb` colour seen through `m`, a 3x3 matrix on linear RGB.
+    fn seen(hex: &str, m: [[f64; 3]; 3]) -> [f64; 3] {
+        let linear = |i: usize| {
+            let v = u8::from_str_radix(&hex[i..i + 2], 16).expect("hex") as f64 / 255.0;
+            if v <= 0.04045 {
+                v / 12.92
+            } else {
+                ((v + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        let c = [linear(1), linear(3), linear(5)];
+        let s: Vec<f64> = m
+            .iter()
+            .map(|row| (row[0] * c[0] + row[1] * c[1] + row[2] * c[2]).clamp(0.0, 1.0))
+            .collect();
+        let x = (0.4124 * s[0] + 0.3576 * s[1] + 0.1805 * s[2]) / 0.95047;
+        let y = 0.2126 * s[0] + 0.7152 * s[1] + 0.0722 * s[2];
+        let z = (0.0193 * s[0] + 0.1192 * s[1] + 0.9505 * s[2]) / 1.08883;
+        let f = |t: f64| {
+            if t > 216.0 / 24389.0 {
+                t.cbrt()
+            } else {
+                (24389.0 / 27.0 * t + 16.0) / 116.0
+            }
+        };
+        [
+            116.0 * f(y) - 16.0,
+            500.0 * (f(x) - f(y)),
+            200.0 * (f(y) - f(z)),
+        ]
+    }
+
+    #[test]
+    fn every_bin_stays_distinct_under_simulated_colour_blindness() {
+        // Machado, Oliveira and Fernandes (2009), severity 1: protanopia, deuteranopia,
+        // tritanopia; and normal vision.
+        let deficiencies = [
+            [
+                [0.152286, 1.052583, -0.204868],
+                [0.114503, 0.786281, 0.099216],
+                [-0.003882, -0.048116, 1.051998],
+            ],
+            [
+                [0.367322, 0.860646, -0.227968],
+                [0.280085, 0.672501, 0.047413],
+                [-0.011820, 0.042940, 0.968881],
+            ],
+            [
+                [1.255528, -0.076749, -0.178779],
+                [-0.078411, 0.930809, 0.147602],
+                [0.004733, 0.691367, 0.303900],
+            ],
+            [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        ];
+        for m in deficiencies {
+            let labs: Vec<[f64; 3]> = LOGIC_SCALE.iter().map(|c| seen(c, m)).collect();
+            for (i, a) in labs.iter().enumerate() {
+                for (j, b) in labs.iter().enumerate().skip(i + 1) {
+                    let delta = (0..3).map(|k| (a[k] - b[k]).powi(2)).sum::<f64>().sqrt();
+                    // CIE76 ΔE: about 2.3 is just noticeable; every two bins differ by 14 or more
+                    // (the former red-yellow-green scale: 0.2 under protanopia).
+                    assert!(delta > 14.0, "bins {i} and {j} under {m:?}: ΔE {delta:.1}");
+                }
+            }
+        }
+    }
+
+    /// Whether two boxes overlap (touching edges do not).
+    fn overlap(a: Rect, b: Rect) -> bool {
+        (a.x - b.x).abs() * 2.0 < a.w + b.w - 0.01 && (a.y - b.y).abs() * 2.0 < a.h + b.h - 0.01
+    }
+
+    #[test]
+    fn dagre_places_boxes_and_labels_apart_and_routes_edges_between_borders() {
+        let sop = loopy();
+        let used = GraphUse::default();
+        let drawn = svg(&sop, &used, 0).expect("laid out").into_string();
+        let g = sop.graph();
+        // Lay the same graph out directly to check the geometry.
+        let nodes: Vec<(f64, f64)> = g.node_indices().map(|_| (100.0, 40.0)).collect();
+        let edges: Vec<_> = g
+            .edge_references()
+            .map(|e| EdgeBox {
+                from: e.source().index(),
+                to: e.target().index(),
+                label: Some((60.0, 16.0)),
+            })
+            .collect();
+        let d = layout(&nodes, &edges).expect("laid out");
+        let labels: Vec<Rect> = d.edges.iter().filter_map(|e| e.label).collect();
+        assert_eq!(labels.len(), edges.len());
+        for (i, a) in d.nodes.iter().chain(&labels).enumerate() {
+            for b in d.nodes.iter().chain(&labels).skip(i + 1) {
+                assert!(!overlap(*a, *b), "{a:?} overlaps {b:?}");
+            }
+        }
+        // Each edge starts on its source's border and ends on its target's.
+        let on_border = |p: (f64, f64), b: Rect| {
+            let dx = (p.0 - b.x).abs() - b.w / 2.0;
+            let dy = (p.1 - b.y).abs() - b.h / 2.0;
+            dx.max(dy).abs() < 0.5
+        };
+        for (e, laid) in g.edge_references().zip(&d.edges) {
+            let points = &laid.points;
+            assert!(
+                on_border(points[0], d.nodes[e.source().index()]),
+                "{points:?}"
+            );
+            let last = *points.last().expect("points");
+            assert!(on_border(last, d.nodes[e.target().index()]), "{points:?}");
+        }
+        // The back edge s2 -> s1 is drawn, upwards.
+        let back = g
+            .edge_references()
+            .find(|e| {
+                node_name(&sop, g[e.source()]) == "s2" && node_name(&sop, g[e.target()]) == "s1"
+            })
+            .expect("s2 -> s1");
+        let points = &d.edges[back.id().index()].points;
+        assert!(points[0].1 > points[points.len() - 1].1, "{points:?}");
+        assert!(drawn.contains("data-from=\"s2\" data-to=\"s1\""));
+        // The long action name wraps, its box as wide as its widest line.
+        assert!(drawn.contains(">A_Very_Long_Action_Name_<"), "{drawn}");
+        assert!(drawn.contains(">That_Must_Wrap_Over_Lines<"), "{drawn}");
+        assert!(!drawn.contains("style="));
+    }
+
+    #[test]
+    fn a_self_loop_is_drawn_round_its_node() {
+        let nodes = [(80.0, 30.0), (80.0, 30.0)];
+        let edges = [
+            EdgeBox {
+                from: 0,
+                to: 0,
+                label: None,
+            },
+            EdgeBox {
+                from: 0,
+                to: 1,
+                label: Some((20.0, 14.0)),
+            },
+        ];
+        let d = layout(&nodes, &edges).expect("laid out");
+        let node = d.nodes[0];
+        let points = &d.edges[0].points;
+        assert!(points.len() >= 4, "{points:?}");
+        // Beside the node, on its right, from its border back to it.
+        assert!(points.iter().all(|p| p.0 >= node.x - 0.5), "{points:?}");
+        assert!(
+            points.iter().any(|p| p.0 > node.left() + node.w),
+            "{points:?}"
+        );
+        let paths = edge_paths(&d, &edges);
+        assert!(
+            paths[0].0.starts_with('M') && paths[0].0.contains('C'),
+            "{paths:?}"
+        );
+        // The other edge goes down from the bottom of node 0 to the top of node 1.
+        let (down, points) = &paths[1];
+        assert!(down.contains('L') || down.contains('C'), "{down}");
+        let (first, last) = (points[0], points[points.len() - 1]);
+        assert!((first.1 - (node.top() + node.h)).abs() < 1e-9, "{points:?}");
+        assert!((last.1 - d.nodes[1].top()).abs() < 1e-9, "{points:?}");
+    }
+
+    #[test]
+    fn nodes_carry_their_logic_class_and_per_model_numbers() {
+        let sop = loopy();
+        let svg_text = svg(&sop, &GraphUse::default(), 0)
+            .expect("svg")
+            .into_string();
+        assert_eq!(svg_text.matches("<g class=\"node untested\"").count(), 2);
+        // Two models' turns through s1 to Done: the node's colour per model in its attributes.
+        let mut used = GraphUse::default();
+        let path = vec!["s1".to_string()];
+        used.add("m1", &path, "Done", 80.0);
+        used.add("m1", &path, "Done", 40.0);
+        used.add("m<2>", &path, "Done", 100.0);
+        assert_eq!(used.nodes["s1"].get(), Some(220.0 / 3.0));
+        assert_eq!(used.nodes_by_model["s1"]["m1"].get(), Some(60.0));
+        assert_eq!(used.nodes_by_model["Done"]["m<2>"].n(), 1);
+        assert_eq!(used.edges[&("start".into(), "s1".into())], 3);
+        assert_eq!(used.edges[&("s1".into(), "Done".into())], 3);
+        let drawn = svg(&sop, &used, 0).expect("svg").into_string();
+        assert!(drawn.contains("<g class=\"node logic-7\" data-stage=\"s1\" data-turns=\"3\" data-logic=\"73.33333333333333\" data-logic-by-model=\"{&quot;m1&quot;:60.0,&quot;m&lt;2&gt;&quot;:100.0}\" data-turns-by-model=\"{&quot;m1&quot;:2,&quot;m&lt;2&gt;&quot;:1}\">"), "{drawn}");
+        assert!(drawn.contains("<text class=\"stat\""));
+        assert!(drawn.contains(">Logic 73.33 · 3 turns<"));
+        assert!(drawn.contains("data-action=\"Done\""));
+        assert!(drawn.contains("data-from=\"start\" data-to=\"s1\" data-turns=\"3\""));
+    }
+}
