@@ -625,8 +625,10 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
         .flatten()
         .map(|id| hex::decode(id).expect("a hex trace id"))
         .collect();
-    let worker_span = |body: &[u8]| {
-        exported(body, b"sage-worker")
+    let worker_span = |r: &wiremock::Request| {
+        let body = &r.body;
+        r.url.path() == "/v1/traces"
+            && exported(body, b"sage-worker")
             && exported(body, b"role")
             && trace_ids.iter().any(|id| exported(body, id))
     };
@@ -635,13 +637,13 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
         let posts = runtime
             .block_on(collector.received_requests())
             .unwrap_or_default();
-        if posts.iter().any(|r| worker_span(&r.body)) || std::time::Instant::now() > deadline {
+        if posts.iter().any(worker_span) || std::time::Instant::now() > deadline {
             break posts;
         }
         std::thread::sleep(Duration::from_millis(250));
     };
     assert!(
-        posts.iter().any(|r| worker_span(&r.body)),
+        posts.iter().any(worker_span),
         "no span of the worker's dialogues reached the collector: {} posts",
         posts.len()
     );

@@ -7,3 +7,13 @@ pub mod llm;
 pub mod store;
 pub mod telemetry;
 pub mod transport;
+
+/// Makes sure rustls has a process-wide crypto provider (ring, the project's choice): reqwest is
+/// built with `rustls-no-provider` and panics when building a client without one (the model
+/// backends', the OTLP exporter's), and async-nats's TLS shares it.
+pub(crate) fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // An error means another thread installed one first: fine either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}

@@ -149,15 +149,6 @@ fn is_loopback(url: &str) -> bool {
             .unwrap_or(false)
 }
 
-/// Makes sure rustls has a process-wide crypto provider (ring, the project's choice): reqwest is
-/// built with `rustls-no-provider` and panics when building a client without one.
-fn ensure_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // An error means another thread installed one first: fine either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 /// What every HTTP backend shares: the pooled client, the URL, the fixed headers (with the
 /// secret, marked sensitive), the timeout, and the key for redacting server echoes.
 pub(crate) struct HttpCore {
@@ -187,7 +178,7 @@ impl HttpCore {
         key: Option<ApiKey>,
     ) -> Result<HttpCore, LlmError> {
         let timeout = timeout_of(config)?;
-        ensure_crypto_provider();
+        crate::ensure_crypto_provider();
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))

@@ -100,6 +100,8 @@ pub fn init(
         let _ = tracing_subscriber::registry().with(fmt).try_init();
         return Ok(TraceGuard(None));
     };
+    // The exporter's HTTP client is reqwest's, built with `rustls-no-provider`.
+    crate::ensure_crypto_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)

@@ -319,7 +319,7 @@ impl NatsConfig {
     /// normal on Kubernetes); afterwards the client reconnects on its own.
     pub async fn connect(&self) -> Result<Connection, NatsError> {
         // TLS needs a crypto provider; async-nats and the HTTP clients share ring.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::ensure_crypto_provider();
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
         let (lost, disconnects) = tokio::sync::watch::channel(0u64);
