@@ -40,7 +40,8 @@ seed: 13
 /// that `judge_turns: every` is shown to change no number of before. It is regenerated only on
 /// purpose (a change of the scores themselves), by printing [`canonical`] of that run's
 /// summary.json. Beside it, what this test derives on its own: the turns judged in each record,
-/// by the paper's rule (below). (No independent re-score of summary.json's numbers yet.)
+/// by the paper's rule, and summary.json's headline numbers from the records' turn scores
+/// ([`rescore`]).
 const EVERY_GOLDEN: &str = "589836bd7c0f148d3b88d65e48d9c6c9ee03dca377a5ceb801bd94c87df6be57";
 
 /// Runs [`CONFIG`] plus `extra` through the CLI; the results folder.
@@ -174,6 +175,49 @@ fn every_turn_gives_the_numbers_of_before_and_paper_judges_the_papers_turns_alik
         summary["models"][1]["all"]["unjudged_turns"],
         json!(unjudged_valid)
     );
+    // The oracle beside the snapshot: summary.json's headline numbers re-derived here from the
+    // records' own turn scores, by the paper's averages over scored turns, for both runs.
+    let every_summary = std::fs::read_to_string(every_dir.join("out/r/summary.json")).unwrap();
+    rescore(&every, &serde_json::from_str(&every_summary).unwrap());
+    rescore(&paper, &summary);
+}
+
+/// Checks every model's `all` numbers in `summary` against the records: OA, Logic and Chat the
+/// means of the scored turns' (those with scores) `overall`, `logic` and `chat`; the execution
+/// gap the mean Acc_cls minus the mean Acc_action, in points; `turns` their count.
+fn rescore(records: &[DialogueRecord], summary: &Json) {
+    let models = summary["models"].as_array().expect("models");
+    assert_eq!(models.len(), 2);
+    for model in models {
+        let name = model["model"].as_str().unwrap();
+        let scored: Vec<_> = records
+            .iter()
+            .filter(|r| r.job.service_model == name)
+            .flat_map(|r| &r.turns)
+            .filter_map(|t| t.scores.as_ref())
+            .collect();
+        let mean = |f: &dyn Fn(&sage::protocol::TurnScores) -> f64| {
+            scored.iter().map(|s| f(s)).sum::<f64>() / scored.len() as f64
+        };
+        let all = &model["all"];
+        assert_eq!(all["turns"], json!(scored.len()), "{name}");
+        for (metric, expected) in [
+            ("overall", mean(&|s| s.overall)),
+            ("logic", mean(&|s| s.logic)),
+            ("chat", mean(&|s| s.chat)),
+            (
+                "execution_gap",
+                100.0 * (mean(&|s| s.acc_cls) - mean(&|s| s.acc_action)),
+            ),
+        ] {
+            let got = all[metric]["mean"].as_f64().unwrap();
+            assert!(
+                (got - expected).abs() < 1e-6,
+                "{name} {metric}: summary.json says {got}, the records {expected}"
+            );
+            assert_eq!(all[metric]["n"], json!(scored.len()), "{name} {metric}");
+        }
+    }
 }
 
 /// [`CONFIG`] with a panel of `judges` simulated judges.

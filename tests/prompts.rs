@@ -8,8 +8,9 @@ mod common;
 use common::{SCENARIOS, load};
 use sage::llm::{ChatMessage, ChatRole};
 use sage::prompts::{
-    DIMENSIONS, agent_messages, agent_system_prompt, judge_messages, judge_system_prompt,
-    system_information, user_messages, user_system_prompt,
+    DIMENSIONS, agent_messages, agent_system_prompt, agent_system_prompt_split, judge_messages,
+    judge_system_prompt, judge_system_prompt_split, system_information, user_messages,
+    user_system_prompt,
 };
 use sage::protocol::{DialogueJob, Line, Speaker};
 use sage::scenario::{Adversarial, Value};
@@ -280,20 +281,29 @@ fn prompts_keep_the_stable_part_first() {
     for id in SCENARIOS {
         let sop = load(id);
         let (a, b) = (job(&sop, 0, 0), job(&sop, 1, 1));
-        for (role, pa, pb) in [
+        for (role, pa, pb, split) in [
             (
                 "agent",
                 agent_system_prompt(&sop, &system_information(&sop, &a)),
                 agent_system_prompt(&sop, &system_information(&sop, &b)),
+                agent_system_prompt_split(&sop, &system_information(&sop, &a)),
             ),
             (
                 "judge",
                 judge_system_prompt(&sop, &a),
                 judge_system_prompt(&sop, &b),
+                judge_system_prompt_split(&sop, &a),
             ),
         ] {
             let shared = pa.len() - current_values(&pa).len();
             assert_eq!(pa[..shared], pb[..shared], "{id} {role}: the stable start");
+            // The boundary the roles carry in the request (the cache breakpoint) is that start,
+            // before the section's heading.
+            let heading = "[Current System Information]\n".len();
+            assert_eq!(
+                (split.text.as_str(), split.shared),
+                (pa.as_str(), shared - heading)
+            );
             assert!(
                 shared * 10 >= pa.len() * 8,
                 "{id} {role}: the stable start is {shared} of {} bytes",

@@ -111,14 +111,8 @@ pub fn sage_registry() -> Arc<Registry> {
                 .iter()
                 .map(|s| (s.scenario().id.clone(), s.clone()))
                 .collect();
-            Arc::new(Registry {
-                sops,
-                endpoints: sage::actors::runner::endpoints(&config).expect("simulated models"),
-                content_attempts: config.content_attempts,
-                record_prompts: config.record_prompts,
-                prompts: Default::default(),
-                desk: None,
-            })
+            let endpoints = sage::actors::runner::endpoints(&config).expect("simulated models");
+            Arc::new(Registry::sage(&config, sops, endpoints))
         })
         .clone()
 }

@@ -325,22 +325,22 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     let (submission, default_id) = match args.suite {
         Suite::Sage => {
             let mut config = match &args.config {
-                Some(path) => super::run::read_config(path)?,
+                Some(path) => sage_ports::store::inputs::read_config(path)?,
                 None => sage_core::plan::RunConfig::default(),
             };
             args.budgets.apply(&mut config)?;
             config.check("sweep")?;
-            let scenarios = super::run::load_named_scenarios(&config)?;
+            let scenarios = sage_ports::store::inputs::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
             config.check_jobs(&sops, "sweep")?;
             let id = sage_ports::store::new_run_id(None, config.seed);
             (Submission::Sage(config, scenarios), id)
         }
         Suite::SupportDesk => {
-            let config = super::desk::read_config(args.config.as_deref())?;
+            let config = sage_ports::store::inputs::read_desk_config(args.config.as_deref())?;
             config.check("sweep")?;
-            let texts = super::desk::read_store(&config.store)?;
-            let desk = super::desk::parse_store(&config.store, (&texts.0, &texts.1))?;
+            let texts = sage_ports::store::inputs::read_store(&config.store)?;
+            let desk = sage_ports::store::inputs::parse_store(&config.store, (&texts.0, &texts.1))?;
             let id = sage_ports::store::new_run_id(Some("desk"), config.seed);
             (Submission::Desk(config, texts, Box::new(desk)), id)
         }

@@ -185,6 +185,18 @@ pub fn check_run_id_flag(run_id: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A progress bar over `len` items named `what`.
+pub fn progress_bar(len: usize, what: &str) -> indicatif::ProgressBar {
+    let p = indicatif::ProgressBar::new(len as u64);
+    let template =
+        format!("{{spinner}} {{bar:40}} {{pos}}/{{len}} {what} {{elapsed_precise}} eta {{eta}}");
+    p.set_style(
+        indicatif::ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    p
+}
+
 /// Sets every model up once before a folder is created or claimed, as the run will set it up:
 /// a missing API key fails here, not in a run already started (both suites).
 pub fn set_up_models(models: &[sage_core::plan::model::ModelConfig]) -> anyhow::Result<()> {
@@ -198,12 +210,12 @@ pub fn set_up_models(models: &[sage_core::plan::model::ModelConfig]) -> anyhow::
 /// they could not be (a warning on standard error says why), the run id only.
 pub fn run_jobs_or_warn(
     run_id: &str,
-    planned: anyhow::Result<sage_core::plan::JobSet>,
+    planned: Result<sage_core::plan::JobSet, sage_ports::store::inputs::InputError>,
 ) -> sage_ports::store::RunJobs {
     let planned = planned
         .inspect_err(|e| {
             eprintln!(
-                "warning: the run's jobs cannot be planned again ({e:#}): its records are checked for the run id only"
+                "warning: the run's jobs cannot be planned again ({e}): its records are checked for the run id only"
             )
         })
         .ok();

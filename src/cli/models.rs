@@ -66,7 +66,10 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let (config, file) = match &args.config {
-        Some(path) => (super::run::read_config(path)?, path.display().to_string()),
+        Some(path) => (
+            sage_ports::store::inputs::read_config(path)?,
+            path.display().to_string(),
+        ),
         None => (RunConfig::default(), "the default run".to_string()),
     };
     config.check(&file)?;

@@ -1,14 +1,13 @@
 //! `sage run`, `sage report`, `sage export`: wiring only.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::runner::run_embedded;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::Adversarial;
-use sage_core::scenario::bundled::BUNDLED;
-use sage_core::sop::{self, Sop};
+use sage_core::sop::Sop;
 use sage_ports::store::export::{self, Format};
-use sage_ports::store::{Manifest, RunDir};
+use sage_ports::store::{Manifest, RunDir, inputs};
 use sage_report::transcript::terminal_safe;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
@@ -135,100 +134,18 @@ pub enum Suite {
     SupportDesk,
 }
 
-/// Loads the scenarios a configuration names (`bundled`, or files), each with its YAML text.
-pub fn load_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>, String)>> {
-    Ok(load_named_scenarios(config)?
-        .into_iter()
-        .map(|(sop, _, text)| (sop, text))
-        .collect())
-}
-
-/// Loads the scenarios a configuration names, each with its name (file or bundled name) and
-/// its YAML text.
-pub fn load_named_scenarios(config: &RunConfig) -> anyhow::Result<Vec<(Arc<Sop>, String, String)>> {
-    let mut out = Vec::new();
-    for entry in &config.scenarios {
-        if entry == "bundled" {
-            for (name, text) in BUNDLED {
-                out.push((
-                    Arc::new(sop::from_yaml(text, name)?),
-                    name.to_string(),
-                    text.to_string(),
-                ));
-            }
-        } else {
-            let text =
-                std::fs::read_to_string(entry).with_context(|| format!("scenario {entry}"))?;
-            out.push((Arc::new(sop::from_yaml(&text, entry)?), entry.clone(), text));
+/// The scenarios of a stored run as they were (a warning for each one left out when
+/// `graphs`: its graph is not drawn), and what `sage report` checks its records against.
+fn stored(manifest: &Manifest, graphs: bool) -> (Vec<Arc<Sop>>, sage_ports::store::RunJobs) {
+    let (sops, left_out) = inputs::stored_scenarios(manifest);
+    if graphs {
+        for why in left_out {
+            eprintln!("warning: {why}");
         }
     }
-    // One scenario twice would play (and count) every one of its dialogue ids twice.
-    let given_as = |name: &str| {
-        if BUNDLED.iter().any(|(b, _)| *b == name) && !config.scenarios.iter().any(|s| s == name) {
-            format!("`bundled` ({name})")
-        } else {
-            format!("`{name}`")
-        }
-    };
-    for (i, (sop, name, _)) in out.iter().enumerate() {
-        let id = &sop.scenario().id;
-        if let Some((_, first, _)) = out[..i].iter().find(|(s, _, _)| &s.scenario().id == id) {
-            bail!(
-                "scenarios: {} is scenario `{id}`, which {} already gives; expected each scenario once",
-                given_as(name),
-                given_as(first)
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// The compiled scenarios of a stored run: those its configuration names that still load and
-/// whose text is the one the run used (manifest.json's SHA-256); with `graphs` (for its HTML
-/// report), a warning for each one left out (its graph is not drawn).
-pub fn report_sops(manifest: &sage_ports::store::Manifest, graphs: bool) -> Vec<Arc<Sop>> {
-    let loaded = match load_scenarios(&manifest.config) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            if graphs {
-                eprintln!(
-                    "warning: the run's scenarios do not load ({e:#}); the report has no SOP graphs"
-                );
-            }
-            return Vec::new();
-        }
-    };
-    let hashes = Manifest::scenario_hashes(&loaded);
-    loaded
-        .into_iter()
-        .zip(hashes)
-        .filter_map(|((sop, _), (id, hash))| {
-            if manifest.scenarios.iter().any(|(i, h)| *i == id && *h == hash) {
-                Some(sop)
-            } else {
-                if graphs {
-                    eprintln!("warning: scenario `{id}` changed since the run; its graph is left out of the report");
-                }
-                None
-            }
-        })
-        .collect()
-}
-
-/// What `sage report` checks a folder's records against: the run's id, and its jobs planned
-/// again from its manifest with `sops` (its scenarios as they were, from [`report_sops`]).
-/// When they cannot be planned again (a scenario changed or is gone), the records are checked
-/// for the run id only, with a warning.
-pub fn run_jobs(
-    manifest: &sage_ports::store::Manifest,
-    sops: &[Arc<Sop>],
-) -> sage_ports::store::RunJobs {
-    let planned = (sops.len() == manifest.scenarios.len())
-        .then(|| sage_core::plan::Plan::new(&manifest.config, &manifest.run_id, sops))
-        .filter(|plan| plan.len() == manifest.jobs)
-        .map(|plan| sage_core::plan::JobSet::of(plan.jobs(), |j| &j.dialogue_id))
-        .ok_or_else(|| anyhow::anyhow!("its scenarios are not all as they were"));
-    super::run_jobs_or_warn(&manifest.run_id, planned)
+    let planned = inputs::stored_jobs(manifest, &sops);
+    let jobs = super::run_jobs_or_warn(&manifest.run_id, planned);
+    (sops, jobs)
 }
 
 /// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass
@@ -237,120 +154,35 @@ pub fn report_html(
     run: &RunDir,
     out: Option<&Path>,
 ) -> anyhow::Result<sage_ports::store::Reported> {
-    let manifest = run.read_manifest()?;
-    let sops = report_sops(&manifest, true);
-    let jobs = run_jobs(&manifest, &sops);
+    let (sops, jobs) = stored(&run.read_manifest()?, true);
     Ok(sage_ports::store::report_html(run, sops, jobs, out)?)
 }
 
 /// `sage report DIR` of a SAGE run: the summary files.
 pub fn report(run: &RunDir) -> anyhow::Result<sage_ports::store::Reported> {
-    let manifest = run.read_manifest()?;
-    let sops = report_sops(&manifest, false);
-    let jobs = run_jobs(&manifest, &sops);
+    let (_, jobs) = stored(&run.read_manifest()?, false);
     Ok(sage_ports::store::report(run, jobs)?)
-}
-
-/// Reads a run configuration file (docs/run-config.md).
-pub fn read_config(path: &Path) -> anyhow::Result<RunConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-    Ok(RunConfig::from_yaml(&text, &path.display().to_string())?)
 }
 
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id.as_deref())?;
     if args.suite == Suite::SupportDesk {
-        if args.dialogues.is_some() {
-            bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
-        }
-        if args.sets_budget() {
-            bail!(
-                "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
-            );
-        }
-        return super::desk::run(super::desk::DeskArgs {
-            config: args.config.as_deref(),
-            repeats: args.repeats,
-            seed: args.seed,
-            concurrency: args.concurrency,
-            max_turns: args.max_turns,
-            out: args.out.as_deref(),
-            run_id: args.run_id.as_deref(),
-            resume: args.resume.as_deref(),
-            quiet: args.quiet,
-            metrics_addr: args.metrics_addr,
-        });
+        return super::desk::run(args.desk_args()?);
     }
     // Everything is checked before a results folder is created or claimed.
-    let (config, resume) = match &args.resume {
-        Some(dir) => {
-            let run = RunDir::open(dir)?;
-            if run.is_desk() {
-                bail!(
-                    "{}: a support-desk run; resume it with `sage run --suite support-desk --resume {}`",
-                    dir.display(),
-                    dir.display()
-                );
-            }
-            let manifest = run.read_manifest()?;
-            let mut config = manifest.config.clone();
-            if let Some(c) = args.concurrency {
-                config.concurrency = c;
-            }
-            args.apply_budgets(&mut config)?;
-            (config, Some((run, manifest)))
-        }
-        None => {
-            let mut config = match &args.config {
-                Some(path) => read_config(path)?,
-                None => RunConfig::default(),
-            };
-            if let Some(n) = args.dialogues {
-                config.dialogues_per_scenario = n;
-            }
-            if let Some(n) = args.repeats {
-                config.repeats = n;
-            }
-            if let Some(n) = args.seed {
-                config.seed = n;
-            }
-            if let Some(n) = args.concurrency {
-                config.concurrency = n;
-            }
-            if let Some(n) = args.max_turns {
-                config.max_turns = n;
-            }
-            if let Some(out) = &args.out {
-                config.output_dir = out.clone();
-            }
-            args.apply_budgets(&mut config)?;
-            (config, None)
-        }
-    };
+    let (config, resume) = args.config()?;
     config.check("command line")?;
-    let scenarios = load_scenarios(&config)?;
+    let scenarios = inputs::load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
     super::set_up_models(&config.models)?;
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
-            // The jobs are derived again from the scenarios: they must be the ones the run
-            // started with.
-            if Manifest::scenario_hashes(&scenarios) != manifest.scenarios {
-                bail!(
-                    "{}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run.",
-                    run.path().display()
-                );
-            }
-            let run = run.claim()?;
             // A budget given on resuming is the run's from now on: the manifest records it,
             // so that the summary (and `sage report`) tells the budget in force.
-            if args.sets_budget() {
-                let mut manifest = manifest.clone();
-                args.apply_budgets(&mut manifest.config)?;
-                run.write_manifest(&manifest)?;
-            }
+            let budgets = args.sets_budget().then_some(&config);
+            let run = run.resume_sage(&manifest, &scenarios, budgets)?;
             // The manifest's id (checked when read), whatever the folder is called now.
             (run, manifest.run_id)
         }
@@ -366,25 +198,96 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.resume.is_none() {
         run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
     }
-    let progress = (!args.quiet).then(|| {
-        let p = indicatif::ProgressBar::new(jobs.len() as u64);
-        p.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {bar:40} {pos}/{len} dialogues {elapsed_precise} eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        p
-    });
     eprintln!(
         "run {run_id}: {} dialogues -> {}",
         jobs.len(),
         run_dir.path().display()
     );
+    let progress = (!args.quiet).then(|| super::progress_bar(jobs.len(), "dialogues"));
     let embedded = super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
         Ok::<_, anyhow::Error>(run_embedded(&config, &sops, &jobs, &run_dir, progress).await?)
     })?;
+    print_run(embedded, &run_dir)
+}
+
+impl RunArgs {
+    /// The options that apply to `--suite support-desk`; those of the SAGE suite alone refused.
+    fn desk_args(&self) -> anyhow::Result<super::desk::DeskArgs<'_>> {
+        if self.dialogues.is_some() {
+            bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
+        }
+        if self.sets_budget() {
+            bail!(
+                "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
+            );
+        }
+        Ok(super::desk::DeskArgs {
+            config: self.config.as_deref(),
+            repeats: self.repeats,
+            seed: self.seed,
+            concurrency: self.concurrency,
+            max_turns: self.max_turns,
+            out: self.out.as_deref(),
+            run_id: self.run_id.as_deref(),
+            resume: self.resume.as_deref(),
+            quiet: self.quiet,
+            metrics_addr: self.metrics_addr,
+        })
+    }
+
+    /// The run's configuration with the flags applied: a new run's (its file, or the default),
+    /// or, with `--resume`, the stored run's (only the concurrency and the budgets may change),
+    /// with its folder and manifest.
+    fn config(&self) -> anyhow::Result<(RunConfig, Option<(RunDir, Manifest)>)> {
+        if let Some(dir) = &self.resume {
+            let run = RunDir::open(dir)?;
+            if run.is_desk() {
+                bail!(
+                    "{}: a support-desk run; resume it with `sage run --suite support-desk --resume {}`",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            let manifest = run.read_manifest()?;
+            let mut config = manifest.config.clone();
+            if let Some(c) = self.concurrency {
+                config.concurrency = c;
+            }
+            self.apply_budgets(&mut config)?;
+            return Ok((config, Some((run, manifest))));
+        }
+        let mut config = match &self.config {
+            Some(path) => inputs::read_config(path)?,
+            None => RunConfig::default(),
+        };
+        if let Some(n) = self.dialogues {
+            config.dialogues_per_scenario = n;
+        }
+        if let Some(n) = self.repeats {
+            config.repeats = n;
+        }
+        if let Some(n) = self.seed {
+            config.seed = n;
+        }
+        if let Some(n) = self.concurrency {
+            config.concurrency = n;
+        }
+        if let Some(n) = self.max_turns {
+            config.max_turns = n;
+        }
+        if let Some(out) = &self.out {
+            config.output_dir = out.clone();
+        }
+        self.apply_budgets(&mut config)?;
+        Ok((config, None))
+    }
+}
+
+/// Prints what an embedded SAGE run did: its warnings, the leaderboard, the budget line and
+/// where the results and the report are; an error when a model never answered or the judges
+/// never gave a verdict (the run did not measure what it was for).
+fn print_run(embedded: sage_actors::runner::Embedded, run_dir: &RunDir) -> anyhow::Result<()> {
     let counts = embedded.counts;
     if counts.user_ended_early > 0 {
         eprintln!(
@@ -400,7 +303,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     // The report was folded as the records were written: the file is not read again.
     let mut report = embedded.report;
-    let reported = report.write(&run_dir)?;
+    let reported = report.write(run_dir)?;
     if let Some(warning) = reported.duplicates.warning(&reported.file) {
         eprintln!("warning: {warning}");
     }
@@ -415,8 +318,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(line) = reported.explorer_line() {
         println!("{line}");
     }
-    // A model that never answered, or judges that never gave a verdict: the run did not
-    // measure what it was for.
     if let Some(error) = sage_ports::store::unmeasured_error(&reported.unmeasured()) {
         bail!("{error}");
     }
@@ -569,7 +470,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     };
     let run = RunDir::open(&args.dir)?;
     let manifest = run.read_manifest()?;
-    let sops: HashMap<String, Arc<Sop>> = load_scenarios(&manifest.config)?
+    let sops: HashMap<String, Arc<Sop>> = inputs::load_scenarios(&manifest.config)?
         .into_iter()
         .map(|(s, _)| (s.scenario().id.clone(), s))
         .collect();

@@ -72,7 +72,7 @@ fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for file in files {
         if file.is_dir() {
-            match super::desk::load_desk(&file.display().to_string()) {
+            match sage_ports::store::inputs::load_desk(&file.display().to_string()) {
                 Ok(desk) => {
                     let counts: Vec<String> = desk
                         .counts()

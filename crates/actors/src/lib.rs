@@ -181,6 +181,28 @@ pub struct DialogueActor {
         Arc<std::collections::BTreeMap<String, sage_core::plan::model::StructuredOutput>>,
 }
 
+impl DialogueActor {
+    /// The driver of a SAGE run's dialogues, embedded or on a worker: it reaches the roles
+    /// through `transport`, scores against `sops` (by id) and labels the records by the run's
+    /// configuration (which models are simulated, which agents answer in a structured form).
+    pub fn for_run(
+        config: &sage_core::plan::RunConfig,
+        sops: HashMap<String, Arc<Sop>>,
+        transport: Arc<dyn Transport>,
+    ) -> DialogueActor {
+        DialogueActor {
+            transport,
+            sops: Arc::new(sops),
+            simulated: Arc::new(
+                sage_ports::store::simulated_models(&config.models)
+                    .into_iter()
+                    .collect(),
+            ),
+            structured: Arc::new(sage_core::plan::model::structured_agents(&config.models)),
+        }
+    }
+}
+
 impl Actor for DialogueActor {
     type Context = Context<Self>;
     fn started(&mut self, ctx: &mut Context<Self>) {

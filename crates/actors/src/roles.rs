@@ -8,7 +8,8 @@
 //! * A model that cannot be reached (after the endpoint's retries) is an infrastructure error,
 //!   recorded distinctly from format errors.
 
-use sage_core::prompts;
+use sage_core::plan::RunConfig;
+use sage_core::prompts::{self, SystemPrompt};
 use sage_core::protocol::parse::{extract_chat, parse_agent_output, parse_judge_output};
 use sage_core::protocol::schema;
 use sage_core::protocol::{
@@ -43,8 +44,12 @@ pub struct Registry {
 /// reused across turns and dialogues. Bounded: emptied when it reaches [`PromptCache::CAPACITY`].
 #[derive(Default)]
 pub struct PromptCache {
-    map: std::sync::Mutex<HashMap<u64, Arc<str>>>,
+    map: std::sync::Mutex<HashMap<u64, Rendered>>,
 }
+
+/// A rendered system prompt and the bytes at its start every dialogue of the scenario shares
+/// (none: not told, as for the customer's).
+type Rendered = (Arc<str>, Option<usize>);
 
 impl PromptCache {
     /// Most prompts kept.
@@ -56,6 +61,27 @@ impl PromptCache {
         key: impl std::hash::Hash,
         render: impl FnOnce() -> String,
     ) -> Arc<str> {
+        self.cached(key, || (render(), None)).0
+    }
+
+    /// The prompt for `key` and the bytes at its start every dialogue of the scenario shares
+    /// (for the request's `cache_prefix`), rendered with `render` the first time.
+    pub(crate) fn get_split(
+        &self,
+        key: impl std::hash::Hash,
+        render: impl FnOnce() -> SystemPrompt,
+    ) -> Rendered {
+        self.cached(key, || {
+            let prompt = render();
+            (prompt.text, Some(prompt.shared))
+        })
+    }
+
+    fn cached(
+        &self,
+        key: impl std::hash::Hash,
+        render: impl FnOnce() -> (String, Option<usize>),
+    ) -> Rendered {
         use std::hash::Hasher;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
@@ -63,7 +89,8 @@ impl PromptCache {
         if let Some(p) = self.map.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return p;
         }
-        let prompt: Arc<str> = render().into();
+        let (text, shared) = render();
+        let prompt = (Arc::<str>::from(text), shared);
         if let Ok(mut m) = self.map.lock() {
             if m.len() >= Self::CAPACITY {
                 m.clear();
@@ -80,6 +107,23 @@ fn pairs(a: &sage_core::sop::Assignment) -> Vec<(&String, &Value)> {
 }
 
 impl Registry {
+    /// What a process serves of a SAGE run of `config`: the scenarios `sops` (by id) and the
+    /// model `endpoints`, with the run's content attempts and prompt recording.
+    pub fn sage(
+        config: &RunConfig,
+        sops: HashMap<String, Arc<Sop>>,
+        endpoints: HashMap<String, Arc<Endpoint>>,
+    ) -> Registry {
+        Registry {
+            sops,
+            endpoints,
+            content_attempts: config.content_attempts,
+            record_prompts: config.record_prompts,
+            prompts: Default::default(),
+            desk: None,
+        }
+    }
+
     fn sop(&self, id: &str) -> Result<&Arc<Sop>, String> {
         self.sops
             .get(id)
@@ -278,17 +322,18 @@ impl ServiceRole {
                 };
             }
         };
-        let messages = if endpoint.is_simulated() {
-            Vec::new() // a simulated agent plays from the job, not from a prompt
+        let (messages, cache_prefix) = if endpoint.is_simulated() {
+            (Vec::new(), None) // a simulated agent plays from the job, not from a prompt
         } else {
             // The agent sees the system information S: the variables and the intent's context.
             let info = prompts::system_information(sop, &req.job);
-            let system = reg
+            let (system, shared) = reg
                 .prompts
-                .get_or(("agent", &req.job.scenario, pairs(&info)), || {
-                    prompts::agent_system_prompt(sop, &info)
+                .get_split(("agent", &req.job.scenario, pairs(&info)), || {
+                    prompts::agent_system_prompt_split(sop, &info)
                 });
-            prompts::agent_messages(system, &req.history, &req.user_message)
+            let messages = prompts::agent_messages(system, &req.history, &req.user_message);
+            (messages, shared)
         };
         let request = ChatRequest {
             messages,
@@ -302,6 +347,7 @@ impl ServiceRole {
                 schema: Arc::new(schema::agent_answer_schema(sop)),
                 default_on: false,
             }),
+            cache_prefix,
         };
         let called = endpoint.call(&request).await;
         let mut record = with_request(called.record, &request.messages, reg.record_prompts);
@@ -389,16 +435,18 @@ impl JudgePanel {
             .judge_models
             .iter()
             .all(|n| reg.endpoint(n).is_ok_and(|e| e.is_simulated()));
-        let messages = if all_simulated {
-            Vec::new()
+        let (messages, cache_prefix) = if all_simulated {
+            (Vec::new(), None)
         } else {
             let info = prompts::system_information(sop, &req.job);
-            let system = reg
+            let (system, shared) = reg
                 .prompts
-                .get_or(("judge", &req.job.scenario, pairs(&info)), || {
-                    prompts::judge_system_prompt(sop, &req.job)
+                .get_split(("judge", &req.job.scenario, pairs(&info)), || {
+                    prompts::judge_system_prompt_split(sop, &req.job)
                 });
-            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat)
+            let messages =
+                prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat);
+            (messages, shared)
         };
         // Structured output is on by default for judges (docs/models.md).
         let structured = (!all_simulated).then(|| Structured {
@@ -422,6 +470,7 @@ impl JudgePanel {
                                 messages,
                                 json: true,
                                 structured,
+                                cache_prefix,
                                 ..ChatRequest::default()
                             },
                             ctx,

@@ -148,14 +148,7 @@ pub async fn run_embedded(
         .map(|s| (s.scenario().id.clone(), s.clone()))
         .collect();
     sage_ports::telemetry::metrics().driving(&RunLabels::sage(config, sops.keys()));
-    let registry = Arc::new(Registry {
-        sops: sops.clone(),
-        endpoints: endpoints(config)?,
-        content_attempts: config.content_attempts,
-        record_prompts: config.record_prompts,
-        prompts: Default::default(),
-        desk: None,
-    });
+    let registry = Arc::new(Registry::sage(config, sops.clone(), endpoints(config)?));
     // A second thread for the busiest role (the judge panel) and the rule engine when there is a
     // second core.
     let second =
@@ -165,17 +158,7 @@ pub async fn run_embedded(
         &actix::Arbiter::current(),
         second.as_ref().map(|a| a.handle()).as_ref(),
     ));
-    let driver = DialogueActor {
-        transport,
-        sops: Arc::new(sops),
-        simulated: Arc::new(
-            sage_ports::store::simulated_models(&config.models)
-                .into_iter()
-                .collect(),
-        ),
-        structured: Arc::new(sage_core::plan::model::structured_agents(&config.models)),
-    }
-    .start();
+    let driver = DialogueActor::for_run(config, sops, transport).start();
     let aggregator = Aggregator::new(run_dir.writer()?, report, progress.clone());
     // On this thread: the records are built here, so they are also freed here.
     let aggregator = aggregator.start();

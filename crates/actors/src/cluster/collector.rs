@@ -13,6 +13,8 @@ use super::{
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
 use sage_core::plan::JobSet;
+use sage_core::protocol::DialogueRecord;
+use sage_core::protocol::desk::DeskRecord;
 use sage_ports::store::{DialogueWriter, RunDir, now_utc};
 use sage_ports::telemetry::{Health, metrics};
 use sage_ports::transport::nats::{Broker, header, records_subject};
@@ -105,23 +107,28 @@ impl Collector {
             status.stored = 0;
             status.turns = 0;
             status.infra_errors = 0;
-            // The folder read once: every record of the run's jobs counted and folded.
+            // The folder read once, as `sage run` resumes it (store::RunDir::resume_records):
+            // every record of the run's jobs counted and folded; a line that does not parse or
+            // a record not of this run is an error naming the file and the line (the records
+            // wait, redelivered, until the folder is mended), never skipped unseen.
             let mut jobs = jobs;
             let mut report = Report::new(&spec);
-            let desk = spec.is_desk();
-            // Each line read as its text, then as a record: through a `serde_json::Value`, the
-            // job's fields would come out in another order (a map sorted by name), and with
-            // them the judge-agreement fields of the summary.
-            dir.scan_jsonl_at(records, |at, line: Box<serde_json::value::RawValue>| {
-                if let Ok(record) = Record::parse(desk, line.get().as_bytes())
-                    && record.check(&jobs).is_ok()
-                    && jobs.mark_done(record.ids().1)
-                {
+            // A line written twice (a record stored, then redelivered before its ack) counts
+            // once: the report's fold tells.
+            let mut add = |at: u64, record: Record| {
+                if report.add(&record, at) {
                     count(&mut status, &record);
-                    report.add(&record, at);
                 }
-                Ok::<(), sage_ports::store::StoreError>(())
-            })?;
+            };
+            if spec.is_desk() {
+                dir.resume_records(records, &mut jobs, run, |at, r: DeskRecord| {
+                    add(at, Record::Desk(Box::new(r)))
+                })?;
+            } else {
+                dir.resume_records(records, &mut jobs, run, |at, r: DialogueRecord| {
+                    add(at, Record::Sage(Box::new(r)))
+                })?;
+            }
             status.results = Some(dir.path().display().to_string());
             status.budget = report.budget();
             let writer = dir.jsonl_writer(records)?;
@@ -517,16 +524,13 @@ impl Report {
         }
     }
 
-    /// Folds a record whose line starts at byte `at` of the folder's records file.
-    fn add(&mut self, record: &Record, at: u64) {
+    /// Folds a record whose line starts at byte `at` of the folder's records file; false when
+    /// the fold already had its dialogue (or it is of the other suite).
+    fn add(&mut self, record: &Record, at: u64) -> bool {
         match (self, record) {
-            (Report::Sage(fold), Record::Sage(r)) => {
-                fold.add(r, at);
-            }
-            (Report::Desk(fold), Record::Desk(r)) => {
-                fold.add(r);
-            }
-            _ => {}
+            (Report::Sage(fold), Record::Sage(r)) => fold.add(r, at),
+            (Report::Desk(fold), Record::Desk(r)) => fold.add(r),
+            _ => false,
         }
     }
 

@@ -806,32 +806,18 @@ impl Runs {
         {
             sage_ports::telemetry::metrics().driving(&RunLabels::sage(&config, sops.keys()));
         }
-        let registry = Registry {
-            sops: sops.clone(),
-            endpoints: endpoints(&RunConfig {
-                models: (config.models.iter())
-                    .filter(|m| self.served.calls(&config, &m.name))
-                    .cloned()
-                    .collect(),
-                ..config.clone()
-            })
-            .map_err(failed)?,
-            content_attempts: config.content_attempts,
-            record_prompts: config.record_prompts,
-            prompts: Default::default(),
-            desk: None,
-        };
+        // Only the models this worker calls (those of the roles it serves).
+        let endpoints = endpoints(&RunConfig {
+            models: (config.models.iter())
+                .filter(|m| self.served.calls(&config, &m.name))
+                .cloned()
+                .collect(),
+            ..config.clone()
+        })
+        .map_err(failed)?;
+        let registry = Registry::sage(&config, sops.clone(), endpoints);
         let (local, transport) = self.start_roles(id, registry);
-        let driver = DialogueActor {
-            transport: transport.clone(),
-            sops: Arc::new(sops),
-            simulated: Arc::new(
-                sage_ports::store::simulated_models(&config.models)
-                    .into_iter()
-                    .collect(),
-            ),
-            structured: Arc::new(sage_core::plan::model::structured_agents(&config.models)),
-        };
+        let driver = DialogueActor::for_run(&config, sops, transport.clone());
         let driver =
             <DialogueActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
         Ok(ServedRun {

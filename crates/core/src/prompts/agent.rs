@@ -10,8 +10,8 @@
 //! `Penalty == 0→ACTION=ChangeOrder→END`, `...→set PLAN=PLAN_A→step7`).
 
 use super::{
-    classification_template, current_information_section, field_lines, push_history, push_merged,
-    quoted_alternatives, variables_section,
+    SystemPrompt, classification_template, current_information_section, field_lines, push_history,
+    push_merged, quoted_alternatives, variables_section,
 };
 use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::protocol::{DialogueJob, Line, Speaker};
@@ -38,6 +38,11 @@ pub fn system_information(sop: &Sop, job: &DialogueJob) -> Assignment {
 /// everything before the last section is the same for every dialogue of the scenario, and the
 /// whole prompt is the same on every turn of a dialogue.
 pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
+    agent_system_prompt_split(sop, variables).text
+}
+
+/// [`agent_system_prompt`], with where the part every dialogue of the scenario shares ends.
+pub fn agent_system_prompt_split(sop: &Sop, variables: &Assignment) -> SystemPrompt {
     let sc = sop.scenario();
     let mut p = String::new();
     let _ = writeln!(
@@ -59,9 +64,7 @@ pub fn agent_system_prompt(sop: &Sop, variables: &Assignment) -> String {
     p.push('\n');
     p.push_str(&key_requirements_section(sop));
     // The job's values last: everything above is the same for every dialogue of the scenario.
-    p.push('\n');
-    p.push_str(&current_information_section(sop, variables));
-    p
+    SystemPrompt::joined(p, &current_information_section(sop, variables))
 }
 
 /// The agent's conversation: the system prompt ([`agent_system_prompt`], which callers may

@@ -5,7 +5,10 @@
 //! [`crate::protocol::parse::parse_judge_output`].
 
 use super::agent::system_information;
-use super::{classification_template, current_information_section, field_lines, variables_section};
+use super::{
+    SystemPrompt, classification_template, current_information_section, field_lines,
+    variables_section,
+};
 use crate::protocol::chat::{ChatMessage, ChatRole};
 pub use crate::protocol::rubric::{DIMENSIONS, Dimension};
 use crate::protocol::{DialogueJob, Line, Speaker};
@@ -18,6 +21,11 @@ use std::sync::Arc;
 /// the job's system information (last: the rest is the same for every dialogue of the
 /// scenario, a prefix a provider's cache can hold).
 pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
+    judge_system_prompt_split(sop, job).text
+}
+
+/// [`judge_system_prompt`], with where the part every dialogue of the scenario shares ends.
+pub fn judge_system_prompt_split(sop: &Sop, job: &DialogueJob) -> SystemPrompt {
     let sc = sop.scenario();
     let field_names: Vec<&str> = sc.fields().map(|k| k.name.as_str()).collect();
     let mut p = format!(
@@ -64,12 +72,10 @@ pub fn judge_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
         dimensions.join(",\n")
     );
     // The job's values last: everything above is the same for every dialogue of the scenario.
-    p.push('\n');
-    p.push_str(&current_information_section(
-        sop,
-        &system_information(sop, job),
-    ));
-    p
+    SystemPrompt::joined(
+        p,
+        &current_information_section(sop, &system_information(sop, job)),
+    )
 }
 
 /// The judges' conversation: the system prompt, then one user message holding the dialogue

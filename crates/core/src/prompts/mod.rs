@@ -19,8 +19,12 @@ pub mod desk;
 pub mod judge;
 pub mod user;
 
-pub use agent::{agent_messages, agent_system_prompt, system_information};
-pub use judge::{DIMENSIONS, Dimension, judge_messages, judge_system_prompt};
+pub use agent::{
+    agent_messages, agent_system_prompt, agent_system_prompt_split, system_information,
+};
+pub use judge::{
+    DIMENSIONS, Dimension, judge_messages, judge_system_prompt, judge_system_prompt_split,
+};
 pub use user::{UserOutputError, parse_user_output, user_messages, user_system_prompt};
 
 use crate::protocol::chat::{ChatMessage, ChatRole};
@@ -103,9 +107,34 @@ fn variables_section(sop: &Sop) -> String {
 }
 
 /// The heading of the last section of the agent's and the judges' system prompts, the job's
-/// values: what precedes it is the same for every dialogue of a scenario (a backend may mark
-/// the end of that part as a prompt-cache breakpoint).
+/// values: what precedes it is the same for every dialogue of a scenario.
 pub const CURRENT_INFORMATION_HEADING: &str = "[Current System Information]";
+
+/// A rendered system prompt and where its part shared by every dialogue of the scenario ends:
+/// `text[..shared]` (the role, the SOP, the rubric, the output format) is the same for every
+/// dialogue, the rest is the job's values. The roles carry `shared` in the model request, so a
+/// backend with a prompt cache can end its cached part there (Anthropic's breakpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPrompt {
+    /// The prompt.
+    pub text: String,
+    /// Bytes at its start that every dialogue of the scenario shares (a char boundary).
+    pub shared: usize,
+}
+
+impl SystemPrompt {
+    /// `shared` (the part every dialogue shares, ending with a blank line) followed by the
+    /// job's values `own`.
+    fn joined(mut shared: String, own: &str) -> SystemPrompt {
+        shared.push('\n');
+        let at = shared.len();
+        shared.push_str(own);
+        SystemPrompt {
+            text: shared,
+            shared: at,
+        }
+    }
+}
 
 /// [Current System Information]: the job's system information S, the part of a prompt that
 /// changes from one dialogue to the next (and never within one), placed at the end of the

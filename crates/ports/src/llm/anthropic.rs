@@ -110,21 +110,20 @@ struct SystemBlock {
 }
 
 /// The system prompt as text blocks with the cache breakpoint at the end of the part every
-/// dialogue of a scenario shares: before the job's values
-/// ([`sage_core::prompts::CURRENT_INFORMATION_HEADING`]) when the prompt has them, so that one
+/// dialogue of a scenario shares (`shared` bytes, as the request carries it), so that one
 /// dialogue reads what another wrote; else at the end (the prompt every turn repeats).
-fn system_blocks(system: String) -> Vec<SystemBlock> {
+fn system_blocks(system: String, shared: Option<usize>) -> Vec<SystemBlock> {
     let block = |text: String, cached: bool| SystemBlock {
         kind: "text",
         text,
         cache_control: cached.then_some(CacheControl { kind: "ephemeral" }),
     };
-    let marker = format!("\n{}\n", sage_core::prompts::CURRENT_INFORMATION_HEADING);
-    match system.find(&marker) {
-        Some(at) => vec![
-            block(system[..=at].to_string(), true),
-            block(system[at + 1..].to_string(), false),
-        ],
+    match shared.filter(|&at| at > 0 && at < system.len() && system.is_char_boundary(at)) {
+        Some(at) => {
+            let mut shared = system;
+            let own = shared.split_off(at);
+            vec![block(shared, true), block(own, false)]
+        }
         None => vec![block(system, true)],
     }
 }
@@ -281,7 +280,7 @@ impl ChatModel for AnthropicMessages {
             system: if system.is_empty() {
                 Vec::new()
             } else {
-                system_blocks(system.join("\n\n"))
+                system_blocks(system.join("\n\n"), request.cache_prefix)
             },
             messages,
             temperature: self.temperature,
@@ -364,21 +363,30 @@ mod tests {
     #[test]
     fn the_cache_breakpoint_ends_the_part_every_dialogue_shares() {
         let json = |blocks: Vec<SystemBlock>| serde_json::to_value(blocks).unwrap();
+        let prompt = "Role.\n\n[Key Requirements]\n1. JSON.\n\n[Current System Information]\n- Penalty: 200\n";
+        let shared = prompt.find("[Current").unwrap();
         assert_eq!(
-            json(system_blocks(
-                "Role.\n\n[Key Requirements]\n1. JSON.\n\n[Current System Information]\n- Penalty: 200\n"
-                    .into()
-            )),
+            json(system_blocks(prompt.into(), Some(shared))),
             serde_json::json!([
                 {"type": "text", "text": "Role.\n\n[Key Requirements]\n1. JSON.\n\n",
                  "cache_control": {"type": "ephemeral"}},
                 {"type": "text", "text": "[Current System Information]\n- Penalty: 200\n"}
             ])
         );
-        assert_eq!(
-            json(system_blocks("You run the desk.".into())),
-            serde_json::json!([{"type": "text", "text": "You run the desk.",
+        // No boundary carried, or one outside the prompt: the whole prompt is cached (the
+        // heading text alone moves nothing).
+        let whole = |text: &str| {
+            serde_json::json!([{"type": "text", "text": text,
                                 "cache_control": {"type": "ephemeral"}}])
+        };
+        assert_eq!(json(system_blocks(prompt.into(), None)), whole(prompt));
+        assert_eq!(
+            json(system_blocks("You run the desk.".into(), None)),
+            whole("You run the desk.")
+        );
+        assert_eq!(
+            json(system_blocks("You run the desk.".into(), Some(100))),
+            whole("You run the desk.")
         );
     }
 

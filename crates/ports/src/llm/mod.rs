@@ -49,6 +49,11 @@ pub struct ChatRequest {
     pub desk: Option<Arc<sim::desk::DeskContext>>,
     /// The schema of the answer the role parses, for structured output (none: no schema).
     pub structured: Option<Structured>,
+    /// Bytes at the start of the system prompt (the first message) that every dialogue of the
+    /// scenario shares ([`sage_core::prompts::SystemPrompt::shared`]): a backend with a prompt
+    /// cache ends its cached part there. None: the whole system prompt (the same on every
+    /// turn). Not part of the cache key (the messages are).
+    pub cache_prefix: Option<usize>,
 }
 
 /// A role's schema for structured output, and whether the role wants it when the model's

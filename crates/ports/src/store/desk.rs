@@ -3,8 +3,9 @@
 //! desk-summary.json and desk-leaderboard.txt.
 
 use super::{RunDir, StoreError, now_utc};
+use sage_core::plan::JobSet;
 use sage_core::plan::desk::DeskConfig;
-use sage_core::protocol::desk::DeskRecord;
+use sage_core::protocol::desk::{DeskJob, DeskRecord};
 use sage_report::desk::{DeskReportFold, DeskRunInfo};
 use sage_report::explorer::Embedded;
 use serde::{Deserialize, Serialize};
@@ -294,4 +295,34 @@ pub fn write_desk_html(
         Ok::<(), StoreError>(())
     })?;
     page.write(run, out)
+}
+
+/// What a support-desk run has stored so far, read once from desk.jsonl to resume it: the
+/// terminal table's fold, the page's fold and which of `jobs` are stored (each record checked
+/// to be one of them, of run `run_id`).
+pub struct Stored {
+    /// The terminal table's fold.
+    pub report: DeskFold,
+    /// The HTML report's fold.
+    pub page: DeskPage,
+    /// The run's jobs, those stored marked.
+    pub jobs: JobSet,
+}
+
+impl Stored {
+    /// Reads what `run` holds of `jobs` (none for a new run's folder).
+    pub fn read(run: &RunDir, jobs: &[DeskJob], run_id: &str) -> Result<Stored, StoreError> {
+        let mut report = DeskFold::default();
+        let mut page = DeskPage::new(run);
+        let mut stored = JobSet::of(jobs, |j| &j.dialogue_id);
+        run.resume_records(DESK_RECORDS, &mut stored, run_id, |at, r| {
+            report.add(&r);
+            page.add(&r, at);
+        })?;
+        Ok(Stored {
+            report,
+            page,
+            jobs: stored,
+        })
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod desk;
 pub mod export;
+pub mod inputs;
 mod report;
 
 pub use report::{
@@ -43,6 +44,14 @@ pub enum StoreError {
         path: PathBuf,
         /// Who holds it, as its lock file says (process id, start time).
         holder: String,
+    },
+    /// A run to resume whose scenarios are no longer those it started with.
+    #[error(
+        "{path}: the scenarios changed since the run started (manifest.json records their SHA-256); resuming would mix two versions. Start a new run."
+    )]
+    ScenariosChanged {
+        /// The run's folder.
+        path: PathBuf,
     },
     /// A file's content is not what SAGE-RS wrote.
     #[error("{path}: {message}")]
@@ -390,6 +399,35 @@ impl RunDir {
     /// Writes manifest.json.
     pub fn write_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
         self.write_json("manifest.json", manifest)
+    }
+
+    /// Claims this stored SAGE run (of `manifest`) to resume it with `scenarios`, checked to be
+    /// those it started with (its jobs are derived from them again). With `budgets`, the cost
+    /// budgets of that configuration become the run's from now on: manifest.json records them,
+    /// so that the summary (and `sage report`) tells the budget in force.
+    pub fn resume_sage(
+        self,
+        manifest: &Manifest,
+        scenarios: &[(Arc<Sop>, String)],
+        budgets: Option<&RunConfig>,
+    ) -> Result<RunDir, StoreError> {
+        if Manifest::scenario_hashes(scenarios) != manifest.scenarios {
+            return Err(StoreError::ScenariosChanged {
+                path: self.dir.clone(),
+            });
+        }
+        let run = self.claim()?;
+        if let Some(config) = budgets {
+            let mut manifest = manifest.clone();
+            manifest.config.max_cost_usd = config.max_cost_usd;
+            for model in &mut manifest.config.models {
+                if let Some(given) = config.models.iter().find(|m| m.name == model.name) {
+                    model.max_cost_usd = given.max_cost_usd;
+                }
+            }
+            run.write_manifest(&manifest)?;
+        }
+        Ok(run)
     }
 
     /// Reads manifest.json.
@@ -900,114 +938,4 @@ fn utc_at(secs: i64) -> (String, String) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_written_as_rfc_3339_and_as_an_id_part() {
-        // Instants whose dates are known independently (leap days, a century that is not a
-        // leap year, the end of a year).
-        let cases = [
-            (0, "1970-01-01T00:00:00Z", "19700101-000000"),
-            (951_782_400, "2000-02-29T00:00:00Z", "20000229-000000"),
-            (1_709_251_199, "2024-02-29T23:59:59Z", "20240229-235959"),
-            (1_798_761_599, "2026-12-31T23:59:59Z", "20261231-235959"),
-            (4_107_542_400, "2100-03-01T00:00:00Z", "21000301-000000"),
-        ];
-        for (secs, rfc3339, compact) in cases {
-            assert_eq!(utc_at(secs), (rfc3339.to_string(), compact.to_string()));
-        }
-        let (now, id) = now_utc();
-        assert!(now.ends_with('Z') && now.len() == 20, "{now}");
-        assert_eq!(id.len(), 15, "{id}");
-    }
-
-    #[test]
-    fn new_run_ids_are_valid_and_never_repeat() {
-        let ids: std::collections::BTreeSet<String> =
-            (0..100_000).map(|_| new_run_id(None, 42)).collect();
-        assert_eq!(ids.len(), 100_000, "ids made in the same second differ");
-        for id in ids.iter().take(3).chain([&new_run_id(Some("desk"), 7)]) {
-            sage_core::protocol::id::check_run_id(id).expect("a valid run id");
-        }
-        assert!(new_run_id(Some("desk"), 7).contains("-desk-s7-"));
-    }
-
-    #[test]
-    fn a_folder_is_claimed_by_one_writer_at_a_time() {
-        let tmp = tempfile::tempdir().unwrap();
-        let run = RunDir::create(tmp.path(), "r1").unwrap();
-        // A second claim, even in this process, is refused while the first is held.
-        let again = RunDir::open(&run.dir.join("..").join("r1"));
-        assert!(again.is_err(), "no manifest yet");
-        let err = RunDir {
-            dir: run.dir.clone(),
-            lock: None,
-        }
-        .claim()
-        .unwrap_err();
-        assert!(matches!(err, StoreError::InUse { .. }), "{err}");
-        let writer = run.writer().expect("the holder writes");
-        drop(run);
-        // The writer keeps the claim.
-        assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_err());
-        drop(writer);
-        assert!(FolderLock::acquire(tmp.path().join("r1").as_path()).is_ok());
-        assert!(
-            !tmp.path().join("r1/.lock").exists(),
-            "let go, a claim removes its file"
-        );
-        // A folder with records is refused as a new run.
-        std::fs::write(tmp.path().join("r1/dialogues.jsonl"), "").unwrap();
-        assert!(RunDir::create(tmp.path(), "r1").is_err());
-        for bad in ["../x", "", "a/b", "/abs", ".."] {
-            assert!(RunDir::create(tmp.path(), bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_lock_taken_on_a_removed_lock_file_claims_nothing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join(FolderLock::FILE);
-        let first = FolderLock::acquire(tmp.path()).unwrap();
-        // Another process opened the lock file just before the holder let go.
-        let late = File::open(&path).unwrap();
-        assert!(is_file_at(&late, &path).unwrap());
-        drop(first);
-        assert!(!path.exists());
-        // Its lock now succeeds, on a file no longer in the folder: no claim ...
-        late.try_lock().unwrap();
-        assert!(!is_file_at(&late, &path).unwrap());
-        // ... so a claim made now holds the folder's new lock file alone.
-        let second = FolderLock::acquire(tmp.path()).unwrap();
-        assert!(is_file_at(&second.file, &path).unwrap());
-        assert!(matches!(
-            FolderLock::acquire(tmp.path()),
-            Err(StoreError::InUse { .. })
-        ));
-        drop(second);
-        assert!(!path.exists());
-    }
-
-    #[test]
-    fn a_cut_last_line_is_taken_back_when_a_writer_opens() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let run = RunDir::create(dir.path(), "cut").expect("run dir");
-        let path = run.path().join("dialogues.jsonl");
-        let long = "x".repeat(150 * 1024);
-        // (file content, its length once a writer opened it): a last line cut off more than
-        // one 64 KiB chunk from the end; no line break at all; whole lines only.
-        for (text, kept) in [
-            (format!("{{}}\n{long}"), 3),
-            (long.clone(), 0),
-            (format!("{{}}\n{long}\n"), 3 + long.len() as u64 + 1),
-            (String::new(), 0),
-        ] {
-            std::fs::write(&path, &text).expect("write");
-            let mut writer = run.jsonl_writer("dialogues.jsonl").expect("writer");
-            assert_eq!(std::fs::metadata(&path).expect("len").len(), kept);
-            assert_eq!(writer.append_json(b"{\"a\":1}").expect("append"), kept);
-            drop(writer);
-        }
-    }
-}
+mod tests;
