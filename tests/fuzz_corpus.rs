@@ -4,9 +4,19 @@
 //! libFuzzer kept are the ones that reached new code, so this is the fuzzers' coverage at the
 //! cost of a test; the sanitizer fuzzing itself is `.ci/fuzz` (docs/fuzzing.md).
 
-#[path = "../fuzz/src/lib.rs"]
+// The fuzz crate's two halves, included as its lib.rs includes them (the runtime one with the
+// `runtime` feature, here always).
+#[path = "../fuzz/src/core.rs"]
 #[allow(dead_code)]
-mod sage_fuzz;
+mod core_targets;
+#[path = "../fuzz/src/runtime.rs"]
+#[allow(dead_code)]
+mod runtime_targets;
+
+mod sage_fuzz {
+    pub use super::core_targets::*;
+    pub use super::runtime_targets::*;
+}
 
 use std::path::Path;
 

@@ -63,6 +63,11 @@ const RUNTIME: [&str; 9] = [
 /// The crates `package` builds with (its normal dependencies, all the way down), as
 /// `cargo tree` lists them.
 fn tree(package: &str) -> BTreeSet<String> {
+    tree_of(&["-p", package])
+}
+
+/// The crates `cargo tree` lists with `args` (normal dependencies, all the way down).
+fn tree_of(args: &[&str]) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args([
@@ -74,12 +79,12 @@ fn tree(package: &str) -> BTreeSet<String> {
             "--prefix",
             "none",
         ])
-        .args(["-p", package])
+        .args(args)
         .output()
         .expect("cargo tree runs");
     assert!(
         out.status.success(),
-        "cargo tree -p {package}: {}",
+        "cargo tree {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout)
@@ -110,6 +115,21 @@ fn each_layer_builds_only_with_the_layers_under_it() {
             assert!(runtime.is_empty(), "{package} builds with {runtime:?}");
         }
     }
+    // The fuzz crate's core targets (no `runtime` feature) build with the core alone.
+    let fuzz_core = tree_of(&[
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+        "--no-default-features",
+    ]);
+    assert!(fuzz_core.contains("sage-core"), "{fuzz_core:?}");
+    let above: Vec<&String> = fuzz_core
+        .iter()
+        .filter(|c| LAYERS[1..].contains(&c.as_str()) || RUNTIME.iter().any(|r| c.starts_with(r)))
+        .collect();
+    assert!(
+        above.is_empty(),
+        "the fuzz crate's core targets build with {above:?}"
+    );
     // The check sees what is there: the ports build with tokio and the core, the binary with
     // every layer.
     let ports = tree("sage-ports");

@@ -4,7 +4,7 @@
 //! A valid turn written back in the contract parses to the same turn; every outcome survives
 //! the JSON of a record.
 
-use sage::protocol::parse::{extract_chat, parse_agent_output};
+use sage_core::protocol::parse::{extract_chat, parse_agent_output};
 use serde_json::{Map, Value, json};
 
 /// Feeds one input to what this target fuzzes (panics on what must not happen).

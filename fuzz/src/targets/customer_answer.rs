@@ -2,7 +2,7 @@
 //! and quotes, the end of the dialogue, or an error (empty, refusal, no content). A message it
 //! keeps is already clean: parsing it again gives it back.
 
-use sage::prompts::parse_user_output;
+use sage_core::prompts::parse_user_output;
 
 /// Feeds one input to what this target fuzzes (panics on what must not happen).
 pub fn run(data: &[u8]) {

@@ -1,7 +1,7 @@
 //! The support-desk configuration (`sage run --suite support-desk --config`):
 //! `DeskConfig::from_yaml`. What is accepted round-trips through YAML and JSON and checks again.
 
-use sage::plan::desk::DeskConfig;
+use sage_core::plan::desk::DeskConfig;
 
 /// Feeds one input to what this target fuzzes (panics on what must not happen).
 pub fn run(data: &[u8]) {

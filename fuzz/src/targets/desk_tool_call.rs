@@ -3,7 +3,7 @@
 //! The first byte picks the tool. A call is deterministic, and it is `ok` only with a known
 //! order (or for the tools that need none).
 
-use sage::scenario::desk::Tool;
+use sage_core::scenario::desk::Tool;
 
 /// Feeds one input to what this target fuzzes (panics on what must not happen).
 pub fn run(data: &[u8]) {

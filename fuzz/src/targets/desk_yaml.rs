@@ -3,7 +3,7 @@
 //! fuzz/seeds/mini_*.yaml), or both, split at the first NUL. What loads must hold together: every case's order is in the store and looks up,
 //! and the prompts render.
 
-use sage::scenario::desk::{Desk, Tool};
+use sage_core::scenario::desk::{Desk, Tool};
 
 /// Three orders of Northline, those of `MINI_CASES`.
 const MINI_STORE: &str = include_str!("../../seeds/mini_store.yaml");
@@ -28,7 +28,7 @@ pub fn run(data: &[u8]) {
             return;
         }
     };
-    let _ = sage::prompts::desk::agent_system_prompt(&desk.store);
+    let _ = sage_core::prompts::desk::agent_system_prompt(&desk.store);
     for case in desk.cases.iter().take(32) {
         assert!(
             desk.order(&case.order).is_some(),
@@ -40,8 +40,8 @@ pub fn run(data: &[u8]) {
             &serde_json::json!({ "order_number": case.order }),
         );
         assert!(looked.ok, "case {}: its order does not look up", case.id);
-        let _ = sage::prompts::desk::customer_system_prompt(&desk.store, case);
-        let _ = sage::prompts::desk::judge_prompt(&desk.store, case, "transcript");
+        let _ = sage_core::prompts::desk::customer_system_prompt(&desk.store, case);
+        let _ = sage_core::prompts::desk::judge_prompt(&desk.store, case, "transcript");
     }
     let _ = desk.counts();
 }

@@ -2,7 +2,7 @@
 //! What is accepted is written back as YAML and read again to the same configuration, and
 //! passes its own check again.
 
-use sage::plan::RunConfig;
+use sage_core::plan::RunConfig;
 
 /// Feeds one input to what this target fuzzes (panics on what must not happen).
 pub fn run(data: &[u8]) {

@@ -3,7 +3,7 @@
 //! compiler's promise: every route it enumerates comes with an assignment that the rule engine
 //! routes to that very route; the prompts and the graph exports render.
 
-use sage::sop::{self, Assignment, Values};
+use sage_core::sop::{self, Assignment, Values};
 
 fn values(a: &Assignment) -> Values {
     a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
@@ -36,7 +36,7 @@ pub fn run(data: &[u8]) {
         );
     }
     if let Some(case) = sop.routes().first() {
-        let _ = sage::prompts::agent_system_prompt(&sop, &case.variables);
+        let _ = sage_core::prompts::agent_system_prompt(&sop, &case.variables);
     }
     let _ = (sop.to_dot(), sop.to_mermaid(), sop.unused_actions());
 }
