@@ -1,8 +1,8 @@
 //! `sage run --suite support-desk`: wiring only.
 
 use anyhow::Context;
-use sage_actors::desk::run_embedded;
-use sage_ports::store::desk::{DESK_RECORDS, DeskManifest, Stored};
+use sage_actors::desk::run_stored;
+use sage_ports::store::desk::{DeskManifest, Stored};
 use sage_ports::store::{RunDir, inputs};
 use sage_report::transcript::terminal_safe;
 use std::path::Path;
@@ -75,15 +75,10 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     // Conversations already stored are kept (a resumed run plays only the rest), read once:
     // checked to be of these jobs and folded into the run's report.
-    let Stored {
-        mut report,
-        mut page,
-        jobs: stored,
-    } = Stored::read(&run, &jobs, &run_id)?;
-    let done = stored.done();
+    let mut stored = Stored::read(&run, &jobs, &run_id)?;
     let todo: Vec<_> = jobs
         .into_iter()
-        .filter(|j| !stored.is_done(&j.dialogue_id))
+        .filter(|j| !stored.jobs.is_done(&j.dialogue_id))
         .collect();
     eprintln!(
         "run {run_id}: {} cases x {} models x {} runs = {total} conversations ({} to play) -> {}",
@@ -95,35 +90,18 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     );
     let progress = (!args.quiet).then(|| {
         let p = super::progress_bar(total, "conversations");
-        p.set_position(done as u64);
+        p.set_position(stored.jobs.done() as u64);
         p
     });
-    let mut writer = run.jsonl_writer(DESK_RECORDS)?;
-    let mut failed = None;
     super::system(async {
         super::serve_run_metrics(args.metrics_addr).await?;
-        run_embedded(&config, desk, todo, |record| {
-            match writer.append(&record) {
-                Ok(at) => page.add(&record, at),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-            report.add(&record);
-            if let Some(p) = &progress {
-                p.inc(1);
-            }
-        })
-        .await?;
+        run_stored(&config, desk, todo, &run, &mut stored, progress.as_ref()).await?;
         Ok::<_, anyhow::Error>(())
     })?;
-    if let Some(e) = failed {
-        return Err(e.into());
-    }
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    print_run(report, page, &run)
+    print_run(stored.report, stored.page, &run)
 }
 
 impl DeskArgs<'_> {

@@ -22,6 +22,8 @@ use sage_core::protocol::{CallRecord, Usage};
 use sage_core::scenario::desk::Desk;
 use sage_core::scoring::desk::{CaseRun, verdict};
 use sage_ports::llm::{ChatMessage, ChatRole};
+use sage_ports::store::RunDir;
+use sage_ports::store::desk::{DESK_RECORDS, Stored};
 use sage_ports::telemetry::metrics::{InFlight, RunLabels, metrics};
 use sage_ports::transport::Transport;
 use std::sync::Arc;
@@ -240,4 +242,38 @@ pub async fn run_embedded(
         on_record(record);
     }
     Ok(())
+}
+
+/// Plays `todo` (the jobs of a run not yet among the `stored`) as [`run_embedded`] does, storing
+/// each record in `run`'s desk.jsonl as it finishes and folding it into `stored`'s report and
+/// page; `progress` advances by one a conversation. A record that cannot be written does not stop
+/// the conversations in flight: the run fails with that error once they have finished (what was
+/// written stays, for a resume). Must run inside an actix `System`.
+pub async fn run_stored(
+    config: &DeskConfig,
+    desk: Desk,
+    todo: Vec<DeskJob>,
+    run: &RunDir,
+    stored: &mut Stored,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Result<(), RunError> {
+    let mut writer = run.jsonl_writer(DESK_RECORDS)?;
+    let mut failed = None;
+    run_embedded(config, desk, todo, |record| {
+        match writer.append(&record) {
+            Ok(at) => stored.page.add(&record, at),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+        stored.report.add(&record);
+        if let Some(p) = progress {
+            p.inc(1);
+        }
+    })
+    .await?;
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
