@@ -376,6 +376,45 @@ async fn rate_limited_waits_for_retry_after_then_succeeds() {
     assert_eq!(endpoint.backend_calls(), 2);
 }
 
+/// A 429's Retry-After holds every caller of the endpoint (issue 21): a call started while
+/// another waits out the provider's "retry after 1 s" does not go to the server before it ends.
+#[tokio::test]
+async fn a_retry_after_holds_every_caller_of_the_endpoint() {
+    init();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ok("done"))
+        .mount(&server)
+        .await;
+    let endpoint = Arc::new(Endpoint::new(openai_config(&server), None).expect("endpoint"));
+    let t0 = Instant::now();
+    let first = {
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move { endpoint.call(&request(false)).await })
+    };
+    // The first call has had its 429 by now.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(received(&server).await.len(), 1);
+    let started = Instant::now();
+    let second = endpoint.call(&request(false)).await;
+    assert_eq!(second.result.expect("success").text, "done");
+    assert_eq!(second.record.attempts, 1);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(950),
+        "the second call went out {:?} after the 429 (waited {:?})",
+        t0.elapsed(),
+        started.elapsed()
+    );
+    assert_eq!(first.await.expect("task").record.attempts, 2);
+    assert_eq!(received(&server).await.len(), 3);
+}
+
 #[tokio::test]
 async fn server_errors_are_retried_until_success() {
     init();

@@ -182,6 +182,12 @@ impl Endpoint {
                 Ok(response) => break Ok(response),
                 Err(error) => match retry::next_delay(&self.config.retries, attempts, &error) {
                     Some(delay) => {
+                        // A 429 saying when to come back holds every caller of the endpoint.
+                        if let (LlmError::RateLimited { .. }, Some(after)) =
+                            (&error, error.retry_after())
+                        {
+                            self.limits.pause(after);
+                        }
                         tracing::debug!(
                             model = %self.config.name,
                             attempt = attempts,

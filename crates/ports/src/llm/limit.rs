@@ -2,6 +2,10 @@
 //! (a tokio [`Semaphore`]) and, when `requests_per_minute` is set, calls started no closer than
 //! `60 s / requests_per_minute` apart (a token bucket of capacity one, i.e. even spacing).
 //!
+//! A provider's Retry-After holds for the whole endpoint: after a 429 that names one, no caller
+//! of the endpoint starts an attempt before it has passed ([`Limits::pause`]), not only the
+//! caller that got it.
+//!
 //! Bounded by construction: the rate limiter is taken while holding a concurrency permit, so at
 //! most `max_concurrency` callers ever wait on it, and it keeps one timestamp, no queue. Waiting
 //! for a concurrency permit is tokio's fair semaphore queue of the callers themselves.
@@ -17,6 +21,8 @@ use tokio::time::Instant;
 pub(crate) struct Limits {
     semaphore: Semaphore,
     rate: Option<RateLimiter>,
+    /// No attempt starts before this (a provider's Retry-After).
+    paused_until: Mutex<Option<Instant>>,
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
 }
@@ -43,9 +49,30 @@ impl Limits {
             rate: requests_per_minute
                 .filter(|r| *r > 0)
                 .map(RateLimiter::per_minute),
+            paused_until: Mutex::new(None),
             in_flight: AtomicUsize::new(0),
             peak_in_flight: AtomicUsize::new(0),
         }
+    }
+
+    /// Holds every attempt of the endpoint for `delay` from now (a provider's Retry-After): an
+    /// earlier pause that ends later is kept.
+    pub(crate) fn pause(&self, delay: Duration) {
+        let until = Instant::now() + delay;
+        let mut paused = match self.paused_until.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *paused = Some(paused.map_or(until, |p| p.max(until)));
+    }
+
+    /// When the endpoint's pause ends, if it has not yet.
+    fn paused(&self) -> Option<Instant> {
+        let paused = match self.paused_until.lock() {
+            Ok(guard) => *guard,
+            Err(poisoned) => *poisoned.into_inner(),
+        };
+        paused.filter(|until| *until > Instant::now())
     }
 
     /// Waits for a concurrency slot, then for the rate limiter; the slot is held until the
@@ -54,6 +81,10 @@ impl Limits {
         // The semaphore is never closed, so `acquire` cannot fail; if it ever did, run unlimited
         // rather than fail the call.
         let permit = self.semaphore.acquire().await.ok();
+        // A pause set while this caller waited holds it too (checked again after the wait).
+        while let Some(until) = self.paused() {
+            tokio::time::sleep_until(until).await;
+        }
         if let Some(rate) = &self.rate {
             rate.until_ready().await;
         }
@@ -136,6 +167,34 @@ mod tests {
             t.await.expect("task");
         }
         assert_eq!(limits.peak_in_flight(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_holds_every_caller_of_the_endpoint() {
+        let limits = Arc::new(Limits::new(4, None));
+        let t0 = Instant::now();
+        drop(limits.acquire().await);
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        // One caller got a 429 with Retry-After: 2 s; the others wait for it too.
+        limits.pause(Duration::from_secs(2));
+        // A shorter pause does not cut the longer one short.
+        limits.pause(Duration::from_millis(500));
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let l = limits.clone();
+            tasks.push(tokio::spawn(async move {
+                let _p = l.acquire().await;
+                Instant::now()
+            }));
+        }
+        for t in tasks {
+            let started = t.await.expect("task");
+            assert!(started - t0 >= Duration::from_secs(2), "{:?}", started - t0);
+        }
+        // Once passed, no wait.
+        let t1 = Instant::now();
+        drop(limits.acquire().await);
+        assert_eq!(t1.elapsed(), Duration::ZERO);
     }
 
     #[test]
