@@ -242,6 +242,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         tracing::info!(
             stored = report.stored,
             released = report.released,
+            redelivered = report.redelivered,
             "worker stopped"
         );
         Ok(())

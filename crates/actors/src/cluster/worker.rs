@@ -87,6 +87,10 @@ pub struct WorkerReport {
     pub stored: u64,
     /// Jobs handed back to the queue.
     pub released: u64,
+    /// Jobs it was delivered that had been delivered before (another worker's, killed or
+    /// stopped, or its own handed back): `sage_jetstream_redeliveries_total{consumer="dialogue"}`
+    /// of the process.
+    pub redelivered: u64,
 }
 
 /// Runs a worker until `stop` turns true, then shuts down gracefully. Must run inside an actix
@@ -548,6 +552,10 @@ async fn pull_jobs(
     WorkerReport {
         stored: stored.load(Ordering::Relaxed),
         released: released.load(Ordering::Relaxed),
+        redelivered: metrics()
+            .redeliveries
+            .with_label_values(&["dialogue"])
+            .get(),
     }
 }
 
