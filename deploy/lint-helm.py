@@ -31,6 +31,7 @@ import asyncio
 import copy
 import json
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +44,11 @@ ALERTS = ROOT / "deploy" / "alerts.yml"
 RELEASE, NAMESPACE = "sage", "sage"
 SEVERITY = {0: "UNKNOWN", 1: "INFO", 2: "WARNING", 3: "ERROR"}
 ROLES = ["dialogue", "user", "service", "judge", "rule"]
+
+# Credentials for the rendered Secrets: made up on each run, so no value that reads as a
+# password or an API key is ever committed.
+LINT_PASSWORD = "lint-" + secrets.token_hex(8)
+LINT_API_KEY = "lint-" + secrets.token_hex(16)
 
 # Values variants rendered and checked. "workers" = the worker Deployments expected
 # (component -> args after `worker`), "hpa" = components with an HPA.
@@ -62,12 +68,12 @@ VARIANTS: dict[str, dict] = {
             "image": {"repository": "registry.example.com/sage", "tag": "1.2.3"},
             "nats": {
                 "url": "nats://nats.messaging:4222",
-                "auth": {"user": "sage", "password": "FAKE-pw"},
+                "auth": {"user": "sage", "password": LINT_PASSWORD},
                 "filesSecret": "sage-nats-files",
                 "credsFile": "/etc/sage/nats/nats.creds",
                 "tls": {"required": True, "caFile": "/etc/sage/nats/ca.crt"},
             },
-            "models": {"apiKeys": {"OPENAI_API_KEY": "FAKE-placeholder-key", "ANTHROPIC_API_KEY": "FAKE-placeholder-key"}},
+            "models": {"apiKeys": {"OPENAI_API_KEY": LINT_API_KEY, "ANTHROPIC_API_KEY": LINT_API_KEY}},
             "roles": {
                 "service": {
                     "models": [
