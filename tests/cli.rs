@@ -383,7 +383,7 @@ fn every_size_and_duration_has_a_bound_and_silent_mistakes_are_refused() {
     refused(
         "requests_per_minute: 600",
         "requests_per_minute: 0",
-        "requests_per_minute is 0; expected 1 to 1000000 (leave it out for no limit)",
+        "requests_per_minute is 0; expected 1 to 1000000, or `auto` (leave it out for no limit)",
     );
     refused(
         "sim: {kind: user}",

@@ -675,7 +675,7 @@ async fn requests_per_minute_spaces_calls() {
         .mount(&server)
         .await;
     let mut config = openai_config(&server);
-    config.requests_per_minute = Some(600); // one every 100 ms
+    config.requests_per_minute = Some(sage::llm::PerMinute::Known(600)); // one every 100 ms
     let endpoint = Endpoint::new(config, None).expect("endpoint");
     let req = request(false);
     let calls = futures::future::join_all((0..4).map(|_| endpoint.call(&req))).await;

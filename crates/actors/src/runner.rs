@@ -42,15 +42,30 @@ pub fn endpoints(config: &RunConfig) -> Result<HashMap<String, Arc<Endpoint>>, R
     build_endpoints(&config.models, config.cache_dir.clone())
 }
 
-/// An endpoint for each of `models`, by name (responses cached under `cache_dir` when given).
+/// An endpoint for each of `models`, by name (responses cached under `cache_dir` when given);
+/// the models of one `limit_group` share one [`Limiter`](sage_ports::llm::Limiter).
 pub fn build_endpoints(
     models: &[sage_ports::llm::ModelConfig],
     cache_dir: Option<std::path::PathBuf>,
 ) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    let mut groups: HashMap<&str, Vec<&sage_ports::llm::ModelConfig>> = HashMap::new();
+    for m in models {
+        groups.entry(m.limit_group()).or_default().push(m);
+    }
+    let limiters: HashMap<&str, Arc<sage_ports::llm::Limiter>> = groups
+        .iter()
+        .map(|(name, members)| {
+            (
+                *name,
+                Arc::new(sage_ports::llm::Limiter::for_group(name, members)),
+            )
+        })
+        .collect();
     models
         .iter()
         .map(|m| {
-            Endpoint::new(m.clone(), cache_dir.clone())
+            let limiter = limiters[m.limit_group()].clone();
+            Endpoint::held_to(m.clone(), cache_dir.clone(), limiter)
                 .map(|e| (m.name.clone(), Arc::new(e)))
                 .map_err(|error| RunError::Model {
                     model: m.name.clone(),

@@ -140,9 +140,17 @@ pub struct ModelConfig {
     /// Most calls in flight to this endpoint.
     #[serde(default = "default_concurrency")]
     pub max_concurrency: usize,
-    /// Most calls started per minute (unlimited when absent).
+    /// Most calls started per minute: a known number, or `auto` to find the provider's limit
+    /// from a conservative start (absent: no limit until the provider signals one).
     #[serde(default)]
-    pub requests_per_minute: Option<u32>,
+    pub requests_per_minute: Option<PerMinute>,
+    /// Most tokens (input and expected output) per minute, as `requests_per_minute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_minute: Option<PerMinute>,
+    /// The limits this model shares with the other models of the same group (one API key's
+    /// limits); absent: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_group: Option<String>,
     /// Prices for cost accounting.
     #[serde(default)]
     pub price: Price,
@@ -186,10 +194,17 @@ impl ModelConfig {
             retries: RetryConfig::default(),
             max_concurrency: default_concurrency(),
             requests_per_minute: None,
+            tokens_per_minute: None,
+            limit_group: None,
             price: Price::default(),
             sim: None,
             max_cost_usd: None,
         }
+    }
+
+    /// The name of the limits this model is held to: its `limit_group`, else its own name.
+    pub fn limit_group(&self) -> &str {
+        self.limit_group.as_deref().unwrap_or(&self.name)
     }
 
     /// The model id sent to the server.
@@ -214,6 +229,65 @@ impl ModelConfig {
     /// configured `structured_output` when that sends a schema, else `None` (no label).
     pub fn agent_structured_label(&self) -> Option<StructuredOutput> {
         self.structured_output.filter(|f| f.sends_schema())
+    }
+}
+
+/// A per-minute limit of a provider (`requests_per_minute`, `tokens_per_minute`): a known
+/// number, or `auto` when it is unknown and SAGE-RS finds it (docs/models.md, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerMinute {
+    /// The provider's limit, known: held, and followed down if the provider tightens it.
+    Known(u32),
+    /// Unknown: start conservatively and follow the provider's answers up and down.
+    Auto,
+}
+
+impl PerMinute {
+    /// The known number, if any.
+    pub fn known(self) -> Option<u32> {
+        match self {
+            PerMinute::Known(n) => Some(n),
+            PerMinute::Auto => None,
+        }
+    }
+}
+
+impl Serialize for PerMinute {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PerMinute::Known(n) => s.serialize_u32(*n),
+            PerMinute::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PerMinute {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PerMinute, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = PerMinute;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number per minute or `auto`")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<PerMinute, E> {
+                u32::try_from(n)
+                    .map(PerMinute::Known)
+                    .map_err(|_| E::custom(format!("{n} per minute is out of range")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<PerMinute, E> {
+                u64::try_from(n)
+                    .map_err(|_| E::custom(format!("{n} per minute is below 0")))
+                    .and_then(|n| self.visit_u64(n))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<PerMinute, E> {
+                if s == "auto" {
+                    Ok(PerMinute::Auto)
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Str(s), &self))
+                }
+            }
+        }
+        d.deserialize_any(Visit)
     }
 }
 
@@ -383,6 +457,8 @@ pub mod limits {
     pub const MAX_CONCURRENCY: usize = 100_000;
     /// Most calls started per minute (`requests_per_minute`).
     pub const REQUESTS_PER_MINUTE: u32 = 1_000_000;
+    /// Most tokens per minute (`tokens_per_minute`).
+    pub const TOKENS_PER_MINUTE: u32 = 1_000_000_000;
     /// Most completion tokens (`max_tokens`).
     pub const MAX_TOKENS: u32 = 1_000_000;
     /// Highest price per million tokens, in US dollars (`price.*`).
@@ -500,15 +576,29 @@ impl ModelConfig {
             (1..=limits::MAX_CONCURRENCY).contains(&self.max_concurrency),
             format!("1 to {}", limits::MAX_CONCURRENCY),
         )?;
-        if let Some(n) = self.requests_per_minute {
-            at_most(
-                &format!("requests_per_minute is {n}"),
-                (1..=limits::REQUESTS_PER_MINUTE).contains(&n),
-                format!(
-                    "1 to {} (leave it out for no limit)",
-                    limits::REQUESTS_PER_MINUTE
-                ),
-            )?;
+        for (key, setting, most) in [
+            (
+                "requests_per_minute",
+                self.requests_per_minute,
+                limits::REQUESTS_PER_MINUTE,
+            ),
+            (
+                "tokens_per_minute",
+                self.tokens_per_minute,
+                limits::TOKENS_PER_MINUTE,
+            ),
+        ] {
+            if let Some(n) = setting.and_then(PerMinute::known) {
+                at_most(
+                    &format!("{key} is {n}"),
+                    (1..=most).contains(&n),
+                    format!("1 to {most}, or `auto` (leave it out for no limit)"),
+                )?;
+            }
+        }
+        if let Some(group) = &self.limit_group {
+            crate::protocol::id::check_name(group)
+                .map_err(|e| format!("model {name}: limit_group: {e}"))?;
         }
         for (key, p) in [
             ("price.input_per_million", self.price.input_per_million),

@@ -296,8 +296,10 @@ impl ChatModel for AnthropicMessages {
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
-        let bytes = self.core.post(body).await?;
-        parse_message(&bytes, self.core.secret())
+        let answer = self.core.post(body).await?;
+        let mut response = parse_message(&answer.body, self.core.secret())?;
+        response.rate_limits = answer.limits;
+        Ok(response)
     }
 }
 
@@ -353,6 +355,7 @@ pub fn parse_message(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse,
         finish_reason: answer.stop_reason.as_deref().map(finish_reason),
         usage,
         tool_calls,
+        rate_limits: None,
     })
 }
 

@@ -216,6 +216,7 @@ mod tests {
                 ..Usage::default()
             },
             tool_calls: Vec::new(),
+            rate_limits: None,
         };
         cache.put(&key, &resp).await.expect("put");
         let path = cache.path(&key);

@@ -3,7 +3,7 @@
 use super::anthropic::AnthropicMessages;
 use super::cache::{ResponseCache, cache_key};
 use super::http_agent::HttpAgent;
-use super::limit::Limits;
+use super::limit::Limiter;
 use super::openai::OpenAiChat;
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig, Provider, retry};
 use sage_core::protocol::{CallRecord, Usage};
@@ -35,13 +35,15 @@ struct Stats {
 ///
 /// Every [`call`](Endpoint::call) looks in the response cache first (when one is configured and
 /// the backend is not simulated), then makes attempts until one succeeds, an error is not
-/// retryable, or `retries.max_attempts` is reached. Each attempt holds a concurrency slot and
-/// passes the requests-per-minute limiter; the backoff between attempts holds neither.
+/// retryable, or `retries.max_attempts` is reached. Each attempt passes the endpoint's
+/// [`Limiter`] (a concurrency slot, the requests and tokens rates, a provider's pause); the
+/// backoff between attempts holds none of them. Endpoints of one limit group share a limiter
+/// ([`held_to`](Endpoint::held_to)).
 pub struct Endpoint {
     config: ModelConfig,
     backend: Arc<dyn ChatModel>,
     cache: Option<ResponseCache>,
-    limits: Limits,
+    limiter: Arc<Limiter>,
     stats: Stats,
 }
 
@@ -53,7 +55,7 @@ impl fmt::Debug for Endpoint {
             .field("provider", &self.config.provider)
             .field("simulated", &self.backend.is_simulated())
             .field("cache_dir", &self.cache.as_ref().map(|c| c.dir()))
-            .field("limits", &self.limits)
+            .field("limits", &self.limiter.name())
             .finish()
     }
 }
@@ -67,6 +69,17 @@ impl Endpoint {
     /// error names the variable), a missing `base_url` for an HTTP agent, or a `cache_dir` that
     /// cannot be a folder.
     pub fn new(config: ModelConfig, cache_dir: Option<PathBuf>) -> Result<Endpoint, LlmError> {
+        let limiter = Arc::new(Limiter::for_model(&config));
+        Endpoint::held_to(config, cache_dir, limiter)
+    }
+
+    /// As [`new`](Endpoint::new), held to `limiter` (shared with the other models of its limit
+    /// group) instead of limits of its own.
+    pub fn held_to(
+        config: ModelConfig,
+        cache_dir: Option<PathBuf>,
+        limiter: Arc<Limiter>,
+    ) -> Result<Endpoint, LlmError> {
         config.check().map_err(LlmError::Config)?;
         if let Some(dir) = &cache_dir {
             std::fs::create_dir_all(dir).map_err(|e| {
@@ -82,7 +95,7 @@ impl Endpoint {
             Provider::HttpAgent => Arc::new(HttpAgent::new(&config)?),
             Provider::Simulated => super::sim::build(&config)?,
         };
-        Ok(Endpoint::with_backend(config, backend, cache_dir))
+        Ok(Endpoint::assemble(config, backend, cache_dir, limiter))
     }
 
     /// An endpoint around a given backend (tests, custom backends).
@@ -91,14 +104,28 @@ impl Endpoint {
         backend: Arc<dyn ChatModel>,
         cache_dir: Option<PathBuf>,
     ) -> Endpoint {
-        let limits = Limits::new(config.max_concurrency, config.requests_per_minute);
+        let limiter = Arc::new(Limiter::for_model(&config));
+        Endpoint::assemble(config, backend, cache_dir, limiter)
+    }
+
+    fn assemble(
+        config: ModelConfig,
+        backend: Arc<dyn ChatModel>,
+        cache_dir: Option<PathBuf>,
+        limiter: Arc<Limiter>,
+    ) -> Endpoint {
         Endpoint {
             config,
             backend,
             cache: cache_dir.map(ResponseCache::new),
-            limits,
+            limiter,
             stats: Stats::default(),
         }
+    }
+
+    /// The limits this endpoint is held to.
+    pub fn limiter(&self) -> &Arc<Limiter> {
+        &self.limiter
     }
 
     /// The model's name in the run.
@@ -143,7 +170,7 @@ impl Endpoint {
 
     /// Most attempts that were ever in flight at once (never above `max_concurrency`).
     pub fn peak_in_flight(&self) -> usize {
-        self.limits.peak_in_flight()
+        self.limiter.peak_in_flight()
     }
 
     /// One logical call: cache lookup, then attempts with backoff until success, a
@@ -170,24 +197,44 @@ impl Endpoint {
             };
         }
 
+        let input_chars = request
+            .messages
+            .iter()
+            .map(|m| m.content.len())
+            .sum::<usize>()
+            + request
+                .tools
+                .iter()
+                // A schema is a few hundred characters; not worth encoding each call to count.
+                .map(|t| t.name.len() + t.description.len() + 200)
+                .sum::<usize>();
         let mut attempts = 0u32;
         let result = loop {
             attempts += 1;
             self.stats.attempts.fetch_add(1, Ordering::Relaxed);
             let outcome = {
-                let _permit = self.limits.acquire().await;
-                self.backend.chat(request).await
+                let permit = self.limiter.acquire(input_chars).await;
+                let outcome = self.backend.chat(request).await;
+                match &outcome {
+                    Ok(response) => {
+                        permit.settle(response.usage.input_tokens, response.usage.output_tokens);
+                        if let Some(headers) = &response.rate_limits {
+                            self.limiter.answered(headers);
+                        }
+                    }
+                    // A 429 holds every caller of the limit group and slows the group down.
+                    Err(LlmError::RateLimited {
+                        retry_after,
+                        limits,
+                    }) => self.limiter.refused(*retry_after, limits.as_deref()),
+                    Err(_) => {}
+                }
+                outcome
             };
             match outcome {
                 Ok(response) => break Ok(response),
                 Err(error) => match retry::next_delay(&self.config.retries, attempts, &error) {
                     Some(delay) => {
-                        // A 429 saying when to come back holds every caller of the endpoint.
-                        if let (LlmError::RateLimited { .. }, Some(after)) =
-                            (&error, error.retry_after())
-                        {
-                            self.limits.pause(after);
-                        }
                         tracing::debug!(
                             model = %self.config.name,
                             attempt = attempts,

@@ -88,8 +88,8 @@ impl ChatModel for HttpAgent {
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))?;
-        let bytes = self.core.post(body).await?;
-        parse_reply(&bytes, self.core.secret())
+        let answer = self.core.post(body).await?;
+        parse_reply(&answer.body, self.core.secret())
     }
 }
 
@@ -110,5 +110,6 @@ pub fn parse_reply(bytes: &[u8], secret: Option<&str>) -> Result<ChatResponse, L
             output_tokens: usage.output_tokens,
             ..Usage::default()
         },
+        rate_limits: None,
     })
 }

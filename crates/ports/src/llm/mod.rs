@@ -13,14 +13,17 @@ pub mod anthropic;
 mod cache;
 mod endpoint;
 pub mod http_agent;
-mod limit;
+pub mod limit;
 pub mod openai;
 pub mod probe;
 mod retry;
 pub mod sim;
 
 pub use endpoint::{Called, Endpoint};
-pub use sage_core::plan::model::{ModelConfig, Price, Provider, RetryConfig, StructuredOutput};
+pub use limit::{Limiter, LimitsNow, RateHeaders};
+pub use sage_core::plan::model::{
+    ModelConfig, PerMinute, Price, Provider, RetryConfig, StructuredOutput,
+};
 pub use sage_core::protocol::chat::{ChatMessage, ChatRole, ToolCall, ToolSpec};
 pub use sage_core::protocol::schema::JsonSchema;
 
@@ -96,6 +99,9 @@ pub struct ChatResponse {
     /// The tools the model called, in order (none for plain chat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// The provider's rate-limit headers on this answer (never cached or stored).
+    #[serde(skip)]
+    pub rate_limits: Option<RateHeaders>,
 }
 
 /// Why a model call failed. Retryable errors are retried by the [`Endpoint`].
@@ -106,6 +112,8 @@ pub enum LlmError {
     RateLimited {
         /// The server's Retry-After, if any.
         retry_after: Option<Duration>,
+        /// The server's rate-limit headers, if any (boxed: errors stay small).
+        limits: Option<Box<RateHeaders>>,
     },
     /// Another HTTP error status.
     #[error("HTTP {status}: {body}")]
@@ -145,7 +153,7 @@ impl LlmError {
     /// The server's Retry-After, if it sent one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after } | LlmError::Status { retry_after, .. } => {
+            LlmError::RateLimited { retry_after, .. } | LlmError::Status { retry_after, .. } => {
                 *retry_after
             }
             _ => None,

@@ -7,7 +7,7 @@
 
 use super::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, JsonSchema, LlmError, ModelConfig,
-    StructuredOutput, ToolCall,
+    RateHeaders, StructuredOutput, ToolCall,
 };
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use sage_core::protocol::Usage;
@@ -149,6 +149,15 @@ fn is_loopback(url: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// A 2xx answer: its body and the provider's rate-limit headers, when it sent them.
+#[derive(Debug)]
+pub(crate) struct HttpAnswer {
+    /// The body.
+    pub(crate) body: bytes::Bytes,
+    /// The rate-limit headers.
+    pub(crate) limits: Option<RateHeaders>,
+}
+
 /// What every HTTP backend shares: the pooled client, the URL, the fixed headers (with the
 /// secret, marked sensitive), the timeout, and the key for redacting server echoes.
 pub(crate) struct HttpCore {
@@ -212,8 +221,9 @@ impl HttpCore {
         &self.url
     }
 
-    /// One POST of a JSON body; the body of a 2xx answer, or the mapped error.
-    pub(crate) async fn post(&self, body: Vec<u8>) -> Result<bytes::Bytes, LlmError> {
+    /// One POST of a JSON body; the body of a 2xx answer and its rate-limit headers, or the
+    /// mapped error.
+    pub(crate) async fn post(&self, body: Vec<u8>) -> Result<HttpAnswer, LlmError> {
         let response = self
             .client
             .post(&self.url)
@@ -227,7 +237,7 @@ impl HttpCore {
 
     /// One GET of the URL (e.g. `GET /v1/models`); the body of a 2xx answer, or the mapped
     /// error.
-    pub(crate) async fn get(&self) -> Result<bytes::Bytes, LlmError> {
+    pub(crate) async fn get(&self) -> Result<HttpAnswer, LlmError> {
         let mut headers = self.headers.clone();
         headers.remove(CONTENT_TYPE);
         let response = self
@@ -241,9 +251,10 @@ impl HttpCore {
     }
 
     /// The body of a 2xx answer (at most [`MAX_BODY_BYTES`]: a larger one is refused, not
-    /// buffered), or the status mapped onto an [`LlmError`].
-    async fn read(&self, response: reqwest::Response) -> Result<bytes::Bytes, LlmError> {
+    /// buffered) with its rate-limit headers, or the status mapped onto an [`LlmError`].
+    async fn read(&self, response: reqwest::Response) -> Result<HttpAnswer, LlmError> {
         let status = response.status();
+        let limits = RateHeaders::from_headers(response.headers());
         if status.is_success() {
             let (body, whole) = body_within(response, MAX_BODY_BYTES)
                 .await
@@ -254,7 +265,10 @@ impl HttpCore {
                     MAX_BODY_BYTES >> 20
                 )));
             }
-            return Ok(body.into());
+            return Ok(HttpAnswer {
+                body: body.into(),
+                limits,
+            });
         }
         let retry_after = response
             .headers()
@@ -266,7 +280,10 @@ impl HttpCore {
             .await
             .unwrap_or_default();
         if status.as_u16() == 429 {
-            return Err(LlmError::RateLimited { retry_after });
+            return Err(LlmError::RateLimited {
+                retry_after,
+                limits: limits.map(Box::new),
+            });
         }
         Err(LlmError::Status {
             status: status.as_u16(),
@@ -762,7 +779,7 @@ impl ChatModel for OpenAiChat {
                 && form.sends_schema()
                 && request.structured_output(&self.config) == StructuredOutput::Auto
         });
-        let bytes = match weaker {
+        let answer = match weaker {
             None => first?,
             Some(weaker) => match self.core.post(self.body(request, weaker)?).await {
                 // The weaker form fails the same way: the rejection was not about the form.
@@ -785,7 +802,9 @@ impl ChatModel for OpenAiChat {
                 }
             },
         };
-        parse_completion(&bytes, self.core.secret())
+        let mut response = parse_completion(&answer.body, self.core.secret())?;
+        response.rate_limits = answer.limits;
+        Ok(response)
     }
 }
 
@@ -852,6 +871,7 @@ pub fn parse_completion(bytes: &[u8], secret: Option<&str>) -> Result<ChatRespon
         finish_reason: choice.finish_reason,
         usage,
         tool_calls,
+        rate_limits: None,
     })
 }
 

@@ -475,7 +475,7 @@ impl Prober {
 
     /// The model ids `GET /models` lists.
     async fn list_models(&self) -> Result<Option<Vec<String>>, LlmError> {
-        let body = self.models.get().await?;
+        let body = self.models.get().await?.body;
         let ids = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
             v.get("data")?.as_array().map(|data| {
                 data.iter()
@@ -525,7 +525,7 @@ impl Prober {
     /// One chat call, one attempt.
     async fn call(&mut self, body: &Value) -> Result<Answer, LlmError> {
         let started = Instant::now();
-        let bytes = self.chat.post(body.to_string().into_bytes()).await?;
+        let bytes = self.chat.post(body.to_string().into_bytes()).await?.body;
         let elapsed = started.elapsed();
         self.answered = true;
         let secret = self.chat.secret();

@@ -71,6 +71,130 @@ pub struct Metrics {
     /// atomic adds instead of four label lookups (every turn makes about five calls). A run
     /// has a handful of pairs, so a list scanned without allocating is the fastest lookup.
     call_series: RwLock<Vec<(String, Role, CallSeries)>>,
+    /// Provider limits per limit group (`endpoint`): in force, calls, tokens, refusals, wait.
+    limits: LimitMetrics,
+}
+
+/// The metrics of the provider limits, by limit group (label `endpoint`).
+struct LimitMetrics {
+    requests_per_minute: prometheus::GaugeVec,
+    tokens_per_minute: prometheus::GaugeVec,
+    known: prometheus::IntGaugeVec,
+    share: prometheus::GaugeVec,
+    slots: prometheus::IntGaugeVec,
+    calls: IntCounterVec,
+    tokens: IntCounterVec,
+    refused: IntCounterVec,
+    wait: prometheus::CounterVec,
+}
+
+/// The series of one limit group ([`crate::llm::Limiter`]), resolved once.
+#[derive(Debug, Clone)]
+pub struct LimitSeries {
+    requests_per_minute: prometheus::Gauge,
+    tokens_per_minute: prometheus::Gauge,
+    known: IntGauge,
+    share: prometheus::Gauge,
+    slots: IntGauge,
+    /// Attempts started.
+    pub calls: IntCounter,
+    /// Tokens spent (the usage returned).
+    pub tokens: IntCounter,
+    /// Refusals (HTTP 429).
+    pub refused: IntCounter,
+    /// Seconds callers waited for a grant (slot, pause and rates).
+    pub wait: prometheus::Counter,
+}
+
+impl LimitSeries {
+    /// Sets the gauges: the group's rates in force (0: no limit), whether a limit is known, this
+    /// process's share and slots.
+    pub fn publish(&self, now: crate::llm::LimitsNow, known: bool) {
+        self.requests_per_minute
+            .set(now.requests_per_minute.unwrap_or(0.0));
+        self.tokens_per_minute
+            .set(now.tokens_per_minute.unwrap_or(0.0));
+        self.known.set(i64::from(known));
+        self.share.set(now.share);
+        self.slots.set(now.slots as i64);
+    }
+}
+
+fn vec_of<M: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("a unique metric");
+    metric
+}
+
+impl LimitMetrics {
+    fn new(r: &Registry) -> LimitMetrics {
+        let endpoint = &["endpoint"];
+        let gauge = |name: &str, help: &str| {
+            vec_of(
+                r,
+                prometheus::GaugeVec::new(Opts::new(name, help), endpoint).expect("a valid metric"),
+            )
+        };
+        let int_gauge = |name: &str, help: &str| {
+            vec_of(
+                r,
+                prometheus::IntGaugeVec::new(Opts::new(name, help), endpoint)
+                    .expect("a valid metric"),
+            )
+        };
+        LimitMetrics {
+            requests_per_minute: gauge(
+                "sage_limit_requests_per_minute",
+                "Requests per minute in force for the limit group, the whole cluster's (0: no limit).",
+            ),
+            tokens_per_minute: gauge(
+                "sage_limit_tokens_per_minute",
+                "Tokens per minute in force for the limit group, the whole cluster's (0: no limit).",
+            ),
+            known: int_gauge(
+                "sage_limit_known",
+                "1 when the group's limit is known (configured, or from the provider's headers); 0 while it is being found.",
+            ),
+            share: gauge(
+                "sage_limit_share",
+                "This process's part of the group's limits (1 embedded; 1/N of N workers).",
+            ),
+            slots: int_gauge(
+                "sage_limit_slots",
+                "Attempts this process may have in flight for the group.",
+            ),
+            calls: counter(
+                r,
+                "sage_limit_calls_total",
+                "Attempts started through the group's limiter.",
+                endpoint,
+            ),
+            tokens: counter(
+                r,
+                "sage_limit_tokens_total",
+                "Tokens spent by the group's calls (input and output, from the usage returned).",
+                endpoint,
+            ),
+            refused: counter(
+                r,
+                "sage_limit_refused_total",
+                "Calls the provider refused with HTTP 429.",
+                endpoint,
+            ),
+            wait: vec_of(
+                r,
+                prometheus::CounterVec::new(
+                    Opts::new(
+                        "sage_limit_wait_seconds_total",
+                        "Seconds callers waited for a grant (a slot, a pause, the rates).",
+                    ),
+                    endpoint,
+                )
+                .expect("a valid metric"),
+            ),
+        }
+    }
 }
 
 /// The series one (model, role) pair's calls go to.
@@ -330,6 +454,7 @@ impl Metrics {
                 &["model", "tool"],
             ),
             call_series: RwLock::default(),
+            limits: LimitMetrics::new(&r),
             registry: r,
         }
     }
@@ -488,6 +613,23 @@ impl Metrics {
             cached_input_tokens: tokens("cached_input"),
             output_tokens: tokens("output"),
             cost: self.model_cost.with_label_values(&[model, r]),
+        }
+    }
+
+    /// The series of a limit group, created at 0.
+    pub fn limit_series(&self, group: &str) -> LimitSeries {
+        let l = &self.limits;
+        let at = [group];
+        LimitSeries {
+            requests_per_minute: l.requests_per_minute.with_label_values(&at),
+            tokens_per_minute: l.tokens_per_minute.with_label_values(&at),
+            known: l.known.with_label_values(&at),
+            share: l.share.with_label_values(&at),
+            slots: l.slots.with_label_values(&at),
+            calls: l.calls.with_label_values(&at),
+            tokens: l.tokens.with_label_values(&at),
+            refused: l.refused.with_label_values(&at),
+            wait: l.wait.with_label_values(&at),
         }
     }
 

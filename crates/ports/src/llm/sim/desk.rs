@@ -268,6 +268,7 @@ fn answer(text: String, tool_calls: Vec<ToolCall>, request: &ChatRequest) -> Cha
         ),
         text,
         tool_calls,
+        rate_limits: None,
     }
 }
 

@@ -205,6 +205,7 @@ impl<P: Play> ChatModel for Simulated<P> {
             text,
             finish_reason: Some(finish.to_string()),
             tool_calls: Vec::new(),
+            rate_limits: None,
         })
     }
 

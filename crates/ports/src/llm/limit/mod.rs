@@ -1,0 +1,425 @@
+//! A provider's limits around every attempt, held by one [`Limiter`] per limit group (a model,
+//! or the models sharing one API key through `limit_group`):
+//!
+//! - at most `max_concurrency` attempts in flight;
+//! - attempt starts spaced so that at most `requests_per_minute` start per minute and at most
+//!   `tokens_per_minute` tokens (the request's input, estimated from its length, plus the
+//!   expected output, reconciled with the usage the provider returns) are spent per minute;
+//! - both rates known (configured), found (`auto`, or absent until the provider signals a
+//!   limit) and followed: the provider's rate-limit headers ([`RateHeaders`]) cap them, a 429 or
+//!   a used-up limit decreases them multiplicatively, binding seconds without refusal grow them
+//!   back ([`control`]);
+//! - a provider's Retry-After (or a used-up limit's reset) holds every caller of the group,
+//!   not only the caller that got it ([`Limiter::pause`]);
+//! - in a cluster, this process holds its share of the group's limits ([`Limiter::set_share`],
+//!   kept by `sage_actors::cluster::limits`).
+//!
+//! Bounded by construction: the rates are taken while holding a concurrency slot, so at most
+//! `max_concurrency` callers ever wait on them, and they keep two timestamps, no queue.
+
+mod control;
+mod headers;
+
+pub use headers::{RateHeaders, parse_duration};
+
+use control::{AUTO_START_REQUESTS, AUTO_START_TOKENS, Rate};
+use sage_core::plan::model::{ModelConfig, PerMinute};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Expected output tokens of a call before any usage was seen (at most the model's
+/// `max_tokens`).
+const FIRST_OUTPUT_ESTIMATE: f64 = 256.0;
+
+/// The limits one group of models is held to.
+#[derive(Debug)]
+pub struct Limiter {
+    name: String,
+    max_concurrency: usize,
+    max_tokens: Option<u32>,
+    state: Mutex<State>,
+    /// A slot was freed (or more were allowed).
+    freed: Notify,
+    stats: Stats,
+    series: crate::telemetry::metrics::LimitSeries,
+}
+
+#[derive(Debug)]
+struct State {
+    requests: Rate,
+    tokens: Rate,
+    /// This process's part of the group's limits (1 embedded).
+    share: f64,
+    in_flight: usize,
+    next_request: Option<Instant>,
+    next_token: Option<Instant>,
+    paused_until: Option<Instant>,
+    /// Expected output tokens per call (a moving average of the usage seen).
+    output_estimate: f64,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    started: AtomicU64,
+    refused: AtomicU64,
+    peak_in_flight: AtomicUsize,
+}
+
+/// What a group's limits are now, for `sage models check`, the logs and the tests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitsNow {
+    /// Requests per minute in force for the whole group (`None`: unlimited).
+    pub requests_per_minute: Option<f64>,
+    /// Tokens per minute in force for the whole group (`None`: unlimited).
+    pub tokens_per_minute: Option<f64>,
+    /// This process's share of them.
+    pub share: f64,
+    /// Attempts this process may have in flight.
+    pub slots: usize,
+}
+
+/// Held while an attempt runs: frees its slot on drop; [`settle`](Permit::settle) reconciles
+/// its token estimate with the usage returned.
+pub struct Permit<'a> {
+    limiter: &'a Limiter,
+    estimated_tokens: f64,
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut state = self.limiter.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        drop(state);
+        self.limiter.freed.notify_one();
+    }
+}
+
+impl Permit<'_> {
+    /// The provider accepted the call, which spent `input + output` tokens (its usage): the
+    /// tokens rate is corrected by the difference from the estimate, the expected output
+    /// follows, and the rates note what the provider accepted.
+    pub fn settle(&self, input: u64, output: u64) {
+        let limiter = self.limiter;
+        let actual = (input + output) as f64;
+        limiter.series.tokens.inc_by(input + output);
+        let mut state = limiter.lock();
+        let delta = actual - self.estimated_tokens;
+        if let Some(next) = state.next_token
+            && let Some(interval) = state.token_interval()
+        {
+            let shift = interval.mul_f64(delta.abs());
+            state.next_token = Some(if delta >= 0.0 {
+                next + shift
+            } else {
+                // A refund never moves the next start before now.
+                next.checked_sub(shift)
+                    .map_or_else(Instant::now, |n| n.max(Instant::now()))
+            });
+        }
+        let now = Instant::now();
+        state.requests.accepted(now, 1.0);
+        state.tokens.accepted(now, actual);
+        state.output_estimate = 0.8 * state.output_estimate + 0.2 * output as f64;
+    }
+}
+
+impl State {
+    fn requests_rate(&self) -> Option<f64> {
+        self.requests.in_force().map(|r| r * self.share)
+    }
+
+    fn tokens_rate(&self) -> Option<f64> {
+        self.tokens.in_force().map(|r| r * self.share)
+    }
+
+    fn token_interval(&self) -> Option<Duration> {
+        self.tokens_rate()
+            .map(|r| Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE)))
+    }
+}
+
+impl Limiter {
+    /// The limits of a group of models: the lowest `max_concurrency`, and per rate the lowest
+    /// known limit of the members, else `auto` if one says so, else none.
+    pub fn for_group(name: &str, members: &[&ModelConfig]) -> Limiter {
+        let lowest = |pick: fn(&ModelConfig) -> Option<PerMinute>| {
+            let settings: Vec<PerMinute> = members.iter().filter_map(|m| pick(m)).collect();
+            settings
+                .iter()
+                .filter_map(|s| s.known())
+                .min()
+                .map(PerMinute::Known)
+                .or_else(|| settings.first().map(|_| PerMinute::Auto))
+        };
+        let now = Instant::now();
+        let max_concurrency = members
+            .iter()
+            .map(|m| m.max_concurrency)
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        let limiter = Limiter {
+            name: name.to_string(),
+            max_concurrency,
+            max_tokens: members.iter().filter_map(|m| m.max_tokens).max(),
+            state: Mutex::new(State {
+                requests: Rate::new(lowest(|m| m.requests_per_minute), AUTO_START_REQUESTS, now),
+                tokens: Rate::new(lowest(|m| m.tokens_per_minute), AUTO_START_TOKENS, now),
+                share: 1.0,
+                in_flight: 0,
+                next_request: None,
+                next_token: None,
+                paused_until: None,
+                output_estimate: FIRST_OUTPUT_ESTIMATE,
+            }),
+            freed: Notify::new(),
+            stats: Stats::default(),
+            series: crate::telemetry::metrics().limit_series(name),
+        };
+        limiter.publish();
+        limiter
+    }
+
+    /// The limits of one model on its own.
+    pub fn for_model(config: &ModelConfig) -> Limiter {
+        Limiter::for_group(config.limit_group(), &[config])
+    }
+
+    /// The group's name (the `endpoint` label of its metrics).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The limits now.
+    pub fn now(&self) -> LimitsNow {
+        let state = self.lock();
+        LimitsNow {
+            requests_per_minute: state.requests.in_force(),
+            tokens_per_minute: state.tokens.in_force(),
+            share: state.share,
+            slots: self.slots(state.share),
+        }
+    }
+
+    /// The group's limits as known (configured, or from the provider's headers): requests and
+    /// tokens per minute.
+    pub fn known(&self) -> (Option<f64>, Option<f64>) {
+        let state = self.lock();
+        (state.requests.known_limit(), state.tokens.known_limit())
+    }
+
+    fn slots(&self, share: f64) -> usize {
+        ((self.max_concurrency as f64 * share).floor() as usize).clamp(1, self.max_concurrency)
+    }
+
+    /// Sets this process's part of the group's limits (in a cluster: 1 / the workers sharing
+    /// them); clamped to (0, 1].
+    pub fn set_share(&self, share: f64) {
+        let share = if share.is_finite() {
+            share.clamp(1e-6, 1.0)
+        } else {
+            1.0
+        };
+        let mut state = self.lock();
+        let grew = share > state.share;
+        state.share = share;
+        drop(state);
+        if grew {
+            self.freed.notify_waiters();
+        }
+        self.publish();
+    }
+
+    /// Holds every attempt of the group for `delay` from now (a provider's Retry-After): an
+    /// earlier pause that ends later is kept.
+    pub fn pause(&self, delay: Duration) {
+        let until = Instant::now() + delay;
+        let mut state = self.lock();
+        state.paused_until = Some(state.paused_until.map_or(until, |p| p.max(until)));
+    }
+
+    /// The provider answered with these rate-limit headers: its limits cap the rates; a used-up
+    /// limit holds every caller until its reset and counts as a refusal.
+    pub fn answered(&self, headers: &RateHeaders) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if let Some(limit) = headers.requests_limit {
+            state.requests.learn(limit);
+        }
+        if let Some(limit) = headers.tokens_limit {
+            state.tokens.learn(limit);
+        }
+        let share = state.share;
+        if headers.requests_remaining == Some(0) {
+            state.requests.refused(now, share);
+        }
+        if headers.tokens_remaining == Some(0) {
+            state.tokens.refused(now, share);
+        }
+        drop(state);
+        if let Some(hold) = headers.exhausted_for() {
+            self.pause(hold);
+        }
+        self.publish();
+    }
+
+    /// The provider refused a call (HTTP 429), with its Retry-After and rate-limit headers when
+    /// it sent them: every caller waits the Retry-After out, and the rate that was used up (the
+    /// requests rate when the headers do not say) decreases.
+    pub fn refused(&self, retry_after: Option<Duration>, headers: Option<&RateHeaders>) {
+        self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        self.series.refused.inc();
+        let now = Instant::now();
+        let mut state = self.lock();
+        if let Some(h) = headers {
+            if let Some(limit) = h.requests_limit {
+                state.requests.learn(limit);
+            }
+            if let Some(limit) = h.tokens_limit {
+                state.tokens.learn(limit);
+            }
+        }
+        let tokens_out = headers.is_some_and(|h| h.tokens_remaining == Some(0));
+        let requests_out = headers.is_some_and(|h| h.requests_remaining == Some(0));
+        let share = state.share;
+        if requests_out || !tokens_out {
+            state.requests.refused(now, share);
+        }
+        if tokens_out || (!requests_out && state.tokens.in_force().is_some()) {
+            state.tokens.refused(now, share);
+        }
+        drop(state);
+        if let Some(after) = retry_after.or_else(|| headers.and_then(RateHeaders::exhausted_for)) {
+            self.pause(after);
+        }
+        self.publish();
+    }
+
+    /// Waits for a slot, then for the pause and the rates; `input_chars`: the request's length,
+    /// for its token estimate (about four characters a token). The slot is held until the
+    /// permit drops.
+    pub async fn acquire(&self, input_chars: usize) -> Permit<'_> {
+        let asked = Instant::now();
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if state.in_flight < self.slots(state.share) {
+                    state.in_flight += 1;
+                    self.stats
+                        .peak_in_flight
+                        .fetch_max(state.in_flight, Ordering::Relaxed);
+                    break;
+                }
+            }
+            freed.await;
+        }
+        // The pause and the rates, as they are when the caller may start: a start is never
+        // reserved ahead, so a rate that changes while callers wait applies to them at once.
+        let mut waited = false;
+        let estimated_tokens = loop {
+            match self.try_start(input_chars, waited) {
+                Ok(tokens) => break tokens,
+                Err(until) => {
+                    waited = true;
+                    tokio::time::sleep_until(until).await;
+                }
+            }
+        };
+        self.stats.started.fetch_add(1, Ordering::Relaxed);
+        self.series.calls.inc();
+        self.series.wait.inc_by(asked.elapsed().as_secs_f64());
+        Permit {
+            limiter: self,
+            estimated_tokens,
+        }
+    }
+
+    /// Starts an attempt now if the pause and the rates allow it (its estimated tokens), else
+    /// says when to try again.
+    fn try_start(&self, input_chars: usize, waited: bool) -> Result<f64, Instant> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if let Some(until) = state.paused_until.filter(|u| *u > now) {
+            return Err(until);
+        }
+        let ticked = {
+            let before = (state.requests.in_force(), state.tokens.in_force());
+            state.requests.tick(now);
+            state.tokens.tick(now);
+            before != (state.requests.in_force(), state.tokens.in_force())
+        };
+        if ticked {
+            drop(state);
+            self.publish();
+            state = self.lock();
+        }
+        let expected_output = match self.max_tokens {
+            Some(most) => state.output_estimate.min(f64::from(most)),
+            None => state.output_estimate,
+        };
+        let tokens = input_chars as f64 / 4.0 + expected_output;
+        let request_interval = state
+            .requests_rate()
+            .map(|r| Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE)));
+        let token_cost = state.token_interval().map(|i| i.mul_f64(tokens));
+        let earliest = [
+            request_interval.and(state.next_request),
+            token_cost.and(state.next_token),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        if let Some(at) = earliest.filter(|at| *at > now) {
+            return Err(at);
+        }
+        // The next start after this one; a caller that woke late may catch up one interval.
+        let after = |next: Option<Instant>, step: Duration| {
+            next.map_or(now, |n| n.max(now.checked_sub(step).unwrap_or(now))) + step
+        };
+        if let Some(step) = request_interval {
+            state.next_request = Some(after(state.next_request, step));
+        }
+        if let Some(step) = token_cost {
+            state.next_token = Some(after(state.next_token, step));
+        }
+        state.requests.started(now, 1.0, waited);
+        state.tokens.started(now, tokens, waited);
+        Ok(tokens)
+    }
+
+    /// Most attempts ever in flight at once.
+    pub fn peak_in_flight(&self) -> usize {
+        self.stats.peak_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Attempts started through the limiter.
+    pub fn started(&self) -> u64 {
+        self.stats.started.load(Ordering::Relaxed)
+    }
+
+    /// Refusals (429) seen.
+    pub fn refusals(&self) -> u64 {
+        self.stats.refused.load(Ordering::Relaxed)
+    }
+
+    /// Sets the gauges of the limits in force.
+    fn publish(&self) {
+        let now = self.now();
+        let (requests, tokens) = self.known();
+        self.series
+            .publish(now, requests.is_some() || tokens.is_some());
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+use super::*;
+use std::sync::Arc;
+
+fn model(rpm: Option<PerMinute>, tpm: Option<PerMinute>, concurrency: usize) -> ModelConfig {
+    let mut m = ModelConfig::new("m", sage_core::plan::model::Provider::Simulated);
+    m.requests_per_minute = rpm;
+    m.tokens_per_minute = tpm;
+    m.max_concurrency = concurrency;
+    m
+}
+
+fn limiter(rpm: Option<u32>, concurrency: usize) -> Limiter {
+    Limiter::for_model(&model(rpm.map(PerMinute::Known), None, concurrency))
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limit_spaces_starts() {
+    let limits = limiter(Some(120), 8); // 500 ms apart
+    let t0 = Instant::now();
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        let _p = limits.acquire(0).await;
+        starts.push(t0.elapsed());
+    }
+    assert_eq!(starts[0], Duration::ZERO);
+    for w in starts.windows(2) {
+        assert!(w[1] - w[0] >= Duration::from_millis(500), "{starts:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_is_bounded() {
+    let limits = Arc::new(limiter(None, 3));
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let l = limits.clone();
+        tasks.push(tokio::spawn(async move {
+            let _p = l.acquire(0).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    assert_eq!(limits.peak_in_flight(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_holds_every_caller_of_the_endpoint() {
+    let limits = Arc::new(limiter(None, 4));
+    let t0 = Instant::now();
+    drop(limits.acquire(0).await);
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    // One caller got a 429 with Retry-After: 2 s; the others wait for it too.
+    limits.pause(Duration::from_secs(2));
+    // A shorter pause does not cut the longer one short.
+    limits.pause(Duration::from_millis(500));
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let l = limits.clone();
+        tasks.push(tokio::spawn(async move {
+            let _p = l.acquire(0).await;
+            Instant::now()
+        }));
+    }
+    for t in tasks {
+        let started = t.await.expect("task");
+        assert!(started - t0 >= Duration::from_secs(2), "{:?}", started - t0);
+    }
+    // Once passed, no wait.
+    let t1 = Instant::now();
+    drop(limits.acquire(0).await);
+    assert_eq!(t1.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokens_per_minute_spaces_starts_by_their_estimate_and_settles_on_the_usage() {
+    // 6,000 tokens a minute = 100 a second; each call: 400 characters (100 tokens) of input
+    // and max_tokens 100 expected out: 200 tokens, so 2 s apart.
+    let mut m = model(None, Some(PerMinute::Known(6_000)), 8);
+    m.max_tokens = Some(100);
+    let limits = Limiter::for_model(&m);
+    let t0 = Instant::now();
+    let first = limits.acquire(400).await;
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    drop(first);
+    let second = limits.acquire(400).await;
+    assert_eq!(t0.elapsed(), Duration::from_secs(2));
+    // It spent 600 tokens, not 200: the next start moves 4 s later.
+    second.settle(500, 100);
+    drop(second);
+    let _third = limits.acquire(400).await;
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_secs(8) && waited < Duration::from_millis(8_100),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_share_divides_the_rates_and_the_slots() {
+    let limits = limiter(Some(600), 8); // 100 ms apart for the whole group
+    limits.set_share(0.25); // one of four workers: 400 ms apart, 2 slots
+    assert_eq!(limits.now().slots, 2);
+    let t0 = Instant::now();
+    drop(limits.acquire(0).await);
+    drop(limits.acquire(0).await);
+    assert_eq!(t0.elapsed(), Duration::from_millis(400));
+    limits.set_share(f64::NAN);
+    assert_eq!(
+        limits.now().share,
+        1.0,
+        "a share that is not a number is ignored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_slows_the_group_and_its_headers_set_the_limit() {
+    let limits = limiter(Some(600), 8);
+    limits.refused(Some(Duration::from_millis(10)), None);
+    let after = limits.now().requests_per_minute.expect("a rate");
+    assert!(after < 600.0, "{after}");
+    assert_eq!(limits.refusals(), 1);
+    // The provider's headers say its limit is 300: followed down at once.
+    let headers = RateHeaders {
+        requests_limit: Some(300),
+        ..RateHeaders::default()
+    };
+    limits.answered(&headers);
+    assert_eq!(limits.now().requests_per_minute, Some(300.0));
+    assert_eq!(limits.known(), (Some(300.0), None));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_used_up_limit_holds_every_caller_until_its_reset() {
+    let limits = limiter(None, 4);
+    limits.answered(&RateHeaders {
+        requests_limit: Some(6_000),
+        requests_remaining: Some(0),
+        requests_reset: Some(Duration::from_secs(3)),
+        ..RateHeaders::default()
+    });
+    let t0 = Instant::now();
+    drop(limits.acquire(0).await);
+    assert!(t0.elapsed() >= Duration::from_secs(3), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_group_takes_the_lowest_limits_of_its_members() {
+    let a = model(Some(PerMinute::Known(500)), Some(PerMinute::Auto), 16);
+    let b = model(Some(PerMinute::Known(300)), None, 4);
+    let c = model(Some(PerMinute::Auto), None, 64);
+    let group = Limiter::for_group("key-1", &[&a, &b, &c]);
+    let now = group.now();
+    assert_eq!(now.requests_per_minute, Some(300.0));
+    assert_eq!(now.tokens_per_minute, Some(control::AUTO_START_TOKENS));
+    assert_eq!(now.slots, 4);
+    let zero = Limiter::for_model(&model(None, None, 0));
+    assert_eq!(zero.now().slots, 1, "0 is taken as 1");
+    assert_eq!(zero.now().requests_per_minute, None);
+}
