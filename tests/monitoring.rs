@@ -48,7 +48,7 @@ fn the_alerting_rules_pass_their_promtool_tests() {
         .flat_map(|g| g["rules"].as_array().expect("rules"))
         .filter_map(|r| r["alert"].as_str())
         .collect();
-    assert_eq!(alerts.len(), 5, "{alerts:?}");
+    assert_eq!(alerts.len(), 6, "{alerts:?}");
     let evaluations: Vec<&serde_json::Value> = tests["tests"]
         .as_array()
         .expect("tests")
@@ -147,7 +147,7 @@ fn every_dashboard_query_has_data_after_a_sweep() {
         .iter()
         .flat_map(|g| g["rules"].as_array().expect("rules"))
         .collect();
-    assert_eq!(rules.len(), 5);
+    assert_eq!(rules.len(), 6);
     for rule in rules {
         assert_eq!(rule["health"], "ok", "{rule}");
     }

@@ -153,9 +153,9 @@ sys.exit(0 if r.get("sage-worker") == 5 and r.get("sage-aggregator") == 1 else 1
     curl -s 'http://127.0.0.1:19090/api/v1/rules?type=alert' | python3 -c '
 import json, sys
 names = [r["name"] for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]]
-sys.exit(0 if len(names) == 5 and all(n.startswith("Sage") for n in names) else 1)'
+sys.exit(0 if len(names) == 6 and all(n.startswith("Sage") for n in names) else 1)'
   }
-  check "Prometheus loaded the 5 alerting rules of deploy/alerts.yml" rules_loaded
+  check "Prometheus loaded the 6 alerting rules of deploy/alerts.yml" rules_loaded
 fi
 if SAGE_BIN=$FAKE "$LC" --state-dir "$S" --metrics-port 19464 --no-prometheus --detach >"$TMP/a2.out" 2>&1; then
   ko "a second start on the same state dir is refused" "$TMP/a2.out"
