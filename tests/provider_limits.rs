@@ -179,7 +179,8 @@ async fn models_of_one_limit_group_share_its_limits() {
         m.limit_group = Some("shared-key".into());
     }
     // As a run builds them: one limiter for the group.
-    let built = sage::actors::runner::build_endpoints(&[a, b], None).expect("endpoints");
+    let built = sage::actors::runner::build_endpoints(&[a, b], None, &Default::default())
+        .expect("endpoints");
     let endpoints = [built["a"].clone(), built["b"].clone()];
     assert!(Arc::ptr_eq(endpoints[0].limiter(), endpoints[1].limiter()));
     assert_eq!(drive(&endpoints, 8, Duration::from_secs(4)).await, 0);

@@ -62,7 +62,8 @@ pub fn sage_registry() -> Arc<Registry> {
                 .iter()
                 .map(|s| (s.scenario().id.clone(), s.clone()))
                 .collect();
-            let endpoints = sage::actors::runner::endpoints(&config).expect("simulated models");
+            let endpoints = sage::actors::runner::endpoints(&config, &Default::default())
+                .expect("simulated models");
             Arc::new(Registry::sage(&config, sops, endpoints))
         })
         .clone()
@@ -76,8 +77,13 @@ pub fn desk_registry() -> Arc<Registry> {
         .get_or_init(|| {
             let fixture = Arc::new(DeskFixture::new(northline().clone()));
             Arc::new(
-                sage::actors::desk::registry(&DeskConfig::default(), fixture, |_| true)
-                    .expect("simulated models"),
+                sage::actors::desk::registry(
+                    &DeskConfig::default(),
+                    fixture,
+                    |_| true,
+                    &Default::default(),
+                )
+                .expect("simulated models"),
             )
         })
         .clone()

@@ -11,7 +11,7 @@ use sage_core::plan::RunConfig;
 use sage_core::protocol::DialogueJob;
 use sage_core::scoring::budget::BudgetFold;
 use sage_core::sop::Sop;
-use sage_ports::llm::{Endpoint, LlmError};
+use sage_ports::llm::{Endpoint, Limiters, LlmError};
 use sage_ports::store::{RunDir, SageFold, StoreError};
 use sage_ports::telemetry::metrics::RunLabels;
 use std::collections::HashMap;
@@ -37,35 +37,34 @@ pub enum RunError {
     Runtime(String),
 }
 
-/// The model endpoints of a configuration.
-pub fn endpoints(config: &RunConfig) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
-    build_endpoints(&config.models, config.cache_dir.clone())
+/// The model endpoints of a configuration, held to `limiters` (one per limit group).
+pub fn endpoints(
+    config: &RunConfig,
+    limiters: &Limiters,
+) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
+    build_endpoints(&config.models, config.cache_dir.clone(), limiters)
 }
 
 /// An endpoint for each of `models`, by name (responses cached under `cache_dir` when given);
-/// the models of one `limit_group` share one [`Limiter`](sage_ports::llm::Limiter).
+/// the models of one `limit_group` share one [`Limiter`](sage_ports::llm::Limiter) of
+/// `limiters`.
 pub fn build_endpoints(
     models: &[sage_ports::llm::ModelConfig],
     cache_dir: Option<std::path::PathBuf>,
+    limiters: &Limiters,
 ) -> Result<HashMap<String, Arc<Endpoint>>, RunError> {
     let mut groups: HashMap<&str, Vec<&sage_ports::llm::ModelConfig>> = HashMap::new();
     for m in models {
         groups.entry(m.limit_group()).or_default().push(m);
     }
-    let limiters: HashMap<&str, Arc<sage_ports::llm::Limiter>> = groups
+    let held: HashMap<&str, Arc<sage_ports::llm::Limiter>> = groups
         .iter()
-        .map(|(name, members)| {
-            (
-                *name,
-                Arc::new(sage_ports::llm::Limiter::for_group(name, members)),
-            )
-        })
+        .map(|(name, members)| (*name, limiters.group(name, members)))
         .collect();
     models
         .iter()
         .map(|m| {
-            let limiter = limiters[m.limit_group()].clone();
-            Endpoint::held_to(m.clone(), cache_dir.clone(), limiter)
+            Endpoint::held_to(m.clone(), cache_dir.clone(), held[m.limit_group()].clone())
                 .map(|e| (m.name.clone(), Arc::new(e)))
                 .map_err(|error| RunError::Model {
                     model: m.name.clone(),
@@ -163,7 +162,12 @@ pub async fn run_embedded(
         .map(|s| (s.scenario().id.clone(), s.clone()))
         .collect();
     sage_ports::telemetry::metrics().driving(&RunLabels::sage(config, sops.keys()));
-    let registry = Arc::new(Registry::sage(config, sops.clone(), endpoints(config)?));
+    let limiters = Limiters::default();
+    let registry = Arc::new(Registry::sage(
+        config,
+        sops.clone(),
+        endpoints(config, &limiters)?,
+    ));
     // A second thread for the busiest role (the judge panel) and the rule engine when there is a
     // second core.
     let second =

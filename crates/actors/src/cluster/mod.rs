@@ -12,6 +12,7 @@
 //! workers need no configuration of their own beyond the API keys the run's models name.
 
 pub mod collector;
+pub mod limits;
 pub mod submit;
 pub mod worker;
 
@@ -375,8 +376,8 @@ fn keep(into: &std::sync::RwLock<Option<(u64, RunStatus)>>, revision: u64, statu
     }
 }
 
-/// Aborts a task when dropped.
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+/// A background task, aborted when this is dropped.
+pub struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -607,6 +608,9 @@ pub struct Runs {
     began: std::time::Instant,
     /// Whether loading runs from the bucket works.
     loads: LoadHealth,
+    /// The provider limits, one per limit group, shared by every run served (and, through the
+    /// limits bucket, by every worker: [`limits`]).
+    limiters: Arc<sage_ports::llm::Limiters>,
 }
 
 /// When loading a run last failed for a reason other than the run itself (the broker did not
@@ -654,7 +658,13 @@ impl Runs {
             loading: Default::default(),
             began: std::time::Instant::now(),
             loads: LoadHealth::default(),
+            limiters: Arc::default(),
         }
+    }
+
+    /// The provider limits of every run served.
+    pub fn limiters(&self) -> &Arc<sage_ports::llm::Limiters> {
+        &self.limiters
     }
 
     /// Whether loading runs from the bucket failed lately for want of an answer from the broker
@@ -759,9 +769,12 @@ impl Runs {
             (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
                 let config = manifest.config;
                 let fixture = Arc::new(DeskFixture::new(desk));
-                let registry = crate::desk::registry(&config, fixture.clone(), |m| {
-                    self.served.calls_desk(&config, m)
-                })
+                let registry = crate::desk::registry(
+                    &config,
+                    fixture.clone(),
+                    |m| self.served.calls_desk(&config, m),
+                    &self.limiters,
+                )
                 .map_err(failed)?;
                 if self
                     .served
@@ -807,13 +820,16 @@ impl Runs {
             sage_ports::telemetry::metrics().driving(&RunLabels::sage(&config, sops.keys()));
         }
         // Only the models this worker calls (those of the roles it serves).
-        let endpoints = endpoints(&RunConfig {
-            models: (config.models.iter())
-                .filter(|m| self.served.calls(&config, &m.name))
-                .cloned()
-                .collect(),
-            ..config.clone()
-        })
+        let endpoints = endpoints(
+            &RunConfig {
+                models: (config.models.iter())
+                    .filter(|m| self.served.calls(&config, &m.name))
+                    .cloned()
+                    .collect(),
+                ..config.clone()
+            },
+            &self.limiters,
+        )
         .map_err(failed)?;
         let registry = Registry::sage(&config, sops.clone(), endpoints);
         let (local, transport) = self.start_roles(id, registry);

@@ -119,6 +119,13 @@ pub async fn run_worker(
                 && !runs.troubled()
         });
     }
+    // This worker's part of each provider limit, from the leases of the workers calling it.
+    let _leases = super::limits::keep_leases(
+        broker.clone(),
+        runs.limiters().clone(),
+        super::limits::worker_id(),
+        stop.clone(),
+    );
     let _unloader = {
         let (runs, idle) = (runs.clone(), options.run_idle);
         let every = (idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60));

@@ -196,6 +196,7 @@ pub fn registry(
     config: &DeskConfig,
     desk: Arc<DeskFixture>,
     wanted: impl Fn(&str) -> bool,
+    limiters: &sage_ports::llm::Limiters,
 ) -> Result<Registry, RunError> {
     let models: Vec<_> = config
         .models
@@ -205,7 +206,7 @@ pub fn registry(
         .collect();
     Ok(Registry {
         sops: Default::default(),
-        endpoints: build_endpoints(&models, None)?,
+        endpoints: build_endpoints(&models, None, limiters)?,
         content_attempts: 1,
         record_prompts: false,
         prompts: Default::default(),
@@ -225,7 +226,12 @@ pub async fn run_embedded(
     let fixture = Arc::new(DeskFixture::new(desk));
     metrics().driving(&RunLabels::Desk(&config.agents));
     let needed = config.model_names();
-    let registry = registry(config, fixture.clone(), |m| needed.contains(&m))?;
+    let registry = registry(
+        config,
+        fixture.clone(),
+        |m| needed.contains(&m),
+        &Default::default(),
+    )?;
     let transport = Arc::new(start_local_roles(
         Arc::new(registry),
         &actix::Arbiter::current(),

@@ -47,6 +47,10 @@ pub const JOBS_STREAM: &str = "SAGE_JOBS";
 pub const RECORDS_STREAM: &str = "SAGE_RECORDS";
 /// The key-value bucket of run manifests and status.
 pub const RUNS_BUCKET: &str = "sage_runs";
+/// The key-value bucket of the workers' leases on provider limit groups.
+pub const LIMITS_BUCKET: &str = "sage_limits";
+/// How long a lease on a limit group lasts unless renewed.
+pub const LIMIT_LEASE: Duration = Duration::from_secs(6);
 /// The durable consumer the dialogue workers share.
 pub const JOBS_CONSUMER: &str = "dialogue";
 /// The durable consumer of the aggregator.
@@ -490,25 +494,54 @@ impl Broker {
     /// async-nats' own bucket creation first queries the account, whose answer from a
     /// nats-server 2.9 (Debian 12) it cannot parse.
     pub async fn runs(&self) -> Result<kv::Store, NatsError> {
+        self.bucket(
+            RUNS_BUCKET,
+            "SAGE-RS run manifests and status",
+            Duration::ZERO,
+        )
+        .await
+    }
+
+    /// The bucket of the workers' leases on provider limit groups (`sage_actors::cluster::
+    /// limits`): a value lives [`LIMIT_LEASE`] unless renewed, so a worker that is gone stops
+    /// counting by itself.
+    pub async fn limits(&self) -> Result<kv::Store, NatsError> {
+        self.bucket(
+            LIMITS_BUCKET,
+            "SAGE-RS workers' leases on provider limits",
+            LIMIT_LEASE,
+        )
+        .await
+    }
+
+    /// Opens the bucket `name`, creating its stream (values older than `max_age` dropped; zero:
+    /// kept) when it does not exist.
+    async fn bucket(
+        &self,
+        name: &str,
+        description: &str,
+        max_age: Duration,
+    ) -> Result<kv::Store, NatsError> {
         if let Ok(store) = bounded(
-            "opening the runs bucket",
-            self.js.get_key_value(RUNS_BUCKET),
+            &format!("opening the {name} bucket"),
+            self.js.get_key_value(name),
         )
         .await
         {
             return Ok(store);
         }
         bounded(
-            "creating the runs bucket",
+            &format!("creating the {name} bucket"),
             self.js.get_or_create_stream(stream::Config {
-                name: format!("KV_{RUNS_BUCKET}"),
-                description: Some("SAGE-RS run manifests and status".into()),
-                subjects: vec![format!("$KV.{RUNS_BUCKET}.>")],
+                name: format!("KV_{name}"),
+                description: Some(description.into()),
+                subjects: vec![format!("$KV.{name}.>")],
                 max_messages_per_subject: 1,
+                max_age,
                 storage: stream::StorageType::File,
                 num_replicas: self.settings.replicas,
                 allow_rollup: true,
-                deny_delete: true,
+                deny_delete: max_age.is_zero(),
                 allow_direct: true,
                 discard: stream::DiscardPolicy::New,
                 ..Default::default()
@@ -516,8 +549,8 @@ impl Broker {
         )
         .await?;
         bounded(
-            "opening the runs bucket",
-            self.js.get_key_value(RUNS_BUCKET),
+            &format!("opening the {name} bucket"),
+            self.js.get_key_value(name),
         )
         .await
     }

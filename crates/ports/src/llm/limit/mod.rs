@@ -24,8 +24,8 @@ pub use headers::{RateHeaders, parse_duration};
 
 use control::{AUTO_START_REQUESTS, AUTO_START_TOKENS, Rate};
 use sage_core::plan::model::{ModelConfig, PerMinute};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -418,6 +418,54 @@ impl Limiter {
         let (requests, tokens) = self.known();
         self.series
             .publish(now, requests.is_some() || tokens.is_some());
+    }
+}
+
+/// The limiters of a process, one per limit group, shared by every run it serves (a worker
+/// serving two runs that call one API key holds one limit for both).
+#[derive(Debug, Default)]
+pub struct Limiters {
+    groups: Mutex<std::collections::HashMap<String, Arc<Limiter>>>,
+    /// The share a new group starts with (in a cluster: until its first lease).
+    first_share: Mutex<Option<f64>>,
+    /// A group was added.
+    added: Notify,
+}
+
+impl Limiters {
+    /// The group's limiter: the one already held, or a new one from `members`' settings (a
+    /// group's settings are those of the first run that used it).
+    pub fn group(&self, name: &str, members: &[&ModelConfig]) -> Arc<Limiter> {
+        let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(limiter) = groups.get(name) {
+            return limiter.clone();
+        }
+        let limiter = Arc::new(Limiter::for_group(name, members));
+        let first = *self.first_share.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(share) = first {
+            limiter.set_share(share);
+        }
+        groups.insert(name.to_string(), limiter.clone());
+        drop(groups);
+        self.added.notify_one();
+        limiter
+    }
+
+    /// Every group's limiter.
+    pub fn all(&self) -> Vec<Arc<Limiter>> {
+        let groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        groups.values().cloned().collect()
+    }
+
+    /// The share a group added from now on starts with (in a cluster: a safe guess until its
+    /// lease says better).
+    pub fn set_first_share(&self, share: f64) {
+        *self.first_share.lock().unwrap_or_else(|e| e.into_inner()) = Some(share);
+    }
+
+    /// Waits until a group is added.
+    pub async fn added(&self) {
+        self.added.notified().await;
     }
 }
 
