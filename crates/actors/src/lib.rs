@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod desk;
 pub mod dialogue;
 pub mod fixture;
+pub mod lanes;
 pub mod roles;
 pub mod runner;
 

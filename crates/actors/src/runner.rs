@@ -149,10 +149,20 @@ pub async fn run_embedded(
     let done = stored.as_ref().map_or(0, |s| s.done());
     // Read when the next job is asked for: after every record finished so far was added.
     let budget = std::cell::RefCell::new(budget);
-    let todo = jobs
-        .jobs()
-        .filter(|j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)))
-        .filter(|j| budget.borrow().admits(&j.service_model));
+    // One lane per model under test, so a slow or limited one never holds back the others.
+    let todo: Vec<crate::lanes::Lane<'_, DialogueJob>> = config
+        .service_models
+        .iter()
+        .map(|model| {
+            let (stored, budget) = (&stored, &budget);
+            Box::new(
+                jobs.jobs()
+                    .filter(move |j| j.service_model == *model)
+                    .filter(move |j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)))
+                    .filter(move |j| budget.borrow().admits(&j.service_model)),
+            ) as crate::lanes::Lane<'_, DialogueJob>
+        })
+        .collect();
     if let Some(p) = &progress {
         p.set_length(jobs.count() as u64);
         p.set_position(done as u64);
@@ -198,9 +208,9 @@ pub async fn run_embedded(
             Ok::<(), RunError>(())
         })
     };
-    let mut finished = futures::stream::iter(todo)
-        .map(|job| driver.send(RunDialogue::new(job)))
-        .buffer_unordered(config.concurrency.max(1));
+    let mut finished = std::pin::pin!(crate::lanes::fair(todo, config.concurrency, |job| {
+        driver.send(RunDialogue::new(job))
+    }));
     while let Some(record) = finished.next().await {
         let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
         budget.borrow_mut().add(&record);

@@ -215,8 +215,9 @@ pub fn registry(
 }
 
 /// Plays `jobs` (of `config` over `desk`: [`sage_core::plan::desk::jobs`]) in this process (the
-/// role actors and the driver), at most `concurrency` at once; `on_record` receives each record
-/// as it finishes. Must run inside an actix `System`.
+/// role actors and the driver), at most `concurrency` at once, each agent under test its fair
+/// part of them ([`crate::lanes`]); `on_record` receives each record as it finishes. Must run
+/// inside an actix `System`.
 pub async fn run_embedded(
     config: &DeskConfig,
     desk: Desk,
@@ -238,9 +239,18 @@ pub async fn run_embedded(
         None,
     ));
     let driver = DeskActor { transport, fixture }.start();
-    let mut finished = futures::stream::iter(jobs)
-        .map(|job| driver.send(PlayCase { job, through: None }))
-        .buffer_unordered(config.concurrency.max(1));
+    let mut lanes: Vec<Vec<DeskJob>> = vec![Vec::new(); config.agents.len().max(1)];
+    for job in jobs {
+        let lane = config.agents.iter().position(|a| *a == job.model);
+        lanes[lane.unwrap_or(0)].push(job);
+    }
+    let lanes = lanes
+        .into_iter()
+        .map(|jobs| Box::new(jobs.into_iter()) as crate::lanes::Lane<'_, DeskJob>)
+        .collect();
+    let mut finished = std::pin::pin!(crate::lanes::fair(lanes, config.concurrency, |job| {
+        driver.send(PlayCase { job, through: None })
+    }));
     while let Some(record) = finished.next().await {
         let record = record
             .map_err(|e| RunError::Runtime(e.to_string()))?

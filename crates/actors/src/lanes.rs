@@ -1,0 +1,148 @@
+//! Fair sharing of a run's dialogue slots between its models under test, so a slow or limited
+//! provider never holds back the dialogues of another model (no head-of-line blocking).
+//!
+//! Each model under test has a lane of jobs. At most `concurrency` jobs are in flight in all,
+//! and a lane has at most its fair part of them in flight: `concurrency` divided by the lanes
+//! that still have jobs, rounded up. A free slot goes to the lane with the fewest in flight. A
+//! model waiting on its provider's limit keeps its part of the slots, no more; the other lanes
+//! use theirs; a lane that runs out of jobs leaves its part to the others.
+//!
+//! Lanes are iterators, read as slots free up (never ahead), so the memory of a run still grows
+//! with the jobs in flight, not with the jobs done.
+
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+
+/// One lane's jobs.
+pub type Lane<'a, J> = Box<dyn Iterator<Item = J> + 'a>;
+
+type Running<'a, T> = FuturesUnordered<Pin<Box<dyn Future<Output = (usize, T)> + 'a>>>;
+
+struct Lanes<'a, J, F, T> {
+    /// The lanes' jobs; `None` once a lane has no more.
+    lanes: Vec<Option<Lane<'a, J>>>,
+    in_flight: Vec<usize>,
+    running: Running<'a, T>,
+    concurrency: usize,
+    start: F,
+}
+
+impl<'a, J, F, Fut> Lanes<'a, J, F, Fut::Output>
+where
+    F: FnMut(J) -> Fut,
+    Fut: Future + 'a,
+{
+    /// Starts jobs while there is a free slot and a lane under its part.
+    fn fill(&mut self) {
+        while self.running.len() < self.concurrency {
+            let open = self.lanes.iter().filter(|l| l.is_some()).count();
+            if open == 0 {
+                return;
+            }
+            let part = self.concurrency.div_ceil(open);
+            let next = (0..self.lanes.len())
+                .filter(|i| self.lanes[*i].is_some() && self.in_flight[*i] < part)
+                .min_by_key(|i| self.in_flight[*i]);
+            let Some(i) = next else { return };
+            match self.lanes[i].as_mut().and_then(Iterator::next) {
+                Some(job) => {
+                    let job = (self.start)(job);
+                    self.in_flight[i] += 1;
+                    self.running.push(Box::pin(async move { (i, job.await) }));
+                }
+                None => self.lanes[i] = None,
+            }
+        }
+    }
+}
+
+/// Plays the jobs of `lanes` through `start`, at most `concurrency` (at least 1) at once, each
+/// lane at most its fair part; yields each outcome as it finishes.
+pub fn fair<'a, J, F, Fut>(
+    lanes: Vec<Lane<'a, J>>,
+    concurrency: usize,
+    start: F,
+) -> impl Stream<Item = Fut::Output> + 'a
+where
+    J: 'a,
+    F: FnMut(J) -> Fut + 'a,
+    Fut: Future + 'a,
+{
+    let state = Lanes {
+        in_flight: vec![0; lanes.len()],
+        lanes: lanes.into_iter().map(Some).collect(),
+        running: FuturesUnordered::new(),
+        concurrency: concurrency.max(1),
+        start,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        state.fill();
+        let (lane, outcome) = state.running.next().await?;
+        state.in_flight[lane] -= 1;
+        Some((outcome, state))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    /// Two lanes, one slow (each job takes 1 s) and one fast (10 ms): the fast lane finishes
+    /// its jobs while the slow one holds only its half of the slots.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_lane_keeps_its_part_and_the_fast_one_runs_on() {
+        let peak = Rc::new(RefCell::new([0usize; 2]));
+        let now = Rc::new(RefCell::new([0usize; 2]));
+        let lanes: Vec<Lane<'_, (usize, u64)>> = vec![
+            Box::new((0..40).map(|_| (0, 1000))),
+            Box::new((0..40).map(|_| (1, 10))),
+        ];
+        let started = tokio::time::Instant::now();
+        let (peak2, now2) = (peak.clone(), now.clone());
+        let done: Vec<(usize, Duration)> = fair(lanes, 8, move |(lane, ms)| {
+            let (peak, now) = (peak2.clone(), now2.clone());
+            now.borrow_mut()[lane] += 1;
+            // Each lane's most in flight in the first 50 ms (the fast lane still has jobs).
+            if started.elapsed() < Duration::from_millis(50) {
+                let mine = now.borrow()[lane];
+                let p = &mut peak.borrow_mut()[lane];
+                *p = (*p).max(mine);
+            }
+            async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                now.borrow_mut()[lane] -= 1;
+                (lane, started.elapsed())
+            }
+        })
+        .collect()
+        .await;
+        assert_eq!(done.len(), 80);
+        assert_eq!(*peak.borrow(), [4, 4], "each lane holds half the slots");
+        let fast_done = done
+            .iter()
+            .filter(|(lane, _)| *lane == 1)
+            .map(|(_, at)| *at)
+            .max()
+            .expect("fast jobs");
+        // 40 jobs of 10 ms on 4 slots: 100 ms, not held behind the slow ones.
+        assert!(fast_done <= Duration::from_millis(110), "{fast_done:?}");
+        // Once the fast lane is done, the slow one gets every slot: 36 jobs left on 8 slots
+        // after the first second, 5 more seconds, not 9.
+        let slow_done = done.iter().map(|(_, at)| *at).max().expect("jobs");
+        assert!(slow_done <= Duration::from_secs(6), "{slow_done:?}");
+    }
+
+    #[tokio::test]
+    async fn every_job_is_played_once_with_one_lane_or_none() {
+        let one: Vec<Lane<'_, u32>> = vec![Box::new(0..100)];
+        let mut played: Vec<u32> = fair(one, 3, |j| async move { j }).collect().await;
+        played.sort_unstable();
+        assert_eq!(played, (0..100).collect::<Vec<_>>());
+        let none: Vec<Lane<'_, u32>> = Vec::new();
+        assert_eq!(fair(none, 3, |j| async move { j }).count().await, 0);
+    }
+}
