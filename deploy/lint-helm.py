@@ -8,20 +8,28 @@ What it does:
   1. `helm lint` of the chart with its default values, through helm-sdkpy (Helm's Go library
      bundled in a Python package): errors fail, warnings fail, INFO lines are shown only.
   2. The same lint, and a render (`helm template`), for several sets of values (VARIANTS below:
-     defaults, autoscaling on, everything on, one all-role group), through helm-python-sdk
-     (also Helm's library, v4). Every rendered manifest must parse as YAML and hold together:
-     Services select a Deployment, HPAs target one, the probes/ports/grace period are as the
-     sage interface needs, exactly one aggregator with strategy Recreate, etc. The
+     defaults, autoscaling on CPU, everything on, one all-role group, the work-based autoscaling
+     modes keda and metrics), through helm-python-sdk (also Helm's library, v4). Every rendered
+     manifest must parse as YAML and hold together: Services select a Deployment, HPAs and KEDA
+     ScaledObjects target one (and never both the same one), the probes/ports/grace period are as
+     the sage interface needs, exactly one aggregator with strategy Recreate, etc. The
      PrometheusRule, when rendered, must hold exactly the rules of deploy/alerts.yml.
-  3. Each rendered object (but the Prometheus Operator's) is checked against the Kubernetes
-     OpenAPI schema, strictly (unknown fields fail), by kubernetes-validate, when installed.
-  4. Values the chart must refuse (unknown role, a bad env var name, ...) must fail.
+  3. Each rendered object (but the Prometheus Operator's and KEDA's) is checked against the
+     Kubernetes OpenAPI schema, strictly (unknown fields fail), by kubernetes-validate, when
+     installed. A ScaledObject is checked against KEDA_SCALEDOBJECT_SCHEMA below (the fields and
+     types of KEDA's CRD, keda.sh/v1alpha1, written out here: kubernetes-validate has no CRDs)
+     and the required metadata of its triggers; its nats-jetstream trigger must name the jobs
+     stream and consumer of crates/ports/src/transport/nats.rs, and its PromQL is run by
+     `promtool test rules` on made-up series (the limit-wait gate opens and closes as documented).
+  4. Values the chart must refuse (unknown role, a bad env var name, a bad autoscaling mode, ...)
+     must fail.
 The last line is "N passed, N failed".
 
 Install (PyPI only):
   pip install pyyaml helm-python-sdk kubernetes-validate
   pip install helm-sdkpy     # declares Python >= 3.12; it loads on 3.11 with:
   pip install --ignore-requires-python helm-sdkpy
+and promtool (Debian/Ubuntu: apt-get install prometheus) for the PromQL of the ScaledObjects.
 """
 
 from __future__ import annotations
@@ -31,7 +39,10 @@ import asyncio
 import copy
 import json
 import os
+import re
 import secrets
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +52,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "helm" / "sage"
 ALERTS = ROOT / "deploy" / "alerts.yml"
+NATS_RS = ROOT / "crates" / "ports" / "src" / "transport" / "nats.rs"
 RELEASE, NAMESPACE = "sage", "sage"
 SEVERITY = {0: "UNKNOWN", 1: "INFO", 2: "WARNING", 3: "ERROR"}
 ROLES = ["dialogue", "user", "service", "judge", "rule"]
@@ -50,8 +62,12 @@ ROLES = ["dialogue", "user", "service", "judge", "rule"]
 LINT_PASSWORD = "lint-" + secrets.token_hex(8)
 LINT_API_KEY = "lint-" + secrets.token_hex(16)
 
+PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
+
 # Values variants rendered and checked. "workers" = the worker Deployments expected
-# (component -> args after `worker`), "hpa" = components with an HPA.
+# (component -> args after `worker`), "hpa" = components with an HPA, "keda" = components with
+# a KEDA ScaledObject, "metrics_hpa" = the HPAs on the Prometheus adapter's metrics (mode
+# metrics; the other HPAs are on CPU), "lag" = the jobs per worker the backlog triggers aim at.
 VARIANTS: dict[str, dict] = {
     "defaults": {
         "values": {},
@@ -133,6 +149,183 @@ VARIANTS: dict[str, dict] = {
         },
         "hpa": [],
     },
+    # The dialogue group on KEDA (backlog + saturation), the user group still on CPU.
+    "keda": {
+        "values": {
+            "roles": {
+                "dialogue": {
+                    "autoscaling": {"enabled": True, "mode": "keda", "minReplicas": 1, "maxReplicas": 12}
+                },
+                "user": {"autoscaling": {"enabled": True, "maxReplicas": 20}},
+            },
+            "autoscaling": {"prometheus": {"serverAddress": PROMETHEUS}},
+            "serviceMonitor": {"enabled": True},
+        },
+        "workers": {r: ["--roles", r] + (["--concurrency", "256"] if r == "dialogue" else []) for r in ROLES},
+        "hpa": ["user"],
+        "keda": ["dialogue"],
+        "lag": 256,
+    },
+    # One all-role group on KEDA from zero, holding while the providers make callers wait.
+    "keda-limit-wait": {
+        "values": {
+            "roles": {
+                **{r: {"enabled": False} for r in ROLES},
+                "all": {
+                    "roles": ROLES,
+                    "concurrency": 64,
+                    "autoscaling": {
+                        "enabled": True,
+                        "mode": "keda",
+                        "minReplicas": 0,
+                        "maxReplicas": 8,
+                        "activationLagThreshold": 10,
+                        "maxLimitWaitSeconds": 2,
+                        "pollingInterval": 10,
+                        "cooldownPeriod": 600,
+                        "behavior": {
+                            "scaleDown": {
+                                "stabilizationWindowSeconds": 600,
+                                "policies": [{"type": "Pods", "value": 1, "periodSeconds": 120}],
+                            }
+                        },
+                    },
+                },
+            },
+            "autoscaling": {
+                "keda": {"natsServerMonitoringEndpoint": "nats.messaging.svc:8222"},
+                "prometheus": {"serverAddress": PROMETHEUS},
+            },
+            "aggregator": {"persistence": {"enabled": False}},
+        },
+        "workers": {"all": ["--roles", ",".join(ROLES), "--concurrency", "64"]},
+        "hpa": [],
+        "keda": ["all"],
+        "lag": 64,
+    },
+    # The dialogue group on the Prometheus adapter's metrics, the judge group on CPU.
+    "metrics": {
+        "values": {
+            "roles": {
+                "dialogue": {
+                    "autoscaling": {
+                        "enabled": True,
+                        "mode": "metrics",
+                        "maxReplicas": 16,
+                        "lagThreshold": 200,
+                        "targetSaturation": 0.75,
+                    }
+                },
+                "judge": {"autoscaling": {"enabled": True, "maxReplicas": 6}},
+            },
+        },
+        "workers": {r: ["--roles", r] + (["--concurrency", "256"] if r == "dialogue" else []) for r in ROLES},
+        "hpa": ["dialogue", "judge"],
+        "metrics_hpa": ["dialogue"],
+        "lag": 200,
+    },
+}
+
+# The fields and types of KEDA's ScaledObject CRD (keda.sh/v1alpha1, KEDA 2.x
+# config/crd/bases/keda.sh_scaledobjects.yaml), written out for the parts this chart renders:
+# unknown fields fail, as the API server's structural schema would prune or refuse them.
+_INT32 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+_STR = {"type": "string"}
+KEDA_SCALEDOBJECT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "keda.sh/v1alpha1"},
+        "kind": {"const": "ScaledObject"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {"name": _STR, "namespace": _STR, "labels": {"type": "object"}},
+        },
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["scaleTargetRef", "triggers"],
+            "properties": {
+                "scaleTargetRef": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name"],
+                    "properties": {
+                        "apiVersion": _STR,
+                        "kind": _STR,
+                        "name": _STR,
+                        "envSourceContainerName": _STR,
+                    },
+                },
+                "pollingInterval": _INT32,
+                "cooldownPeriod": _INT32,
+                "initialCooldownPeriod": _INT32,
+                "idleReplicaCount": _INT32,
+                "minReplicaCount": _INT32,
+                "maxReplicaCount": _INT32,
+                "advanced": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "horizontalPodAutoscalerConfig": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {"name": _STR, "behavior": {"type": "object"}},
+                        },
+                        "restoreToOriginalReplicaCount": {"type": "boolean"},
+                        "scalingModifiers": {"type": "object"},
+                    },
+                },
+                "fallback": {
+                    "type": "object",
+                    "required": ["failureThreshold", "replicas"],
+                    "properties": {"failureThreshold": _INT32, "replicas": _INT32},
+                },
+                "triggers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["type", "metadata"],
+                        "properties": {
+                            "type": _STR,
+                            "name": _STR,
+                            "metadata": {"type": "object", "additionalProperties": _STR},
+                            "metricType": {"enum": ["AverageValue", "Value", "Utilization"]},
+                            "useCachedMetrics": {"type": "boolean"},
+                            "authenticationRef": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {"name": _STR, "kind": _STR},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+# Metadata KEDA's scalers require (their docs and parse functions): name -> how it must parse.
+_INT_RE = r"-?[0-9]+"
+_FLOAT_RE = r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?"
+TRIGGER_METADATA = {
+    "nats-jetstream": {
+        "required": {
+            "natsServerMonitoringEndpoint": r"[^:/ ]+:[0-9]+",
+            "account": r".+",
+            "stream": r".+",
+            "consumer": r".+",
+        },
+        "optional": {"lagThreshold": _INT_RE, "activationLagThreshold": _INT_RE, "useHttps": r"true|false"},
+    },
+    "prometheus": {
+        "required": {"serverAddress": r"https?://.+", "query": r"(?s).+", "threshold": _FLOAT_RE},
+        "optional": {"activationThreshold": _FLOAT_RE, "ignoreNullValues": r"true|false"},
+    },
 }
 
 # Values the chart must refuse, with a piece of the expected message.
@@ -142,6 +335,41 @@ MUST_FAIL = {
     "bad env var name in models.apiKeys": ({"models": {"apiKeys": {"OPENAI-KEY": "k"}}}, "OPENAI-KEY"),
     "negative replicas": ({"roles": {"rule": {"replicas": -1}}}, "replicas"),
     "log format not json|text": ({"logging": {"format": "yaml"}}, "format"),
+    "autoscaling mode not cpu|keda|metrics": (
+        {"roles": {"dialogue": {"autoscaling": {"enabled": True, "mode": "queue"}}}},
+        "value must be one of 'cpu', 'keda', 'metrics'",
+    ),
+    "mode keda on a group without the dialogue role": (
+        {"roles": {"judge": {"autoscaling": {"enabled": True, "mode": "keda"}}}},
+        "does not serve the dialogue role",
+    ),
+    "mode keda with a saturation trigger and no Prometheus address": (
+        {"roles": {"dialogue": {"autoscaling": {"enabled": True, "mode": "keda"}}}},
+        "set autoscaling.prometheus.serverAddress",
+    ),
+    "minReplicas 0 outside mode keda": (
+        {"roles": {"dialogue": {"autoscaling": {"enabled": True, "mode": "metrics", "minReplicas": 0}}}},
+        "0 needs mode keda",
+    ),
+    "maxLimitWaitSeconds outside mode keda": (
+        {"roles": {"dialogue": {"autoscaling": {"enabled": True, "mode": "metrics", "maxLimitWaitSeconds": 2}}}},
+        "maxLimitWaitSeconds needs mode keda",
+    ),
+}
+
+
+# The same refused by the templates themselves, rendered from a copy of the chart without
+# values.schema.json (as with helm --skip-schema-validation; lint cannot tell, since `fail` only
+# logs in lint mode): the message names the value and the modes.
+TEMPLATE_MUST_FAIL = {
+    "autoscaling mode not cpu|keda|metrics": (
+        {"roles": {"dialogue": {"autoscaling": {"enabled": True, "mode": "queue"}}}},
+        "roles.dialogue.autoscaling.mode: queue is not a mode; use cpu (an HPA on CPU), keda",
+    ),
+    "autoscaling mode not cpu|keda|metrics, autoscaling off": (
+        {"roles": {"all": {"roles": ROLES, "autoscaling": {"mode": "hpa"}}}},
+        "roles.all.autoscaling.mode: hpa is not a mode",
+    ),
 }
 
 
@@ -313,8 +541,11 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
         )
         if has_keys != wants_keys:
             problems.append(f"model keys attached={has_keys}, expected {wants_keys}")
-        if name == "autoscaling" and comp(d) != "aggregator" and "replicas" in d["spec"]:
-            problems.append("replicas set although an HPA scales it")
+        scaled = comp(d) in spec["hpa"] or comp(d) in spec.get("keda", [])
+        if comp(d) != "aggregator" and scaled and "replicas" in d["spec"]:
+            problems.append("replicas set although an HPA or KEDA scales it")
+        if comp(d) != "aggregator" and not scaled and "replicas" not in d["spec"]:
+            problems.append("no replicas although nothing scales it")
         rep.check(not problems, f"[{name}] {n}: port, probes, grace 60s, non-root, env", "; ".join(problems))
 
     # The aggregator.
@@ -361,6 +592,30 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
             and h["spec"]["minReplicas"] <= h["spec"]["maxReplicas"],
             f"[{name}] HPA {h['metadata']['name']} targets Deployment {t['name']}",
         )
+        if comp(h) in spec.get("metrics_hpa", []):
+            check_metrics_hpa(rep, name, h, spec)
+        else:
+            # Mode cpu, as before the work-based modes: CPU utilization first, only resources.
+            ms = h["spec"]["metrics"]
+            rep.check(
+                ms[0]["type"] == "Resource"
+                and ms[0]["resource"]["name"] == "cpu"
+                and ms[0]["resource"]["target"]["type"] == "Utilization"
+                and all(m["type"] == "Resource" for m in ms)
+                and (name != "autoscaling" or ms == [CPU_70]),
+                f"[{name}] HPA {h['metadata']['name']}: mode cpu, on CPU utilization only",
+                json.dumps(ms),
+            )
+
+    # KEDA ScaledObjects: where mode keda, never together with an HPA of the chart.
+    sos = by_kind.get("ScaledObject", [])
+    got = sorted(comp(o) for o in sos)
+    want = sorted(spec.get("keda", []))
+    rep.check(got == want, f"[{name}] KEDA ScaledObjects for {want}", f"got {got}")
+    both = set(got) & {comp(h) for h in hpas}
+    rep.check(not both, f"[{name}] no Deployment has both an HPA and a ScaledObject", f"both: {sorted(both)}")
+    for o in sos:
+        check_scaled_object(rep, name, o, deps, spec)
 
     # Secrets referenced by envFrom exist, unless they are existingSecret names.
     secrets = {s["metadata"]["name"] for s in by_kind.get("Secret", [])}
@@ -391,8 +646,10 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
         rep.check(
             n_svc == len(by_kind.get("Service", []))
             and sm["spec"]["jobLabel"] == "sage-job"
-            and sm["spec"]["endpoints"][0]["port"] == "metrics",
-            f"[{name}] ServiceMonitor selects all {n_svc} Services, jobLabel sage-job, port metrics",
+            and sm["spec"]["endpoints"][0]["port"] == "metrics"
+            and {"action": "labeldrop", "regex": "endpoint"} in sm["spec"]["endpoints"][0]["relabelings"],
+            f"[{name}] ServiceMonitor selects all {n_svc} Services, jobLabel sage-job, port metrics, "
+            "no target label endpoint (sage_limit_* have their own)",
         )
 
     # PrometheusRule: the rules of deploy/alerts.yml, unchanged.
@@ -411,7 +668,7 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
         bad = []
         n = 0
         for o in objs:
-            if o["apiVersion"].startswith("monitoring.coreos.com/"):
+            if o["apiVersion"].startswith(("monitoring.coreos.com/", "keda.sh/")):
                 continue
             clean = {k: v for k, v in o.items() if k != "__source"}
             n += 1
@@ -424,6 +681,200 @@ def check_variant(helm, rep: Report, name: str, spec: dict, out_dir: Path | None
             f"[{name}] {n} objects valid against the Kubernetes {kv.latest_version()} schema (strict)",
             "\n      ".join(bad),
         )
+
+
+CPU_70 = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}
+
+
+def jobs_stream_and_consumer() -> tuple[str | None, str | None]:
+    """The jobs stream and the dialogue workers' durable consumer, as the code names them."""
+    text = NATS_RS.read_text()
+    stream = re.search(r'pub const JOBS_STREAM: &str = "([^"]+)";', text)
+    consumer = re.search(r'pub const JOBS_CONSUMER: &str = "([^"]+)";', text)
+    return (stream and stream.group(1), consumer and consumer.group(1))
+
+
+def check_metrics_hpa(rep: Report, name: str, h: dict, spec: dict) -> None:
+    """Mode metrics: the backlog as an External metric, saturation as a Pods metric."""
+    stream, consumer = jobs_stream_and_consumer()
+    by_type = {m["type"]: m for m in h["spec"]["metrics"]}
+    ext = by_type.get("External", {}).get("external", {})
+    pods = by_type.get("Pods", {}).get("pods", {})
+    rep.check(
+        sorted(by_type) == ["External", "Pods"]
+        and ext.get("metric", {}).get("name") == "sage_jobs_backlog"
+        and ext["metric"].get("selector") == {"matchLabels": {"stream_name": stream, "consumer_name": consumer}}
+        and ext.get("target") == {"type": "AverageValue", "averageValue": str(spec["lag"])},
+        f"[{name}] HPA {h['metadata']['name']}: External sage_jobs_backlog of {stream}/{consumer}, "
+        f"{spec['lag']} jobs per worker",
+        json.dumps(h["spec"]["metrics"]),
+    )
+    rep.check(
+        pods.get("metric", {}).get("name") == "sage_dialogues_in_flight_saturation"
+        and pods.get("target", {}).get("type") == "AverageValue",
+        f"[{name}] HPA {h['metadata']['name']}: Pods sage_dialogues_in_flight_saturation",
+        json.dumps(pods),
+    )
+
+
+def check_scaled_object(rep: Report, name: str, o: dict, deps: dict, spec: dict) -> None:
+    """A ScaledObject against KEDA's CRD fields, its triggers' metadata and the jobs' names."""
+    n = o["metadata"]["name"]
+    clean = {k: v for k, v in o.items() if k != "__source"}
+    try:
+        import jsonschema
+    except ImportError:
+        rep.check(False, f"[{name}] ScaledObject {n} schema", "jsonschema is not installed: pip install jsonschema")
+        return
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in jsonschema.Draft7Validator(KEDA_SCALEDOBJECT_SCHEMA).iter_errors(clean)
+    ]
+    for i, t in enumerate(o["spec"].get("triggers") or []):
+        want = TRIGGER_METADATA.get(t.get("type"))
+        if want is None:
+            errors.append(f"triggers/{i}: unexpected trigger type {t.get('type')}")
+            continue
+        md = t.get("metadata") or {}
+        for key, pattern in {**want["required"], **want["optional"]}.items():
+            if key in md and not re.fullmatch(pattern, str(md[key])):
+                errors.append(f"triggers/{i}/metadata/{key}: {md[key]!r} does not parse ({pattern})")
+        for key in want["required"]:
+            if key not in md:
+                errors.append(f"triggers/{i}/metadata: {key} is required")
+        for key in md:
+            if key not in want["required"] and key not in want["optional"]:
+                errors.append(f"triggers/{i}/metadata: unknown key {key}")
+    rep.check(
+        not errors,
+        f"[{name}] ScaledObject {n}: valid against KEDA's CRD fields and its triggers' metadata",
+        "\n      ".join(errors),
+    )
+    s = o["spec"]
+    t = s["scaleTargetRef"]
+    rep.check(
+        t.get("kind") == "Deployment"
+        and t.get("apiVersion") == "apps/v1"
+        and t["name"] in deps
+        and "dialogue" in deps[t["name"]]["spec"]["template"]["spec"]["containers"][0]["args"][2].split(",")
+        and 0 <= s.get("minReplicaCount", 0) <= s["maxReplicaCount"],
+        f"[{name}] ScaledObject {n} targets the dialogue-role Deployment {t['name']}, min <= max",
+    )
+    triggers = {tr.get("name"): tr for tr in s["triggers"]}
+    stream, consumer = jobs_stream_and_consumer()
+    rep.check(
+        stream is not None and consumer is not None,
+        f"[{name}] the jobs stream and consumer read from {NATS_RS.relative_to(ROOT)}: {stream}, {consumer}",
+    )
+    backlog = triggers.get("jobs-backlog", {})
+    gated = "provider-limits-hold" in triggers
+    if not gated:
+        md = backlog.get("metadata", {})
+        rep.check(
+            backlog.get("type") == "nats-jetstream"
+            and md.get("stream") == stream
+            and md.get("consumer") == consumer
+            and md.get("account") == "$G"
+            and md.get("natsServerMonitoringEndpoint", "").endswith(":8222")
+            and md.get("lagThreshold") == str(spec["lag"]),
+            f"[{name}] ScaledObject {n}: nats-jetstream trigger on {stream}/{consumer}, "
+            f"monitoring port 8222, {spec['lag']} jobs per worker",
+            json.dumps(backlog),
+        )
+    else:
+        q = backlog.get("metadata", {}).get("query", "")
+        rep.check(
+            backlog.get("type") == "prometheus"
+            and f'stream_name="{stream}",consumer_name="{consumer}"' in q
+            and backlog["metadata"].get("threshold") == str(spec["lag"]),
+            f"[{name}] ScaledObject {n}: gated backlog trigger on {stream}/{consumer} (NATS exporter)",
+            json.dumps(backlog),
+        )
+    sat = triggers.get("in-flight-saturation", {})
+    q = sat.get("metadata", {}).get("query", "")
+    rep.check(
+        sat.get("type") == "prometheus"
+        and sat.get("metricType") == "Value"
+        and "sage_dialogues_in_flight{" in q
+        and "sage_dialogues_in_flight_limit{" in q
+        and f'pod=~"{t["name"]}-' in q
+        and sat["metadata"].get("serverAddress") == PROMETHEUS,
+        f"[{name}] ScaledObject {n}: prometheus trigger on in-flight saturation of {t['name']}'s pods (Value)",
+        json.dumps(sat),
+    )
+    if gated:
+        check_limit_gate(rep, name, n, t["name"], triggers, stream, consumer)
+
+
+def check_limit_gate(
+    rep: Report, name: str, n: str, deployment: str, triggers: dict, stream: str, consumer: str
+) -> None:
+    """Runs the gated triggers' PromQL through `promtool test rules` on made-up series: a grant
+    wait of 0.1 s per call (below maxLimitWaitSeconds 2) lets the backlog and the saturation
+    through and does not hold; 5 s per call zeroes them and holds; no limit series at all (no
+    model called yet) counts as no wait."""
+    promtool = shutil.which("promtool")
+    if not promtool:
+        rep.check(False, f"[{name}] {n}: PromQL under promtool", "promtool not found (apt-get install prometheus)")
+        return
+    pod = f"{deployment}-5d9c7b8f4-x2k4p"
+    jobs = f'stream_name="{stream}",consumer_name="{consumer}"'
+    base = [
+        # The Deployment's pod, and pods the query must not count.
+        {"series": f'sage_dialogues_in_flight{{namespace="{NAMESPACE}",pod="{pod}"}}', "values": "200x10"},
+        {"series": f'sage_dialogues_in_flight_limit{{namespace="{NAMESPACE}",pod="{pod}"}}', "values": "256x10"},
+        {"series": f'sage_dialogues_in_flight{{namespace="{NAMESPACE}",pod="{deployment}-extra-5d9c7b8f4-x2k4p"}}', "values": "999x10"},
+        {"series": f'sage_dialogues_in_flight_limit{{namespace="{NAMESPACE}",pod="{deployment}-extra-5d9c7b8f4-x2k4p"}}', "values": "1000x10"},
+        {"series": f'sage_dialogues_in_flight{{namespace="elsewhere",pod="{pod}"}}', "values": "999x10"},
+        # The consumer on two NATS servers (a replicated consumer), and another consumer.
+        {"series": f'nats_consumer_num_pending{{{jobs},server_name="nats-0"}}', "values": "1000x10"},
+        {"series": f'nats_consumer_num_pending{{{jobs},server_name="nats-1"}}', "values": "990x10"},
+        {"series": f'nats_consumer_num_ack_pending{{{jobs},server_name="nats-0"}}', "values": "200x10"},
+        {"series": f'nats_consumer_num_pending{{stream_name="SAGE_RECORDS",consumer_name="aggregator",server_name="nats-0"}}', "values": "50000x10"},
+    ]
+
+    def limits(wait_per_min: int) -> list[dict]:
+        # 60 calls a minute; `wait_per_min` seconds of waiting for a grant a minute.
+        return [
+            {"series": f'sage_limit_calls_total{{namespace="{NAMESPACE}",endpoint="gpt-4o",pod="{pod}"}}', "values": "0+60x10"},
+            {"series": f'sage_limit_wait_seconds_total{{namespace="{NAMESPACE}",endpoint="gpt-4o",pod="{pod}"}}', "values": f"0+{wait_per_min}x10"},
+            {"series": f'sage_limit_calls_total{{namespace="{NAMESPACE}",endpoint="cheap",pod="{pod}"}}', "values": "0+600x10"},
+            {"series": f'sage_limit_wait_seconds_total{{namespace="{NAMESPACE}",endpoint="cheap",pod="{pod}"}}', "values": "0+0x10"},
+        ]
+
+    def case(series: list[dict], backlog: float, saturation: float, hold: float) -> dict:
+        exprs = {"jobs-backlog": backlog, "in-flight-saturation": saturation, "provider-limits-hold": hold}
+        return {
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [
+                {
+                    "expr": triggers[k]["metadata"]["query"],
+                    "eval_time": "5m",
+                    "exp_samples": [{"labels": "{}", "value": v}],
+                }
+                for k, v in exprs.items()
+            ],
+        }
+
+    tests = {
+        "rule_files": [],
+        "tests": [
+            case(base + limits(6), 1200, 200 / 256, 0),  # 0.1 s per call: open
+            case(base + limits(300), 0, 0, 1),  # 5 s per call: hold
+            case(base, 1200, 200 / 256, 0),  # no limit series yet: open
+        ],
+    }
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "gate.test.yml"
+        f.write_text(yaml.safe_dump(tests, sort_keys=False))
+        r = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
+    rep.check(
+        r.returncode == 0,
+        f"[{name}] {n}: promtool runs the triggers' PromQL; the limit-wait gate opens at 0.1 s "
+        "and holds at 5 s per call",
+        (r.stdout + r.stderr).strip().replace("\n", "\n      "),
+    )
 
 
 def check_must_fail(helm, rep: Report) -> None:
@@ -445,6 +896,18 @@ def check_must_fail(helm, rep: Report) -> None:
             r.get("errors") or []
         )
         rep.check(any(needle in e for e in errs), f"refused: {what}", msg + "; lint: " + " | ".join(errs))
+    with tempfile.TemporaryDirectory() as d:
+        bare = Path(d) / "sage"
+        shutil.copytree(CHART, bare)  # follows files/alerts.yml's link
+        (bare / "values.schema.json").unlink()
+        chart = helm.Chart.load(str(bare))
+        for what, (values, needle) in TEMPLATE_MUST_FAIL.items():
+            try:
+                chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+                msg = "rendered without an error"
+            except Exception as e:  # noqa: BLE001
+                msg = str(e)
+            rep.check(needle in msg, f"refused by the templates (schema skipped): {what}", msg)
 
 
 def main() -> int:

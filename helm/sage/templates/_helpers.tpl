@@ -89,6 +89,7 @@ per model of a group with deploymentPerModel. An item:
   roles      the roles it serves (list)
   models     its --model flags (list)
   cfg        the group's values, with a model entry's keys in place of the group's
+  group      the key of the group in .Values.roles
 */}}
 {{- define "sage.workloads" -}}
 {{- $known := list "dialogue" "user" "service" "judge" "rule" }}
@@ -125,12 +126,12 @@ per model of a group with deploymentPerModel. An item:
 {{- range $k, $v := omit . "name" }}
 {{- $_ := set $merged $k $v }}
 {{- end }}
-{{- $items = append $items (dict "component" (printf "%s-%s" $component (include "sage.slug" .name) | trunc 50 | trimSuffix "-") "roles" $roles "models" (list .name) "cfg" $merged) }}
+{{- $items = append $items (dict "component" (printf "%s-%s" $component (include "sage.slug" .name) | trunc 50 | trimSuffix "-") "roles" $roles "models" (list .name) "cfg" $merged "group" $group) }}
 {{- end }}
 {{- else }}
 {{- $names := list }}
 {{- range $models }}{{ $names = append $names .name }}{{ end }}
-{{- $items = append $items (dict "component" $component "roles" $roles "models" $names "cfg" (omit $cfg "models" "deploymentPerModel")) }}
+{{- $items = append $items (dict "component" $component "roles" $roles "models" $names "cfg" (omit $cfg "models" "deploymentPerModel") "group" $group) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -211,5 +212,98 @@ envFrom:
 {{- with $env }}
 env:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The dialogue jobs: the work-queue stream and the durable pull consumer every dialogue worker
+shares (JOBS_STREAM and JOBS_CONSUMER in crates/ports/src/transport/nats.rs; deploy/lint-helm.py
+checks that these are the same).
+*/}}
+{{- define "sage.jobsStream" -}}SAGE_JOBS{{- end }}
+{{- define "sage.jobsConsumer" -}}dialogue{{- end }}
+
+{{/*
+The autoscaling mode of a worker Deployment, after checking its settings: "cpu", "keda" or
+"metrics"; "" when its group does not autoscale. Call with (dict "root" $ "w" <workload item>).
+Every template that renders autoscaling calls it, so bad settings fail whatever is rendered.
+*/}}
+{{- define "sage.autoscalingMode" -}}
+{{- $w := .w }}
+{{- $root := .root }}
+{{- $as := $w.cfg.autoscaling | default dict }}
+{{- $where := printf "roles.%s.autoscaling" $w.group }}
+{{- if ne $w.component (include "sage.slug" $w.group) }}
+{{- $where = printf "%s (Deployment %s)" $where $w.component }}
+{{- end }}
+{{- $mode := $as.mode | default "cpu" }}
+{{- if not (has $mode (list "cpu" "keda" "metrics")) }}
+{{- fail (printf "%s.mode: %v is not a mode; use cpu (an HPA on CPU), keda (a KEDA ScaledObject on the dialogue jobs backlog) or metrics (an HPA on the backlog and in-flight metrics of the Prometheus adapter)" $where $mode) }}
+{{- end }}
+{{- if $as.enabled }}
+{{- $max := required (printf "roles: autoscaling.maxReplicas is required for %s" $w.component) $as.maxReplicas }}
+{{- $min := hasKey $as "minReplicas" | ternary $as.minReplicas 1 }}
+{{- if gt (int $min) (int $max) }}
+{{- fail (printf "%s: minReplicas %v is above maxReplicas %v" $where $min $max) }}
+{{- end }}
+{{- if and (eq (int $min) 0) (ne $mode "keda") }}
+{{- fail (printf "%s.minReplicas: 0 needs mode keda (an HPA keeps at least one replica)" $where) }}
+{{- end }}
+{{- if and (ne $mode "cpu") (not (has "dialogue" $w.roles)) }}
+{{- fail (printf "%s.mode: %s scales on the dialogue jobs backlog, and this group does not serve the dialogue role (roles: %s); use mode cpu" $where $mode (join "," $w.roles)) }}
+{{- end }}
+{{- $wait := $as.maxLimitWaitSeconds | default 0 }}
+{{- if and (gt (float64 $wait) 0.0) (ne $mode "keda") }}
+{{- fail (printf "%s.maxLimitWaitSeconds needs mode keda (in mode %s bound maxReplicas by the providers' limits: docs/deployment.md#provider-limits-in-a-cluster)" $where $mode) }}
+{{- end }}
+{{- if eq $mode "keda" }}
+{{- $usesPrometheus := or (gt (float64 (include "sage.targetSaturation" $w)) 0.0) (gt (float64 $wait) 0.0) }}
+{{- if and $usesPrometheus (not (dig "prometheus" "serverAddress" "" ($root.Values.autoscaling | default dict))) }}
+{{- fail (printf "%s: mode keda scales on in-flight saturation (targetSaturation) or holds on the providers' wait (maxLimitWaitSeconds) through Prometheus: set autoscaling.prometheus.serverAddress (e.g. http://prometheus-operated.monitoring.svc:9090), or targetSaturation: 0 and maxLimitWaitSeconds: 0 to scale on the NATS backlog only" $where) }}
+{{- end }}
+{{- end }}
+{{- $mode }}
+{{- end }}
+{{- end }}
+
+{{/*
+Jobs (waiting or being played) per worker the backlog triggers aim at: the group's
+lagThreshold, else its --concurrency (a worker plays that many at once). Call with a workload
+item.
+*/}}
+{{- define "sage.lagThreshold" -}}
+{{- $as := .cfg.autoscaling | default dict }}
+{{- $as.lagThreshold | default .cfg.concurrency | default 256 | int }}
+{{- end }}
+
+{{/*
+The part of the pods' --concurrency in use that the saturation triggers aim at (0: none).
+Call with a workload item.
+*/}}
+{{- define "sage.targetSaturation" -}}
+{{- $as := .cfg.autoscaling | default dict }}
+{{- hasKey $as "targetSaturation" | ternary $as.targetSaturation 0.8 }}
+{{- end }}
+
+{{/*
+host:port of the nats-server monitoring endpoint for KEDA's nats-jetstream trigger:
+autoscaling.keda.natsServerMonitoringEndpoint, else the first host of nats.url on port 8222
+(a host without a dot gets .<release namespace>.svc, since the KEDA operator runs in another
+namespace).
+*/}}
+{{- define "sage.natsMonitoringEndpoint" -}}
+{{- $set := dig "keda" "natsServerMonitoringEndpoint" "" (.Values.autoscaling | default dict) }}
+{{- if $set }}
+{{- $set }}
+{{- else }}
+{{- $host := splitList "," .Values.nats.url | first | trim }}
+{{- $host = regexReplaceAll "^[A-Za-z]+://" $host "" }}
+{{- $host = regexReplaceAll "^[^@/]*@" $host "" }}
+{{- $host = regexReplaceAll "/.*$" $host "" }}
+{{- $host = regexReplaceAll ":[0-9]+$" $host "" }}
+{{- if not (contains "." $host) }}
+{{- $host = printf "%s.%s.svc" $host .Release.Namespace }}
+{{- end }}
+{{- printf "%s:8222" $host }}
 {{- end }}
 {{- end }}
