@@ -88,7 +88,7 @@ struct LimitMetrics {
     wait: prometheus::CounterVec,
 }
 
-/// The series of one limit group ([`crate::llm::Limiter`]), resolved once.
+/// The series of one limit group (a `llm::Limiter`), resolved once.
 #[derive(Debug, Clone)]
 pub struct LimitSeries {
     requests_per_minute: prometheus::Gauge,
@@ -107,16 +107,22 @@ pub struct LimitSeries {
 }
 
 impl LimitSeries {
-    /// Sets the gauges: the group's rates in force (0: no limit), whether a limit is known, this
-    /// process's share and slots.
-    pub fn publish(&self, now: crate::llm::LimitsNow, known: bool) {
+    /// Sets the gauges: the group's requests and tokens per minute in force (`None`: no limit,
+    /// shown as 0), whether a limit is known, this process's share and slots.
+    pub fn publish(
+        &self,
+        requests_per_minute: Option<f64>,
+        tokens_per_minute: Option<f64>,
+        known: bool,
+        share: f64,
+        slots: usize,
+    ) {
         self.requests_per_minute
-            .set(now.requests_per_minute.unwrap_or(0.0));
-        self.tokens_per_minute
-            .set(now.tokens_per_minute.unwrap_or(0.0));
+            .set(requests_per_minute.unwrap_or(0.0));
+        self.tokens_per_minute.set(tokens_per_minute.unwrap_or(0.0));
         self.known.set(i64::from(known));
-        self.share.set(now.share);
-        self.slots.set(now.slots as i64);
+        self.share.set(share);
+        self.slots.set(slots as i64);
     }
 }
 

@@ -245,8 +245,12 @@ impl Limiter {
         state.paused_until = Some(state.paused_until.map_or(until, |p| p.max(until)));
     }
 
-    /// The provider answered with these rate-limit headers: its limits cap the rates; a used-up
-    /// limit holds every caller until its reset and counts as a refusal.
+    /// The provider answered with these rate-limit headers: its limits cap the rates, and a
+    /// used-up limit holds every caller until its reset. A limit used up with a reset much
+    /// longer than the spacing of calls at the rate in force (more than two intervals; for
+    /// tokens, more than two seconds) means the calls came faster than the provider refills:
+    /// it counts as a refusal. (Used up with a reset of about one interval is a rate exactly
+    /// at the limit: the last call took the last request, and the next one is due then.)
     pub fn answered(&self, headers: &RateHeaders) {
         let now = Instant::now();
         let mut state = self.lock();
@@ -257,10 +261,24 @@ impl Limiter {
             state.tokens.learn(limit);
         }
         let share = state.share;
-        if headers.requests_remaining == Some(0) {
+        let used_up = |remaining: Option<u64>, reset: Option<Duration>, spacing: Duration| {
+            remaining == Some(0) && reset.is_some_and(|r| r > spacing * 2)
+        };
+        let request_spacing = state.requests.in_force().map_or(Duration::ZERO, |r| {
+            Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE))
+        });
+        if used_up(
+            headers.requests_remaining,
+            headers.requests_reset,
+            request_spacing,
+        ) {
             state.requests.refused(now, share);
         }
-        if headers.tokens_remaining == Some(0) {
+        if used_up(
+            headers.tokens_remaining,
+            headers.tokens_reset,
+            Duration::from_secs(1),
+        ) {
             state.tokens.refused(now, share);
         }
         drop(state);
@@ -416,8 +434,13 @@ impl Limiter {
     fn publish(&self) {
         let now = self.now();
         let (requests, tokens) = self.known();
-        self.series
-            .publish(now, requests.is_some() || tokens.is_some());
+        self.series.publish(
+            now.requests_per_minute,
+            now.tokens_per_minute,
+            requests.is_some() || tokens.is_some(),
+            now.share,
+            now.slots,
+        );
     }
 }
 

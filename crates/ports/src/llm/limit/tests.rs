@@ -159,3 +159,25 @@ fn a_group_takes_the_lowest_limits_of_its_members() {
     assert_eq!(zero.now().slots, 1, "0 is taken as 1");
     assert_eq!(zero.now().requests_per_minute, None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_limit_used_up_at_the_rate_slows_nothing_used_up_for_long_does() {
+    let limits = limiter(Some(60), 4); // one a second
+    // The last call took the last request, the next is due in a second: exactly at the limit.
+    limits.answered(&RateHeaders {
+        requests_limit: Some(60),
+        requests_remaining: Some(0),
+        requests_reset: Some(Duration::from_secs(1)),
+        ..RateHeaders::default()
+    });
+    assert_eq!(limits.now().requests_per_minute, Some(60.0));
+    // Used up for 30 s: calls came faster than the provider refills.
+    limits.answered(&RateHeaders {
+        requests_limit: Some(60),
+        requests_remaining: Some(0),
+        requests_reset: Some(Duration::from_secs(30)),
+        ..RateHeaders::default()
+    });
+    let slowed = limits.now().requests_per_minute.expect("a rate");
+    assert!(slowed < 60.0, "{slowed}");
+}
