@@ -1,10 +1,14 @@
 //! `sage models check` against wiremock servers that each lack one capability (a wrong key, an
 //! unknown model, no `json_schema`, no tools, `max_tokens` rejected, no usage), one that has
 //! everything, an Anthropic-compatible one and a closed port: every cell of the capability
-//! table (latency and tokens/s aside, which vary) and the binary's exit code.
+//! table (latency and tokens/s aside, which vary) and the binary's exit code. Then the
+//! rehearsal (each role's real prompt, read by its real parser), which decides the verdict: a
+//! server that fails the generic JSON probes but answers the real agent prompt works; answers
+//! the parsers refuse are format errors (a warning); and the rate-limit headers' rows and
+//! advice.
 
 use sage::llm::probe::{self, ModelReport, ProbeOptions, Role};
-use sage::llm::{ModelConfig, Provider};
+use sage::llm::{ModelConfig, PerMinute, Provider};
 use serde_json::{Value, json};
 use std::process::Output;
 use std::sync::Once;
@@ -15,6 +19,31 @@ const KEY_VAR: &str = "SAGE_MODELS_CHECK_TEST_KEY_6a1f";
 const KEY: &str = "FAKE-models-check-key";
 const WRONG_VAR: &str = "SAGE_MODELS_CHECK_TEST_WRONG_KEY_93bd";
 const WRONG: &str = "FAKE-wrong-key";
+/// The bundled telecom scenario: every configuration here names it first, so the rehearsal
+/// plays it and the fake servers answer for it.
+const TELECOM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scenarios/telecom_package.yaml"
+);
+/// A valid telecom agent answer.
+const AGENT_ANSWER: &str = r#"{"classification_output": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "cot": "change, no contract", "now_path": ["step1", "step2", "step4"], "finals": {"Action": "ChangeOrder"}, "chat": "I will change your package right away."}"#;
+/// A valid telecom judge verdict.
+const JUDGE_ANSWER: &str = r#"{"classification": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 9, "user_satisfaction": 9, "instruction_compliance": 9}, "classification_reasoning": "r", "chat_quality_reasoning": "r"}"#;
+/// A customer's message.
+const CUSTOMER_ANSWER: &str = "Hi, I would like to change my package to one with more data.";
+
+/// The answer to a real role's prompt (told by its system prompt's opening), if it is one.
+fn role_answer(system: &str, agent: &'static str, judge: &'static str) -> Option<&'static str> {
+    if system.contains("customer service representative") {
+        Some(agent)
+    } else if system.contains("expert evaluator") {
+        Some(judge)
+    } else if system.contains("role-playing as a customer") {
+        Some(CUSTOMER_ANSWER)
+    } else {
+        None
+    }
+}
 
 fn init() {
     static ONCE: Once = Once::new();
@@ -49,6 +78,16 @@ struct Fake {
     usage: bool,
     /// Answers a call with `max_completion_tokens` after this long.
     slow_max_completion_tokens: Option<Duration>,
+    /// The structured-output probe gets the schema's keys when the form asks for them; when
+    /// false it gets prose whatever the form (a model that follows no toy JSON prompt).
+    probe_json: bool,
+    /// The answer to the real agent prompt.
+    agent: &'static str,
+    /// The answer to the real judge prompt.
+    judge: &'static str,
+    /// `x-ratelimit-*` headers on every answer: (requests, tokens) per minute; 1 request and
+    /// 1,000 tokens used.
+    rate: Option<(u64, u64)>,
 }
 
 impl Fake {
@@ -62,6 +101,10 @@ impl Fake {
             max_completion_tokens: Limit::Honoured,
             usage: true,
             slow_max_completion_tokens: None,
+            probe_json: true,
+            agent: AGENT_ANSWER,
+            judge: JUDGE_ANSWER,
+            rate: None,
         }
     }
 }
@@ -72,6 +115,22 @@ fn error(status: u16, message: &str) -> ResponseTemplate {
 
 impl Respond for Fake {
     fn respond(&self, request: &Request) -> ResponseTemplate {
+        let answer = self.answer(request);
+        match self.rate {
+            Some((requests, tokens)) => answer
+                .insert_header("x-ratelimit-limit-requests", requests.to_string())
+                .insert_header("x-ratelimit-remaining-requests", (requests - 1).to_string())
+                .insert_header("x-ratelimit-reset-requests", "100ms")
+                .insert_header("x-ratelimit-limit-tokens", tokens.to_string())
+                .insert_header("x-ratelimit-remaining-tokens", (tokens - 1000).to_string())
+                .insert_header("x-ratelimit-reset-tokens", "400ms"),
+            None => answer,
+        }
+    }
+}
+
+impl Fake {
+    fn answer(&self, request: &Request) -> ResponseTemplate {
         let auth = request
             .headers
             .get("authorization")
@@ -130,10 +189,14 @@ impl Respond for Fake {
             let call = json!([{"id": "call_1", "type": "function", "function": {
                 "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]);
             (Value::Null, 12, Some(call))
+        } else if let Some(text) = role_answer(system, self.agent, self.judge) {
+            (json!(text), 50, None)
         } else if system.contains("PINEAPPLE") {
             (json!("PINEAPPLE"), 3, None)
         } else if system.contains("\"city\"") {
-            let text = if format["type"] == "json_schema" || format.get("schema").is_some() {
+            let text = if !self.probe_json {
+                "The capital of France is Paris."
+            } else if format["type"] == "json_schema" || format.get("schema").is_some() {
                 r#"{"city": "Paris", "country": "France"}"#
             } else if format["type"] == "json_object" {
                 r#"{"answer": "Paris"}"#
@@ -206,7 +269,10 @@ impl Respond for FakeAnthropic {
             .as_str()
             .or(body["system"][0]["text"].as_str())
             .unwrap_or_default();
-        let (content, tokens) = if body.get("tools").is_some() {
+        let (content, tokens) = if let Some(text) = role_answer(system, AGENT_ANSWER, JUDGE_ANSWER)
+        {
+            (json!([{"type": "text", "text": text}]), 50.min(max))
+        } else if body.get("tools").is_some() {
             (
                 json!([{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
                     "input": {"city": "Paris"}}]),
@@ -261,13 +327,21 @@ async fn check_within(config: &ModelConfig, timeout: Duration) -> ModelReport {
     probe::probe(config, vec![Role::Agent, Role::Judge], &options).await
 }
 
-/// The cells that do not vary from run to run (latency and tokens/s left out).
+/// The rows left out of [`stable`]: latency and tokens/s (they vary), the limits (tested on
+/// their own) and the rehearsal's (`-` for a report of the probes only).
+fn unstable(row: &str) -> bool {
+    matches!(row, "latency" | "output tokens/s")
+        || row.ends_with(" limit")
+        || row.starts_with("rehearsal")
+}
+
+/// The generic probes' cells that do not vary from run to run, and the verdict.
 fn stable(report: &ModelReport) -> Vec<(&'static str, String)> {
     probe::ROWS
         .iter()
         .copied()
         .zip(report.cells())
-        .filter(|(row, _)| !matches!(*row, "latency" | "output tokens/s"))
+        .filter(|(row, _)| !unstable(row))
         .collect()
 }
 
@@ -276,16 +350,37 @@ fn expect(cells: [&str; 16]) -> Vec<(&'static str, String)> {
     probe::ROWS
         .iter()
         .copied()
-        .filter(|row| !matches!(*row, "latency" | "output tokens/s"))
+        .filter(|row| !unstable(row))
         .zip(cells.iter().map(|c| c.to_string()))
         .collect()
 }
 
-/// `sage models check --config` on a configuration with `model` as the agent under test (and
-/// simulated customer and judges).
-fn sage_check(model: &ModelConfig) -> Output {
+/// A report's cell in `row`.
+fn cell(report: &ModelReport, row: &str) -> String {
+    let i = probe::ROWS.iter().position(|r| *r == row).expect("a row");
+    report.cells()[i].clone()
+}
+
+/// The first model's cell in `row` of the printed table (cells are apart by 2+ spaces).
+fn printed(stdout: &str, row: &str) -> String {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(row) && l[row.len()..].starts_with("  "))
+        .unwrap_or_else(|| panic!("no row {row}: {stdout}"));
+    line[row.len()..]
+        .trim_start()
+        .split("  ")
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// `sage models check --config` on a configuration of the telecom scenario with `model` in
+/// `roles` (a single judge when it judges) and simulated models in the others.
+fn sage_check_as(model: &ModelConfig, roles: &[Role]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let mut models = vec![serde_json::to_value(model).unwrap()];
+    models.push(json!({"name": "sim-agent", "provider": "simulated", "sim": {"kind": "agent"}}));
     models.push(json!({"name": "sim-user", "provider": "simulated", "sim": {"kind": "user"}}));
     for i in 1..=3 {
         models.push(
@@ -293,11 +388,17 @@ fn sage_check(model: &ModelConfig) -> Output {
             "sim": {"kind": "judge"}}),
         );
     }
+    let name = json!(model.name);
     let yaml = json!({
         "models": models,
-        "service_models": [model.name],
-        "user_model": "sim-user",
-        "judge_models": ["sim-judge-1", "sim-judge-2", "sim-judge-3"],
+        "scenarios": [TELECOM],
+        "service_models": [if roles.contains(&Role::Agent) { name.clone() } else { json!("sim-agent") }],
+        "user_model": if roles.contains(&Role::Customer) { name.clone() } else { json!("sim-user") },
+        "judge_models": if roles.contains(&Role::Judge) {
+            json!([name])
+        } else {
+            json!(["sim-judge-1", "sim-judge-2", "sim-judge-3"])
+        },
     });
     let path = dir.path().join("run.yaml");
     // JSON is YAML.
@@ -313,13 +414,21 @@ fn sage_check(model: &ModelConfig) -> Output {
 }
 
 async fn sage_check_async(model: ModelConfig) -> Output {
-    tokio::task::spawn_blocking(move || sage_check(&model))
+    sage_check_as_async(model, &[Role::Agent]).await
+}
+
+async fn sage_check_as_async(model: ModelConfig, roles: &'static [Role]) -> Output {
+    tokio::task::spawn_blocking(move || sage_check_as(&model, roles))
         .await
         .unwrap()
 }
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -369,6 +478,12 @@ async fn a_server_with_everything() {
                 ]),
         "{text}"
     );
+    assert_eq!(printed(&text, "rehearsal as agent"), "works", "{text}");
+    assert_eq!(printed(&text, "rehearsal as judge"), "-", "{text}");
+    // No rate-limit headers: no limit rows' numbers, no advice.
+    assert_eq!(printed(&text, "requests/min limit"), "-", "{text}");
+    assert_eq!(printed(&text, "tokens/min limit"), "-", "{text}");
+    assert!(!text.contains("requests_per_minute"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -613,10 +728,19 @@ async fn nothing_listens() {
         KEY_VAR,
     );
     let report = check(&c).await;
-    assert_eq!(report.cells()[2], "no (connection failed)");
-    assert_eq!(report.cells()[17], "FAIL");
+    assert_eq!(cell(&report, "reachable"), "no (connection failed)");
+    assert_eq!(cell(&report, "verdict"), "FAIL");
     let out = sage_check_async(c).await;
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    // The rehearsal's call fails too: that decides.
+    let text = stdout(&out);
+    assert_eq!(
+        printed(&text, "rehearsal as agent"),
+        "cannot work (connection failed)"
+    );
+    assert_eq!(printed(&text, "verdict"), "FAIL");
+    assert!(text.contains("#   as agent: cannot work: "), "{text}");
+    assert!(stderr(&out).contains("a role cannot work with: probed"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -742,5 +866,203 @@ async fn a_slow_answer_after_a_good_one_is_not_unreachable() {
             "yes",
             "ok",
         ])
+    );
+}
+
+/// A server that fails every generic JSON probe (prose whatever the form) but answers the run's
+/// real agent prompt with a valid answer: the probes alone say the agent cannot work, the
+/// rehearsal says it works, and the rehearsal decides (verdict ok, exit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rehearsal_decides_over_the_generic_json_probes() {
+    init();
+    let server = serve(Fake {
+        probe_json: false,
+        ..Fake::everything()
+    })
+    .await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    // The probes alone: no structured-output form works, so the agent "cannot work".
+    let report = check(&c).await;
+    assert_eq!(report.structured_output(), None);
+    assert_eq!(cell(&report, "verdict"), "FAIL");
+    assert_eq!(
+        report.problems,
+        [
+            "as agent: no structured-output form works and its plain JSON does not parse",
+            "as judge: no structured-output form works and its plain JSON does not parse",
+        ]
+    );
+    let out = sage_check_async(c).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert_eq!(printed(&text, "json_schema (strict)"), "no (not JSON)");
+    assert_eq!(printed(&text, "rehearsal as agent"), "works");
+    assert_eq!(printed(&text, "verdict"), "ok");
+    // The probes' finding stays, as information.
+    assert!(
+        text.contains(
+            "#   probe: as agent: no structured-output form works and its plain JSON does not parse\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("cannot work"), "{text}");
+}
+
+/// An agent answer the parser refuses is a format error for the agent (a warning: exit 0); in
+/// a run where the same server plays every role, a judge answer without JSON is the judge's
+/// format error, and the customer's plain text works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_the_parsers_refuse_are_format_errors() {
+    init();
+    let server = serve(Fake {
+        agent: r#"{"chat": "Sure, I can help."}"#,
+        ..Fake::everything()
+    })
+    .await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    let out = sage_check_async(c).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(
+        printed(&text, "rehearsal as agent"),
+        "format error (missing_key)"
+    );
+    assert_eq!(printed(&text, "verdict"), "ok");
+    assert!(
+        text.contains(
+            "#   as agent: format error (missing_key): missing key `classification_output`; a \
+             real run records format errors\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("warning: a rehearsal answer did not parse"),
+        "{}",
+        stderr(&out)
+    );
+
+    let server = serve(Fake {
+        judge: "The agent did well.",
+        ..Fake::everything()
+    })
+    .await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    let out = sage_check_as_async(c, &[Role::Agent, Role::Customer, Role::Judge]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(printed(&text, "roles"), "agent,customer,judge");
+    assert_eq!(printed(&text, "rehearsal as agent"), "works");
+    assert_eq!(printed(&text, "rehearsal as customer"), "works");
+    assert_eq!(
+        printed(&text, "rehearsal as judge"),
+        "format error (no_json)"
+    );
+    assert_eq!(printed(&text, "verdict"), "ok");
+    // One call per role: GET /models, 9 probe calls and 3 rehearsal calls.
+    let requests = server.received_requests().await.unwrap();
+    let rehearsed = requests
+        .iter()
+        .filter(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+            role_answer(system, "", "").is_some()
+        })
+        .count();
+    assert_eq!(rehearsed, 3);
+}
+
+/// The rehearsal's call failing decides (exit 1), whatever the probes found: a wrong key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rehearsal_refused_with_401_cannot_work() {
+    init();
+    let server = serve(Fake::everything()).await;
+    let c = config(format!("{}/v1", server.uri()), "served-model", WRONG_VAR);
+    let out = sage_check_as_async(c, &[Role::Agent, Role::Judge]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        printed(&text, "rehearsal as agent"),
+        "cannot work (HTTP 401)"
+    );
+    assert_eq!(
+        printed(&text, "rehearsal as judge"),
+        "cannot work (HTTP 401)"
+    );
+    assert!(!text.contains(WRONG));
+}
+
+/// The provider's `x-ratelimit-*` headers: the last seen in the table, and the lines to use
+/// (`requests_per_minute: 600` when none is configured; a comment when the configured one is
+/// above the provider's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_headers_show_in_the_table_and_the_advice() {
+    init();
+    let server = serve(Fake {
+        rate: Some((600, 150_000)),
+        ..Fake::everything()
+    })
+    .await;
+    let mut c = config(format!("{}/v1", server.uri()), "served-model", KEY_VAR);
+    let report = check(&c).await;
+    assert_eq!(cell(&report, "requests/min limit"), "600 (599 left)");
+    assert_eq!(cell(&report, "tokens/min limit"), "150000 (149000 left)");
+    let out = sage_check_async(c.clone()).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(printed(&text, "requests/min limit"), "600 (599 left)");
+    assert_eq!(printed(&text, "tokens/min limit"), "150000 (149000 left)");
+    assert!(
+        text.contains(
+            "requests_per_minute: 600   # the provider's limit, from its rate-limit headers\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "tokens_per_minute: 150000   # the provider's limit, from its rate-limit headers\n"
+        ),
+        "{text}"
+    );
+
+    c.requests_per_minute = Some(PerMinute::Known(1000));
+    c.tokens_per_minute = Some(PerMinute::Known(100_000));
+    let text = stdout(&sage_check_async(c).await);
+    assert!(
+        text.contains("#   requests_per_minute: 1000 is above the provider's limit of 600 "),
+        "{text}"
+    );
+    assert!(!text.contains("\nrequests_per_minute:"), "{text}");
+    // Under the provider's: nothing to say.
+    assert!(!text.contains("tokens_per_minute"), "{text}");
+}
+
+/// An HTTP agent is not probed (it speaks its own contract) but is rehearsed through it: the
+/// real agent prompt as its conversation, its reply read by the agent's parser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_agent_is_rehearsed_not_probed() {
+    init();
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"reply": AGENT_ANSWER})))
+        .mount(&server)
+        .await;
+    let mut c = ModelConfig::new("deployed", Provider::HttpAgent);
+    c.base_url = Some(format!("{}/agent", server.uri()));
+    let out = sage_check_async(c).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(printed(&text, "provider"), "http-agent");
+    assert_eq!(printed(&text, "reachable"), "-");
+    assert_eq!(printed(&text, "rehearsal as agent"), "works");
+    // The HTTP agent backend does not read rate-limit headers.
+    assert_eq!(printed(&text, "requests/min limit"), "-");
+    assert_eq!(printed(&text, "verdict"), "ok");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1);
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let system = body["conversation"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("customer service representative"),
+        "{system}"
     );
 }

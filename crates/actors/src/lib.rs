@@ -12,6 +12,7 @@ pub mod desk;
 pub mod dialogue;
 pub mod fixture;
 pub mod lanes;
+pub mod rehearsal;
 pub mod roles;
 pub mod runner;
 

@@ -19,7 +19,7 @@ use sage_core::protocol::{
 use sage_core::scenario::Value;
 use sage_core::sop::{Sop, Values};
 use sage_ports::llm::sim::SimContext;
-use sage_ports::llm::{ChatMessage, ChatRequest, Endpoint, Structured};
+use sage_ports::llm::{ChatMessage, ChatRequest, ChatResponse, Endpoint, Structured};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -239,6 +239,39 @@ async fn ask_until<T>(
     )
 }
 
+/// The customer's chat request for `req` as [`UserRole`] sends it (the simulation context and
+/// the attempt number aside): the system prompt and the dialogue so far, in plain text (no
+/// JSON, no schema); no messages for a simulated customer, which plays from the job.
+pub fn user_request(
+    reg: &Registry,
+    sop: &Sop,
+    endpoint: &Endpoint,
+    req: &UserRequest,
+) -> ChatRequest {
+    let job = &req.job;
+    let messages = if endpoint.is_simulated() {
+        Vec::new() // a simulated customer plays from the job, not from a prompt
+    } else {
+        let key = (
+            "user",
+            &job.scenario,
+            &job.intent,
+            &job.persona,
+            job.adversarial,
+            pairs(&job.fields),
+            pairs(&job.variables),
+        );
+        let system = reg
+            .prompts
+            .get_or(key, || prompts::user_system_prompt(sop, job));
+        prompts::user_messages(system, &req.history)
+    };
+    ChatRequest {
+        messages,
+        ..ChatRequest::default()
+    }
+}
+
 /// The simulated customer's side.
 pub struct UserRole(pub Arc<Registry>);
 
@@ -256,34 +289,12 @@ impl UserRole {
                 };
             }
         };
-        let job = &req.job;
-        let messages = if endpoint.is_simulated() {
-            Vec::new() // a simulated customer plays from the job, not from a prompt
-        } else {
-            let key = (
-                "user",
-                &job.scenario,
-                &job.intent,
-                &job.persona,
-                job.adversarial,
-                pairs(&job.fields),
-                pairs(&job.variables),
-            );
-            let system = reg
-                .prompts
-                .get_or(key, || prompts::user_system_prompt(sop, job));
-            prompts::user_messages(system, &req.history)
-        };
         let mut ctx = context(sop, &req.job, Role::User, req.turn);
         ctx.last_action = req.last_action.clone();
         let (result, calls) = ask_until(
             reg,
             endpoint,
-            // The customer answers in plain text: no JSON, no schema.
-            ChatRequest {
-                messages,
-                ..ChatRequest::default()
-            },
+            user_request(reg, sop, endpoint, &req),
             ctx,
             reg.content_attempts,
             |text| prompts::parse_user_output(text).map_err(|e| e.to_string()),
@@ -301,6 +312,60 @@ impl UserRole {
                 infra_error: Some(e),
             },
         }
+    }
+}
+
+/// The agent's chat request for `req` as [`ServiceRole`] sends it: the system prompt (with the
+/// system information S: the variables and the intent's context), the dialogue so far and the
+/// user message, as JSON, with the answer's schema when the model's configuration turns
+/// structured output on; no messages for a simulated agent, which plays from the job.
+pub fn service_request(
+    reg: &Registry,
+    sop: &Arc<Sop>,
+    endpoint: &Endpoint,
+    req: &ServiceRequest,
+) -> ChatRequest {
+    let (messages, cache_prefix) = if endpoint.is_simulated() {
+        (Vec::new(), None) // a simulated agent plays from the job, not from a prompt
+    } else {
+        // The agent sees the system information S: the variables and the intent's context.
+        let info = prompts::system_information(sop, &req.job);
+        let (system, shared) = reg
+            .prompts
+            .get_split(("agent", &req.job.scenario, pairs(&info)), || {
+                prompts::agent_system_prompt_split(sop, &info)
+            });
+        let messages = prompts::agent_messages(system, &req.history, &req.user_message);
+        (messages, shared)
+    };
+    ChatRequest {
+        messages,
+        json: true,
+        attempt: 0,
+        sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
+        tools: Vec::new(),
+        desk: None,
+        // Off unless the model's configuration sets it: the paper measures format errors.
+        structured: (!endpoint.is_simulated()).then(|| Structured {
+            schema: Arc::new(schema::agent_answer_schema(sop)),
+            default_on: false,
+        }),
+        cache_prefix,
+    }
+}
+
+/// The agent's answer read as [`ServiceRole`] reads it: a valid turn, or the model's own format
+/// error (parsed once, never asked again) with what the customer sees.
+pub fn service_outcome(sop: &Sop, response: &ChatResponse) -> ServiceOutcome {
+    let truncated = response.finish_reason.as_deref() == Some("length");
+    match parse_agent_output(sop, &response.text, truncated) {
+        Ok(turn) => ServiceOutcome::Valid { turn },
+        Err(error) => ServiceOutcome::FormatError {
+            error,
+            // What the user sees: the answer's `chat` if it can be read, else the text.
+            chat: extract_chat(&response.text)
+                .unwrap_or_else(|| response.text.chars().take(600).collect()),
+        },
     }
 }
 
@@ -322,33 +387,7 @@ impl ServiceRole {
                 };
             }
         };
-        let (messages, cache_prefix) = if endpoint.is_simulated() {
-            (Vec::new(), None) // a simulated agent plays from the job, not from a prompt
-        } else {
-            // The agent sees the system information S: the variables and the intent's context.
-            let info = prompts::system_information(sop, &req.job);
-            let (system, shared) = reg
-                .prompts
-                .get_split(("agent", &req.job.scenario, pairs(&info)), || {
-                    prompts::agent_system_prompt_split(sop, &info)
-                });
-            let messages = prompts::agent_messages(system, &req.history, &req.user_message);
-            (messages, shared)
-        };
-        let request = ChatRequest {
-            messages,
-            json: true,
-            attempt: 0,
-            sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
-            tools: Vec::new(),
-            desk: None,
-            // Off unless the model's configuration sets it: the paper measures format errors.
-            structured: (!endpoint.is_simulated()).then(|| Structured {
-                schema: Arc::new(schema::agent_answer_schema(sop)),
-                default_on: false,
-            }),
-            cache_prefix,
-        };
+        let request = service_request(reg, sop, endpoint, &req);
         let called = endpoint.call(&request).await;
         let mut record = with_request(called.record, &request.messages, reg.record_prompts);
         // The answer's text is kept once, as the turn's `raw_output`.
@@ -362,24 +401,47 @@ impl ServiceRole {
                 raw: None,
                 calls,
             },
-            Ok(response) => {
-                let truncated = response.finish_reason.as_deref() == Some("length");
-                let outcome = match parse_agent_output(sop, &response.text, truncated) {
-                    Ok(turn) => ServiceOutcome::Valid { turn },
-                    Err(error) => ServiceOutcome::FormatError {
-                        error,
-                        // What the user sees: the answer's `chat` if it can be read, else the text.
-                        chat: extract_chat(&response.text)
-                            .unwrap_or_else(|| response.text.chars().take(600).collect()),
-                    },
-                };
-                ServiceReply {
-                    outcome,
-                    raw: Some(response.text),
-                    calls,
-                }
-            }
+            Ok(response) => ServiceReply {
+                outcome: service_outcome(sop, &response),
+                raw: Some(response.text),
+                calls,
+            },
         }
+    }
+}
+
+/// A judge's chat request for `req` as [`JudgePanel`] sends it to each judge (the simulation
+/// context and the attempt number aside): the system prompt, the dialogue so far, the user
+/// message and the agent's reply, as JSON with the verdict's schema (structured output is on
+/// by default for judges, docs/models.md); no messages when every judge is `simulated`.
+pub fn judge_request(
+    reg: &Registry,
+    sop: &Sop,
+    req: &JudgeRequest,
+    simulated: bool,
+) -> ChatRequest {
+    let (messages, cache_prefix) = if simulated {
+        (Vec::new(), None)
+    } else {
+        let info = prompts::system_information(sop, &req.job);
+        let (system, shared) = reg
+            .prompts
+            .get_split(("judge", &req.job.scenario, pairs(&info)), || {
+                prompts::judge_system_prompt_split(sop, &req.job)
+            });
+        let messages =
+            prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat);
+        (messages, shared)
+    };
+    ChatRequest {
+        messages,
+        json: true,
+        structured: (!simulated).then(|| Structured {
+            schema: Arc::new(schema::judge_answer_schema(sop)),
+            default_on: true,
+        }),
+        cache_prefix,
+        ..ChatRequest::default()
     }
 }
 
@@ -435,48 +497,19 @@ impl JudgePanel {
             .judge_models
             .iter()
             .all(|n| reg.endpoint(n).is_ok_and(|e| e.is_simulated()));
-        let (messages, cache_prefix) = if all_simulated {
-            (Vec::new(), None)
-        } else {
-            let info = prompts::system_information(sop, &req.job);
-            let (system, shared) = reg
-                .prompts
-                .get_split(("judge", &req.job.scenario, pairs(&info)), || {
-                    prompts::judge_system_prompt_split(sop, &req.job)
-                });
-            let messages =
-                prompts::judge_messages(system, &req.history, &req.user_message, &req.agent_chat);
-            (messages, shared)
-        };
-        // Structured output is on by default for judges (docs/models.md).
-        let structured = (!all_simulated).then(|| Structured {
-            schema: Arc::new(schema::judge_answer_schema(sop)),
-            default_on: true,
-        });
+        let ask = judge_request(reg, sop, &req, all_simulated);
         let asks = req.job.judge_models.iter().enumerate().map(|(i, name)| {
-            let messages = messages.clone();
+            let ask = ask.clone();
             let mut ctx = context(sop, &req.job, Role::Judge, req.turn);
             ctx.judge_index = i;
-            let structured = structured.clone();
             ctx.agent_chat = Some(req.agent_chat.clone());
             async move {
                 match reg.endpoint(name) {
                     Err(e) => (Err(e), Vec::new()),
                     Ok(endpoint) => {
-                        ask_until(
-                            reg,
-                            endpoint,
-                            ChatRequest {
-                                messages,
-                                json: true,
-                                structured,
-                                cache_prefix,
-                                ..ChatRequest::default()
-                            },
-                            ctx,
-                            reg.content_attempts,
-                            |text| parse_judge_output(sop, text).map_err(|e| e.to_string()),
-                        )
+                        ask_until(reg, endpoint, ask, ctx, reg.content_attempts, |text| {
+                            parse_judge_output(sop, text).map_err(|e| e.to_string())
+                        })
                         .await
                     }
                 }

@@ -15,12 +15,22 @@
 //! (structured forms other than plain JSON are `n/a`) and no `max_completion_tokens`.
 //! Simulated models and HTTP agents are reported, never probed. API keys come from the
 //! configured environment variable only and never appear in a report.
+//!
+//! Every answer's rate-limit headers ([`RateHeaders`]) are kept, the last seen per model, for
+//! the `requests/min limit` and `tokens/min limit` rows and the `requests_per_minute` /
+//! `tokens_per_minute` advice.
+//!
+//! The verdict does not come from these generic probes when the model was rehearsed: a
+//! rehearsal (`sage_actors::rehearsal`, added with [`ModelReport::rehearsed`]) makes one call per
+//! role with the role's real prompt and reads it with the role's real parser, and a model works
+//! when no role's rehearsal call failed ([`Rehearsed`]).
 
+use super::openai::HttpAnswer;
 use super::openai::{
     DEFAULT_BASE_URL as OPENAI_BASE_URL, HttpCore, base_url_or, bearer, parse_completion,
     read_api_key,
 };
-use super::{ChatResponse, LlmError, ModelConfig, Provider, anthropic};
+use super::{ChatResponse, LlmError, ModelConfig, PerMinute, Provider, RateHeaders, anthropic};
 use sage_core::plan::model::StructuredOutput;
 use sage_core::protocol::parse::extract_object;
 use sage_core::protocol::schema::{JsonSchema, Ordered};
@@ -104,6 +114,43 @@ impl fmt::Display for Check {
     }
 }
 
+/// What one role's rehearsal found: one call with the role's real prompt for the run's first
+/// scenario, read by the role's real parser.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rehearsed {
+    /// The parser took the answer.
+    Works,
+    /// The model answered and the parser refused the answer: a real run records a format error
+    /// (the agent's own; a customer's or judge's is asked again, then an infrastructure error).
+    FormatError {
+        /// The error's kind (`missing_key`, `no_json`, ... for the agent and judges; `empty`,
+        /// `refusal`, `no_content` for the customer).
+        kind: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The call failed (unreachable, not authenticated, unknown model, refused request).
+    CannotWork(LlmError),
+}
+
+impl Rehearsed {
+    /// True for [`Rehearsed::CannotWork`].
+    pub fn cannot_work(&self) -> bool {
+        matches!(self, Rehearsed::CannotWork(_))
+    }
+}
+
+impl fmt::Display for Rehearsed {
+    /// The table cell: `works`, `format error (missing_key)`, `cannot work (HTTP 401)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rehearsed::Works => f.write_str("works"),
+            Rehearsed::FormatError { kind, .. } => write!(f, "format error ({kind})"),
+            Rehearsed::CannotWork(e) => write!(f, "cannot work ({})", reason(e)),
+        }
+    }
+}
+
 /// Bounds of every probe call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeOptions {
@@ -159,6 +206,15 @@ pub struct ModelReport {
     pub problems: Vec<String>,
     /// Details: the server's own words for what failed.
     pub notes: Vec<String>,
+    /// The last rate-limit headers the server sent (probes, then rehearsal calls).
+    pub limits: Option<RateHeaders>,
+    /// The configured `requests_per_minute`.
+    pub requests_per_minute: Option<PerMinute>,
+    /// The configured `tokens_per_minute`.
+    pub tokens_per_minute: Option<PerMinute>,
+    /// Per role rehearsed: what its rehearsal found (empty: not rehearsed; the verdict is then
+    /// the generic probes').
+    pub rehearsal: Vec<(Role, Rehearsed)>,
 }
 
 impl ModelReport {
@@ -187,6 +243,19 @@ impl ModelReport {
             output_tokens_per_s: None,
             problems: Vec::new(),
             notes: Vec::new(),
+            limits: None,
+            requests_per_minute: config.requests_per_minute,
+            tokens_per_minute: config.tokens_per_minute,
+            rehearsal: Vec::new(),
+        }
+    }
+
+    /// Adds what a role's rehearsal found, with the rate-limit headers of its answer (newer than
+    /// the probes': they replace them when present).
+    pub fn rehearsed(&mut self, role: Role, found: Rehearsed, limits: Option<RateHeaders>) {
+        self.rehearsal.push((role, found));
+        if limits.is_some() {
+            self.limits = limits;
         }
     }
 
@@ -199,9 +268,31 @@ impl ModelReport {
             .map(|(f, _)| f)
     }
 
-    /// True when every role this model plays can work with it.
+    /// True when every role this model plays can work with it: no rehearsal call failed, or,
+    /// when the model was not rehearsed, the generic probes found no problem.
     pub fn works(&self) -> bool {
-        self.problems.is_empty()
+        if self.rehearsal.is_empty() {
+            self.problems.is_empty()
+        } else {
+            !self.rehearsal.iter().any(|(_, r)| r.cannot_work())
+        }
+    }
+
+    /// True when a role's rehearsal answer was refused by its parser (a warning).
+    pub fn format_errors(&self) -> bool {
+        self.rehearsal
+            .iter()
+            .any(|(_, r)| matches!(r, Rehearsed::FormatError { .. }))
+    }
+
+    /// The rehearsal cell of `role`: `-` when the model does not play it or it was not
+    /// rehearsed.
+    fn rehearsal_cell(&self, role: Role) -> String {
+        self.rehearsal
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, found)| found.to_string())
+            .unwrap_or_else(|| "-".into())
     }
 
     /// The table's rows for this model: (row label, cell), in [`ROWS`] order.
@@ -219,14 +310,15 @@ impl ModelReport {
             Provider::Simulated => "simulated",
         };
         let verdict = if self.provider == Provider::Simulated {
-            "simulated".to_string()
-        } else if !self.probed {
-            "not probed".to_string()
-        } else if self.works() {
-            "ok".to_string()
+            "simulated"
+        } else if !self.works() {
+            "FAIL"
+        } else if self.probed || !self.rehearsal.is_empty() {
+            "ok"
         } else {
-            "FAIL".to_string()
+            "not probed"
         };
+        let limits = self.limits.unwrap_or_default();
         let mut cells = vec![
             roles,
             provider.to_string(),
@@ -248,14 +340,30 @@ impl ModelReport {
             self.output_tokens_per_s
                 .map(|t| format!("{t:.1}"))
                 .unwrap_or_else(|| "-".into()),
-            verdict,
+            limit_cell(limits.requests_limit, limits.requests_remaining),
+            limit_cell(limits.tokens_limit, limits.tokens_remaining),
+            self.rehearsal_cell(Role::Agent),
+            self.rehearsal_cell(Role::Customer),
+            self.rehearsal_cell(Role::Judge),
+            verdict.to_string(),
         ]);
         cells
     }
 }
 
+/// A limit row's cell: `600 (599 left)`, `600`, `? (599 left)`, or `-` when the server sent
+/// neither.
+fn limit_cell(limit: Option<u64>, remaining: Option<u64>) -> String {
+    match (limit, remaining) {
+        (Some(l), Some(r)) => format!("{l} ({r} left)"),
+        (Some(l), None) => l.to_string(),
+        (None, Some(r)) => format!("? ({r} left)"),
+        (None, None) => "-".into(),
+    }
+}
+
 /// The table's row labels, in the order of [`ModelReport::cells`].
-pub const ROWS: [&str; 18] = [
+pub const ROWS: [&str; 23] = [
     "roles",
     "provider",
     "reachable",
@@ -273,6 +381,11 @@ pub const ROWS: [&str; 18] = [
     "usage",
     "latency",
     "output tokens/s",
+    "requests/min limit",
+    "tokens/min limit",
+    "rehearsal as agent",
+    "rehearsal as customer",
+    "rehearsal as judge",
     "verdict",
 ];
 
@@ -316,17 +429,39 @@ pub fn render_table(reports: &[ModelReport]) -> String {
     out
 }
 
-/// The configuration lines to use per probed model (as YAML to paste under its `models:`
-/// entry), advice as `#` comments, and why a role cannot work.
+/// The configuration lines to use per probed or rehearsed model (as YAML to paste under its
+/// `models:` entry), advice as `#` comments, and what each role's rehearsal found short of
+/// working. The generic probes' problems read `cannot work` when the model was not
+/// rehearsed, and `probe` (information) when it was: the rehearsal decides.
 pub fn render_advice(reports: &[ModelReport]) -> String {
     let mut out = String::new();
-    for r in reports.iter().filter(|r| r.probed) {
+    for r in reports
+        .iter()
+        .filter(|r| r.probed || !r.rehearsal.is_empty())
+    {
         out.push_str(&format!("# {}\n", r.name));
-        if !r.works() {
-            for p in &r.problems {
-                out.push_str(&format!("#   cannot work: {p}\n"));
+        for (role, found) in &r.rehearsal {
+            let role = role.as_str();
+            match found {
+                Rehearsed::Works => {}
+                Rehearsed::CannotWork(e) => {
+                    out.push_str(&format!("#   as {role}: cannot work: {e}\n"));
+                }
+                Rehearsed::FormatError { kind, message } => out.push_str(&format!(
+                    "#   as {role}: format error ({kind}): {message}; a real run records format \
+                     errors\n"
+                )),
             }
         }
+        let label = if r.rehearsal.is_empty() {
+            "cannot work"
+        } else {
+            "probe"
+        };
+        for p in &r.problems {
+            out.push_str(&format!("#   {label}: {p}\n"));
+        }
+        limit_advice(&mut out, r);
         if r.reachable.is_yes() && r.authenticated.is_yes() {
             match r.structured_output() {
                 Some(form) => out.push_str(&format!("structured_output: {}\n", form.as_str())),
@@ -364,6 +499,48 @@ pub fn render_advice(reports: &[ModelReport]) -> String {
         }
     }
     out
+}
+
+/// The `requests_per_minute` / `tokens_per_minute` lines for the provider's limits its headers
+/// told: the line to use when the model configures none, a comment when it configures `auto`
+/// or more than the provider allows.
+fn limit_advice(out: &mut String, r: &ModelReport) {
+    let Some(limits) = r.limits else {
+        return;
+    };
+    for (key, unit, provider, configured) in [
+        (
+            "requests_per_minute",
+            "requests",
+            limits.requests_limit,
+            r.requests_per_minute,
+        ),
+        (
+            "tokens_per_minute",
+            "tokens",
+            limits.tokens_limit,
+            r.tokens_per_minute,
+        ),
+    ] {
+        let Some(provider) = provider else {
+            continue;
+        };
+        match configured {
+            None => out.push_str(&format!(
+                "{key}: {provider}   # the provider's limit, from its rate-limit headers\n"
+            )),
+            Some(PerMinute::Auto) => out.push_str(&format!(
+                "#   {key}: auto; the provider's limit is {provider} {unit}/min \
+                 (`{key}: {provider}` starts there instead of finding it)\n"
+            )),
+            Some(PerMinute::Known(n)) if u64::from(n) > provider => out.push_str(&format!(
+                "#   {key}: {n} is above the provider's limit of {provider} {unit}/min: calls \
+                 beyond it are refused (HTTP 429) until SAGE-RS follows the headers down; set \
+                 {key}: {provider}\n"
+            )),
+            Some(PerMinute::Known(_)) => {}
+        }
+    }
 }
 
 /// The JSON Schema of the structured-output probe.
@@ -434,6 +611,8 @@ struct Prober {
     /// Output tokens and time of the calls that reported usage.
     tokens: u64,
     time: Duration,
+    /// The last rate-limit headers an answer (or a 429) carried.
+    limits: Option<RateHeaders>,
 }
 
 impl Prober {
@@ -470,12 +649,27 @@ impl Prober {
             answered: false,
             tokens: 0,
             time: Duration::ZERO,
+            limits: None,
         })
     }
 
+    /// Keeps the rate-limit headers of an answer or a 429, if it carried any.
+    fn seen(&mut self, answer: Result<HttpAnswer, LlmError>) -> Result<HttpAnswer, LlmError> {
+        let limits = match &answer {
+            Ok(a) => a.limits,
+            Err(LlmError::RateLimited { limits, .. }) => limits.as_deref().copied(),
+            Err(_) => None,
+        };
+        if limits.is_some() {
+            self.limits = limits;
+        }
+        answer
+    }
+
     /// The model ids `GET /models` lists.
-    async fn list_models(&self) -> Result<Option<Vec<String>>, LlmError> {
-        let body = self.models.get().await?.body;
+    async fn list_models(&mut self) -> Result<Option<Vec<String>>, LlmError> {
+        let answer = self.models.get().await;
+        let body = self.seen(answer)?.body;
         let ids = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
             v.get("data")?.as_array().map(|data| {
                 data.iter()
@@ -525,7 +719,8 @@ impl Prober {
     /// One chat call, one attempt.
     async fn call(&mut self, body: &Value) -> Result<Answer, LlmError> {
         let started = Instant::now();
-        let bytes = self.chat.post(body.to_string().into_bytes()).await?.body;
+        let answer = self.chat.post(body.to_string().into_bytes()).await;
+        let bytes = self.seen(answer)?.body;
         let elapsed = started.elapsed();
         self.answered = true;
         let secret = self.chat.secret();
@@ -651,6 +846,16 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
             return report;
         }
     };
+    checks(config, &mut prober, &mut report).await;
+    report.limits = prober.limits;
+    if prober.tokens > 0 && !prober.time.is_zero() {
+        report.output_tokens_per_s = Some(prober.tokens as f64 / prober.time.as_secs_f64());
+    }
+    report
+}
+
+/// The probes in order, into `report`; stops at the first error that stops every later one.
+async fn checks(config: &ModelConfig, prober: &mut Prober, report: &mut ModelReport) {
     let model_id = config.model_id().to_string();
 
     // 1. GET /models: reachable, authenticated, model known.
@@ -673,8 +878,8 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
         Err(e) => {
             if matches!(e, LlmError::Status { status, .. } if status != 401 && status != 403) {
                 report.notes.push(format!("GET /models: {e}"));
-            } else if fatal(&mut report, &model_id, &e, false) {
-                return report;
+            } else if fatal(report, &model_id, &e, false) {
+                return;
             }
         }
     }
@@ -698,8 +903,8 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
                 if cut { Check::Yes } else { Check::Ignored }
             }
             Err(e) => {
-                if fatal(&mut report, &model_id, &e, prober.answered) {
-                    return report;
+                if fatal(report, &model_id, &e, prober.answered) {
+                    return;
                 }
                 report.notes.push(format!("{name}: {e}"));
                 Check::No(reason(&e))
@@ -761,14 +966,14 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
             };
         }
         Err(e) => {
-            if fatal(&mut report, &model_id, &e, prober.answered) {
-                return report;
+            if fatal(report, &model_id, &e, prober.answered) {
+                return;
             }
             report.system_message = Check::No(reason(&e));
             report
                 .problems
                 .push(format!("a plain chat call fails: {e}"));
-            return report;
+            return;
         }
     }
 
@@ -867,9 +1072,4 @@ pub async fn probe(config: &ModelConfig, roles: Vec<Role>, options: &ProbeOption
             report.tools_named = check;
         }
     }
-
-    if prober.tokens > 0 && !prober.time.is_zero() {
-        report.output_tokens_per_s = Some(prober.tokens as f64 / prober.time.as_secs_f64());
-    }
-    report
 }
