@@ -3,7 +3,9 @@
 //!
 //! Each model under test has a lane of jobs. At most `concurrency` jobs are in flight in all,
 //! and a lane has at most its fair part of them in flight: `concurrency` divided by the lanes
-//! that still have jobs, rounded up. A free slot goes to the lane with the fewest in flight. A
+//! that still have jobs, rounded up. A free slot goes to the lane with the fewest in flight, the
+//! lanes taking turns among equals (so lanes of equal pace start their jobs in the plan's
+//! order: case by case, each with every model). A
 //! model waiting on its provider's limit keeps its part of the slots, no more; the other lanes
 //! use theirs; a lane that runs out of jobs leaves its part to the others.
 //!
@@ -23,6 +25,8 @@ struct Lanes<'a, J, F, T> {
     /// The lanes' jobs; `None` once a lane has no more.
     lanes: Vec<Option<Lane<'a, J>>>,
     in_flight: Vec<usize>,
+    /// The lane whose turn it is among equals.
+    turn: usize,
     running: Running<'a, T>,
     concurrency: usize,
     start: F,
@@ -41,10 +45,14 @@ where
                 return;
             }
             let part = self.concurrency.div_ceil(open);
-            let next = (0..self.lanes.len())
+            let n = self.lanes.len();
+            // The first of the fewest in flight, counting from the lane whose turn it is.
+            let next = (0..n)
+                .map(|k| (self.turn + k) % n)
                 .filter(|i| self.lanes[*i].is_some() && self.in_flight[*i] < part)
                 .min_by_key(|i| self.in_flight[*i]);
             let Some(i) = next else { return };
+            self.turn = (i + 1) % n;
             match self.lanes[i].as_mut().and_then(Iterator::next) {
                 Some(job) => {
                     let job = (self.start)(job);
@@ -71,6 +79,7 @@ where
 {
     let state = Lanes {
         in_flight: vec![0; lanes.len()],
+        turn: 0,
         lanes: lanes.into_iter().map(Some).collect(),
         running: FuturesUnordered::new(),
         concurrency: concurrency.max(1),
@@ -134,6 +143,20 @@ mod tests {
         // after the first second, 5 more seconds, not 9.
         let slow_done = done.iter().map(|(_, at)| *at).max().expect("jobs");
         assert!(slow_done <= Duration::from_secs(6), "{slow_done:?}");
+    }
+
+    /// One slot, lanes of equal pace: the jobs start in turn, lane by lane.
+    #[tokio::test]
+    async fn equal_lanes_take_turns() {
+        let lanes: Vec<Lane<'_, (char, u32)>> = vec![
+            Box::new((0..3).map(|i| ('a', i))),
+            Box::new((0..3).map(|i| ('b', i))),
+        ];
+        let order: Vec<(char, u32)> = fair(lanes, 1, |j| async move { j }).collect().await;
+        assert_eq!(
+            order,
+            [('a', 0), ('b', 0), ('a', 1), ('b', 1), ('a', 2), ('b', 2)]
+        );
     }
 
     #[tokio::test]
