@@ -30,6 +30,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// Calls are spaced this much wider than the requests rate (see `Limiter::try_start`).
+const REQUEST_MARGIN: f64 = 1.01;
+/// Below this spacing a late caller may catch up one interval (see `Limiter::try_start`).
+const CATCH_UP_BELOW: Duration = Duration::from_millis(100);
+
 /// Expected output tokens of a call before any usage was seen (at most the model's
 /// `max_tokens`).
 const FIRST_OUTPUT_ESTIMATE: f64 = 256.0;
@@ -386,9 +391,13 @@ impl Limiter {
             None => state.output_estimate,
         };
         let tokens = input_chars as f64 / 4.0 + expected_output;
-        let request_interval = state
-            .requests_rate()
-            .map(|r| Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE)));
+        // 1% wider than the rate: a provider that refills one request at a time refuses a
+        // call that arrives a millisecond early, and the network moves arrivals by that much.
+        let request_interval = state.requests_rate().map(|r| {
+            Duration::from_secs(60)
+                .div_f64(r.max(f64::MIN_POSITIVE))
+                .mul_f64(REQUEST_MARGIN)
+        });
         let token_cost = state.token_interval().map(|i| i.mul_f64(tokens));
         let earliest = [
             request_interval.and(state.next_request),
@@ -400,9 +409,17 @@ impl Limiter {
         if let Some(at) = earliest.filter(|at| *at > now) {
             return Err(at);
         }
-        // The next start after this one; a caller that woke late may catch up one interval.
+        // The next start after this one. Calls less than `CATCH_UP_BELOW` apart: a caller that
+        // woke late may catch up one interval (a timer a millisecond late would otherwise cost
+        // a tenth of a 6,000-a-minute rate, and providers that fast refill in bulk); slower
+        // ones keep their spacing from the actual start.
         let after = |next: Option<Instant>, step: Duration| {
-            next.map_or(now, |n| n.max(now.checked_sub(step).unwrap_or(now))) + step
+            let catch_up = if step < CATCH_UP_BELOW {
+                step
+            } else {
+                Duration::ZERO
+            };
+            next.map_or(now, |n| n.max(now.checked_sub(catch_up).unwrap_or(now))) + step
         };
         if let Some(step) = request_interval {
             state.next_request = Some(after(state.next_request, step));
