@@ -219,7 +219,7 @@ impl Endpoint {
                     Ok(response) => {
                         permit.settle(response.usage.input_tokens, response.usage.output_tokens);
                         if let Some(headers) = &response.rate_limits {
-                            self.limiter.answered(headers);
+                            permit.answered(headers);
                         }
                     }
                     // A 429 holds every caller of the limit group and slows the group down.

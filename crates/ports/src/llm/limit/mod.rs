@@ -91,6 +91,8 @@ pub struct LimitsNow {
 pub struct Permit<'a> {
     limiter: &'a Limiter,
     estimated_tokens: f64,
+    /// When the attempt was let start.
+    started: Instant,
 }
 
 impl Drop for Permit<'_> {
@@ -103,6 +105,13 @@ impl Drop for Permit<'_> {
 }
 
 impl Permit<'_> {
+    /// The provider answered this attempt with these rate-limit headers
+    /// ([`Limiter::answered`]); a used-up limit's reset counts from when the attempt started
+    /// (a provider counts a call when it takes it, not when its answer is done).
+    pub fn answered(&self, headers: &RateHeaders) {
+        self.limiter.answered_since(headers, self.started);
+    }
+
     /// The provider accepted the call, which spent `input + output` tokens (its usage): the
     /// tokens rate is corrected by the difference from the estimate, the expected output
     /// follows, and the rates note what the provider accepted.
@@ -257,6 +266,11 @@ impl Limiter {
     /// it counts as a refusal. (Used up with a reset of about one interval is a rate exactly
     /// at the limit: the last call took the last request, and the next one is due then.)
     pub fn answered(&self, headers: &RateHeaders) {
+        self.answered_since(headers, Instant::now());
+    }
+
+    /// [`answered`](Limiter::answered), a used-up limit's reset counted from `since`.
+    fn answered_since(&self, headers: &RateHeaders, since: Instant) {
         let now = Instant::now();
         let mut state = self.lock();
         if let Some(limit) = headers.requests_limit {
@@ -288,7 +302,7 @@ impl Limiter {
         }
         drop(state);
         if let Some(hold) = headers.exhausted_for() {
-            self.pause(hold);
+            self.pause((since + hold).saturating_duration_since(now));
         }
         self.publish();
     }
@@ -364,6 +378,7 @@ impl Limiter {
         Permit {
             limiter: self,
             estimated_tokens,
+            started: Instant::now(),
         }
     }
 

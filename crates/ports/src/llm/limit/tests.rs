@@ -185,3 +185,21 @@ async fn a_limit_used_up_at_the_rate_slows_nothing_used_up_for_long_does() {
     let slowed = limits.now().requests_per_minute.expect("a rate");
     assert!(slowed < 60.0, "{slowed}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_used_up_limit_resets_from_when_the_call_started() {
+    let limits = limiter(None, 4);
+    let t0 = Instant::now();
+    let permit = limits.acquire(0).await;
+    // The answer took 150 ms and says the limit is back in 1 s: 1 s from the call's start.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    permit.answered(&RateHeaders {
+        requests_limit: Some(60),
+        requests_remaining: Some(0),
+        requests_reset: Some(Duration::from_secs(1)),
+        ..RateHeaders::default()
+    });
+    drop(permit);
+    drop(limits.acquire(0).await);
+    assert_eq!(t0.elapsed(), Duration::from_secs(1));
+}
