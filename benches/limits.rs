@@ -36,25 +36,7 @@ fn minutes() -> f64 {
 }
 
 fn spec(keys: &[(&str, u32, u32)], headers: bool) -> ProviderSpec {
-    ProviderSpec {
-        keys: keys
-            .iter()
-            .map(|(k, rpm, tpm)| {
-                (
-                    k.to_string(),
-                    KeyLimits {
-                        rpm: *rpm,
-                        tpm: *tpm,
-                    },
-                )
-            })
-            .collect(),
-        changes: Vec::new(),
-        headers,
-        answer: provider::TELECOM_AGENT_ANSWER.into(),
-        completion_tokens: 60,
-        latency: Duration::from_millis(150),
-    }
+    ProviderSpec::keys(keys, headers, Duration::from_millis(150))
 }
 
 /// One agent under test on the provider: (name, key, its limits settings as YAML).

@@ -5,7 +5,7 @@
 mod common;
 
 use common::cluster::{Nats, Sage, http_get, test_dir, wait_status};
-use common::provider::{self, KeyLimits, ProviderSpec, Seen};
+use common::provider::{self, ProviderSpec, Seen};
 use common::sage_ok;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,21 +55,11 @@ fn two_workers_share_one_keys_limit_and_keep_their_share_without_the_bucket() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (server, provider) = runtime.block_on(provider::start(ProviderSpec {
-        keys: [(
-            "k-cluster".to_string(),
-            KeyLimits {
-                rpm: 300,
-                tpm: u32::MAX,
-            },
-        )]
-        .into(),
-        changes: Vec::new(),
-        headers: true,
-        answer: provider::TELECOM_AGENT_ANSWER.into(),
-        completion_tokens: 60,
-        latency: Duration::from_millis(30),
-    }));
+    let (server, provider) = runtime.block_on(provider::start(ProviderSpec::keys(
+        &[("k-cluster", 300, u32::MAX)],
+        true,
+        Duration::from_millis(30),
+    )));
     let dir = test_dir();
     let config = write_run(dir.path(), &format!("{}/v1", server.uri()));
     let mut nats = Nats::start(dir.path());

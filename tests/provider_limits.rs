@@ -17,23 +17,8 @@ const NO_TPM: u32 = u32::MAX;
 
 fn spec(keys: &[(&str, u32, u32)], headers: bool) -> ProviderSpec {
     ProviderSpec {
-        keys: keys
-            .iter()
-            .map(|(k, rpm, tpm)| {
-                (
-                    k.to_string(),
-                    KeyLimits {
-                        rpm: *rpm,
-                        tpm: *tpm,
-                    },
-                )
-            })
-            .collect(),
-        changes: Vec::new(),
-        headers,
-        answer: "fine".into(),
         completion_tokens: 20,
-        latency: Duration::from_millis(20),
+        ..ProviderSpec::keys(keys, headers, Duration::from_millis(20))
     }
 }
 

@@ -36,6 +36,33 @@ pub struct ProviderSpec {
     pub latency: Duration,
 }
 
+impl ProviderSpec {
+    /// A provider with these keys (name, requests and tokens per minute, `u32::MAX` for no
+    /// tokens limit), answering the Telecom agent answer ([`TELECOM_AGENT_ANSWER`]) with 60
+    /// completion tokens in `latency`, its limits never changing.
+    pub fn keys(keys: &[(&str, u32, u32)], headers: bool, latency: Duration) -> ProviderSpec {
+        ProviderSpec {
+            keys: keys
+                .iter()
+                .map(|(k, rpm, tpm)| {
+                    (
+                        k.to_string(),
+                        KeyLimits {
+                            rpm: *rpm,
+                            tpm: *tpm,
+                        },
+                    )
+                })
+                .collect(),
+            changes: Vec::new(),
+            headers,
+            answer: TELECOM_AGENT_ANSWER.into(),
+            completion_tokens: 60,
+            latency,
+        }
+    }
+}
+
 /// One call as the provider saw it.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen {
@@ -91,35 +118,35 @@ impl Bucket {
         Duration::from_secs_f64(need_r.max(need_t))
     }
 
-    fn headers(&self, mut t: ResponseTemplate) -> ResponseTemplate {
-        let per_s_r = f64::from(self.limits.rpm) / 60.0;
-        let per_s_t = f64::from(self.limits.tpm) / 60.0;
-        let reset = |missing: f64, per_s: f64| {
-            format!("{}ms", (missing.max(0.0) / per_s * 1000.0).ceil() as u64)
-        };
-        t = t
-            .insert_header("x-ratelimit-limit-requests", self.limits.rpm.to_string())
-            .insert_header(
-                "x-ratelimit-remaining-requests",
-                (self.requests.max(0.0).floor() as u64).to_string(),
-            )
-            .insert_header(
-                "x-ratelimit-reset-requests",
-                reset(self.request_capacity() - self.requests, per_s_r),
-            );
-        if self.limits.tpm != u32::MAX {
-            t = t
-                .insert_header("x-ratelimit-limit-tokens", self.limits.tpm.to_string())
+    fn headers(&self, t: ResponseTemplate) -> ResponseTemplate {
+        // One limit's three headers: its limit, what is left, and when it is full again.
+        let limit = |t: ResponseTemplate, kind: &str, per_minute: u32, left: f64, full: f64| {
+            let missing = (full - left).max(0.0);
+            let reset_ms = (missing / (f64::from(per_minute) / 60.0) * 1000.0).ceil() as u64;
+            t.insert_header(format!("x-ratelimit-limit-{kind}"), per_minute.to_string())
                 .insert_header(
-                    "x-ratelimit-remaining-tokens",
-                    (self.tokens.max(0.0).floor() as u64).to_string(),
+                    format!("x-ratelimit-remaining-{kind}"),
+                    (left.max(0.0).floor() as u64).to_string(),
                 )
-                .insert_header(
-                    "x-ratelimit-reset-tokens",
-                    reset(self.token_capacity() - self.tokens, per_s_t),
-                );
+                .insert_header(format!("x-ratelimit-reset-{kind}"), format!("{reset_ms}ms"))
+        };
+        let t = limit(
+            t,
+            "requests",
+            self.limits.rpm,
+            self.requests,
+            self.request_capacity(),
+        );
+        if self.limits.tpm == u32::MAX {
+            return t;
         }
-        t
+        limit(
+            t,
+            "tokens",
+            self.limits.tpm,
+            self.tokens,
+            self.token_capacity(),
+        )
     }
 }
 

@@ -126,7 +126,11 @@ impl LimitSeries {
     }
 }
 
-fn vec_of<M: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+/// `metric`, registered in `registry`.
+fn registered<M: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: M,
+) -> M {
     registry
         .register(Box::new(metric.clone()))
         .expect("a unique metric");
@@ -137,13 +141,13 @@ impl LimitMetrics {
     fn new(r: &Registry) -> LimitMetrics {
         let endpoint = &["endpoint"];
         let gauge = |name: &str, help: &str| {
-            vec_of(
+            registered(
                 r,
                 prometheus::GaugeVec::new(Opts::new(name, help), endpoint).expect("a valid metric"),
             )
         };
         let int_gauge = |name: &str, help: &str| {
-            vec_of(
+            registered(
                 r,
                 prometheus::IntGaugeVec::new(Opts::new(name, help), endpoint)
                     .expect("a valid metric"),
@@ -188,7 +192,7 @@ impl LimitMetrics {
                 "Calls the provider refused with HTTP 429.",
                 endpoint,
             ),
-            wait: vec_of(
+            wait: registered(
                 r,
                 prometheus::CounterVec::new(
                     Opts::new(
@@ -216,11 +220,10 @@ struct CallSeries {
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
-    registry
-        .register(Box::new(c.clone()))
-        .expect("a unique metric");
-    c
+    registered(
+        registry,
+        IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric"),
+    )
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
