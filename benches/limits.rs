@@ -329,22 +329,52 @@ fn cluster() {
     let out = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
     let key_env = [("SAGE_BENCH_KEY_AGENT", "k-shared")];
-    let workers: Vec<Sage> = (1..=4)
-        .map(|i| {
-            let mut args = vec!["worker"];
-            args.extend(common);
-            args.extend(["--concurrency", "64"]);
-            Sage::spawn_with_env(dir.path(), &format!("worker-{i}"), &args, &key_env)
-        })
-        .collect();
+    let workers = Sage::workers(dir.path(), &url, 4, 64, &key_env);
     let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     let started = Instant::now();
     common::sage_ok(&[
         "sweep", "--nats", &url, "--config", &config, "--run-id", "shared",
     ]);
+    // Each second, the tokens rate the workers hold together (in force times share, from their
+    // /metrics): shows whether a shortfall is the rates' (AIMD) or the calls' spacing.
+    let addrs: Vec<String> = workers.iter().map(Sage::metrics_addr).collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let total: f64 = addrs
+                    .iter()
+                    .map(|a| {
+                        let (_, body) = common::cluster::http_get(a, "/metrics");
+                        let read = |name: &str| {
+                            body.lines()
+                                .find_map(|l| l.strip_prefix(name))
+                                .and_then(|v| v.trim().parse::<f64>().ok())
+                                .unwrap_or(0.0)
+                        };
+                        read("sage_limit_tokens_per_minute{endpoint=\"agent\"} ")
+                            * read("sage_limit_share{endpoint=\"agent\"} ")
+                    })
+                    .sum();
+                held.push(total);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            held
+        })
+    };
     let status = wait_status(&url, "shared", Duration::from_secs(3600), |s| {
         s["state"] == "complete"
     });
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let held = sampler.join().unwrap_or_default();
+    let middle = &held[held.len() / 5..held.len() * 4 / 5];
+    println!(
+        "cluster: tokens rate held by the workers together, middle 60%: mean {:.0}/min, lowest {:.0}",
+        middle.iter().sum::<f64>() / middle.len().max(1) as f64,
+        middle.iter().copied().fold(f64::INFINITY, f64::min)
+    );
     println!(
         "cluster: {} dialogues stored of {} in {:.0} s",
         status["stored"],

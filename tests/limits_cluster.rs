@@ -12,29 +12,60 @@ use std::time::{Duration, Instant};
 
 const KEY_VAR: &str = "SAGE_CLUSTER_LIMIT_KEY";
 
-/// A run whose agent under test is the provider's (300 requests a minute, known), the customer
-/// and the judges simulated.
-fn write_run(dir: &Path, base_url: &str) -> String {
+/// A run whose agents under test are the provider's, each with its API key variable and its
+/// known requests-per-minute limit; the customer and the judges simulated.
+fn write_run(
+    dir: &Path,
+    base_url: &str,
+    agents: &[(&str, &str, u32)],
+    per_scenario: u32,
+) -> String {
     let path = dir.join("run.yaml");
+    let models: String = agents
+        .iter()
+        .map(|(name, key_var, rpm)| {
+            format!(
+                "  - {{name: {name}, provider: openai, base_url: '{base_url}', api_key_env: {key_var}, requests_per_minute: {rpm}, timeout_secs: 10, retries: {{max_attempts: 10, base_delay_ms: 50, max_delay_ms: 2000}}}}\n"
+            )
+        })
+        .collect();
+    let names: Vec<&str> = agents.iter().map(|a| a.0).collect();
     let text = format!(
         "models:
-  - {{name: agent, provider: openai, base_url: '{base_url}', api_key_env: {KEY_VAR}, requests_per_minute: 300, timeout_secs: 10, retries: {{max_attempts: 10, base_delay_ms: 50, max_delay_ms: 2000}}}}
-  - {{name: sim-user, provider: simulated, sim: {{kind: user}}}}
+{models}  - {{name: sim-user, provider: simulated, sim: {{kind: user}}}}
   - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge}}}}
   - {{name: sim-judge-2, provider: simulated, sim: {{kind: judge, noise: 0.03}}}}
   - {{name: sim-judge-3, provider: simulated, sim: {{kind: judge, noise: 0.06}}}}
-service_models: [agent]
+service_models: [{}]
 user_model: sim-user
 judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
 scenarios: [bundled]
-dialogues_per_scenario: 3
+dialogues_per_scenario: {per_scenario}
 min_per_route: 0
 max_turns: 8
 seed: 11
-"
+",
+        names.join(", ")
     );
     std::fs::write(&path, text).expect("config");
     path.display().to_string()
+}
+
+/// The mock provider enforcing `spec`, served by its own runtime (kept alive beside it).
+fn limited_provider(
+    spec: ProviderSpec,
+) -> (
+    tokio::runtime::Runtime,
+    wiremock::MockServer,
+    provider::LimitedProvider,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (server, provider) = runtime.block_on(provider::start(spec));
+    (runtime, server, provider)
 }
 
 fn wait_for_log(worker: &Sage, text: &str, within: Duration) -> bool {
@@ -50,35 +81,23 @@ fn wait_for_log(worker: &Sage, text: &str, within: Duration) -> bool {
 
 #[test]
 fn two_workers_share_one_keys_limit_and_keep_their_share_without_the_bucket() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (server, provider) = runtime.block_on(provider::start(ProviderSpec::keys(
+    let (_runtime, server, provider) = limited_provider(ProviderSpec::keys(
         &[("k-cluster", 300, u32::MAX)],
         true,
         Duration::from_millis(30),
-    )));
+    ));
     let dir = test_dir();
-    let config = write_run(dir.path(), &format!("{}/v1", server.uri()));
+    let config = write_run(
+        dir.path(),
+        &format!("{}/v1", server.uri()),
+        &[("agent", KEY_VAR, 300)],
+        3,
+    );
     let mut nats = Nats::start(dir.path());
     let url = nats.url();
     let out = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let workers: Vec<Sage> = (1..=2)
-        .map(|i| {
-            let mut args = vec!["worker"];
-            args.extend(common);
-            args.extend(["--concurrency", "16"]);
-            Sage::spawn_with_env(
-                dir.path(),
-                &format!("worker-{i}"),
-                &args,
-                &[(KEY_VAR, "k-cluster")],
-            )
-        })
-        .collect();
+    let workers = Sage::workers(dir.path(), &url, 2, 16, &[(KEY_VAR, "k-cluster")]);
     let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     sage_ok(&[
         "sweep",
@@ -175,5 +194,120 @@ fn two_workers_share_one_keys_limit_and_keep_their_share_without_the_bucket() {
             worker.log_text()
         );
     }
+    drop(server);
+}
+
+/// No head-of-line blocking in a worker: two models under test, one on a key of 60 requests a
+/// minute and one on a key of 6,000, played by two workers of 2 slots each. Without lanes the
+/// slow model's dialogues, queued between the fast one's, fill every slot while they wait for
+/// their grants (about 20 s) and the fast model's last dialogues wait behind them; with lanes
+/// each model holds its part and the slow model's jobs wait at the end of the queue.
+#[test]
+fn a_slow_provider_does_not_hold_back_another_models_dialogues_in_a_worker() {
+    let (_runtime, server, provider) = limited_provider(ProviderSpec::keys(
+        &[("k-60", 60, u32::MAX), ("k-6000", 6_000, u32::MAX)],
+        true,
+        Duration::from_millis(30),
+    ));
+    let dir = test_dir();
+    let config = write_run(
+        dir.path(),
+        &format!("{}/v1", server.uri()),
+        &[
+            ("slow", "SAGE_SLOW_KEY", 60),
+            ("fast", "SAGE_FAST_KEY", 6_000),
+        ],
+        1,
+    );
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let keys = [("SAGE_SLOW_KEY", "k-60"), ("SAGE_FAST_KEY", "k-6000")];
+    let workers = Sage::workers(dir.path(), &url, 2, 2, &keys);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
+    sage_ok(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--config",
+        &config,
+        "--run-id",
+        "two-paces",
+    ]);
+    let status = wait_status(&url, "two-paces", Duration::from_secs(240), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(status["stored"], status["jobs"], "{status}");
+    assert_eq!(status["jobs"], 12, "{status}");
+
+    let seen = provider.seen();
+    let span = |key: &str| {
+        let accepted: Vec<Duration> = seen[key]
+            .iter()
+            .filter(|s| s.accepted)
+            .map(|s| s.at)
+            .collect();
+        (accepted[0], accepted[accepted.len() - 1])
+    };
+    let (slow_first, slow_last) = span("k-60");
+    let (fast_first, fast_last) = span("k-6000");
+    eprintln!(
+        "calls spanned: slow {:?}, fast {:?}",
+        slow_last - slow_first,
+        fast_last.saturating_sub(fast_first)
+    );
+    // The slow model's calls take their time (so its dialogues could have held the slots)...
+    assert!(
+        slow_last - slow_first > Duration::from_secs(15),
+        "the slow model was not slow: {:?}",
+        slow_last - slow_first
+    );
+    // ...while the fast model's dialogues all finish early, beside the slow model's first.
+    assert!(
+        fast_last.saturating_sub(fast_first) < Duration::from_secs(8),
+        "the fast model's dialogues waited behind the slow model's: its calls spanned {:?}, the slow model's {:?}",
+        fast_last.saturating_sub(fast_first),
+        slow_last - slow_first
+    );
+    for key in ["k-60", "k-6000"] {
+        let refused = provider::refused_share(&seen[key]);
+        let when: Vec<String> = seen[key]
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}{:.2}",
+                    if s.accepted { "" } else { "REFUSED " },
+                    s.at.as_secs_f64()
+                )
+            })
+            .collect();
+        eprintln!(
+            "{key}: {} calls, {:.1}% refused",
+            seen[key].len(),
+            refused * 100.0
+        );
+        assert!(
+            refused < 0.05,
+            "{key}: {:.1}% refused: {}",
+            refused * 100.0,
+            when.join(", ")
+        );
+    }
+    // The slow model's jobs were deferred (queued again), none dropped or played twice.
+    let deferred: f64 = workers
+        .iter()
+        .map(|w| {
+            let (_, body) = http_get(&w.metrics_addr(), "/metrics");
+            body.lines()
+                .find_map(|l| l.strip_prefix("sage_jobs_deferred_total "))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        })
+        .sum();
+    assert!(deferred > 0.0, "no job was deferred");
+    let records =
+        std::fs::read_to_string(out.join("two-paces").join("dialogues.jsonl")).expect("records");
+    assert_eq!(records.lines().count(), 12);
     drop(server);
 }

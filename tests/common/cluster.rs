@@ -190,6 +190,32 @@ impl Sage {
         Sage::spawn_with_env(dir, name, args, &[])
     }
 
+    /// `n` workers `worker-1`.. with every role, each playing at most `concurrency` dialogues,
+    /// on `nats`, their metrics on a free port, with extra environment variables.
+    pub fn workers(
+        dir: &Path,
+        nats: &str,
+        n: usize,
+        concurrency: usize,
+        env: &[(&str, &str)],
+    ) -> Vec<Sage> {
+        let concurrency = concurrency.to_string();
+        (1..=n)
+            .map(|i| {
+                let args = [
+                    "worker",
+                    "--nats",
+                    nats,
+                    "--metrics-addr",
+                    "127.0.0.1:0",
+                    "--concurrency",
+                    &concurrency,
+                ];
+                Sage::spawn_with_env(dir, &format!("worker-{i}"), &args, env)
+            })
+            .collect()
+    }
+
     /// [`Sage::spawn`] with extra environment variables.
     pub fn spawn_with_env(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> Sage {
         Sage::spawn_limited(dir, name, args, env, None)

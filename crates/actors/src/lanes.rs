@@ -13,8 +13,10 @@
 //! with the jobs in flight, not with the jobs done.
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 /// One lane's jobs.
 pub type Lane<'a, J> = Box<dyn Iterator<Item = J> + 'a>;
@@ -93,12 +95,75 @@ where
     })
 }
 
+/// How long a model under test counts among a worker's lanes after its last job was delivered,
+/// when it has none in flight.
+pub const LANE_FORGET: Duration = Duration::from_secs(10);
+
+/// The same fair parts for a worker, which is delivered jobs one by one from a shared queue
+/// rather than reading lanes: a lane is a model under test (of a run), known from the jobs it
+/// is delivered. A lane counts while it has jobs in flight or was delivered one within
+/// [`LANE_FORGET`]; each holds at most `concurrency` divided by the lanes that count, rounded
+/// up. A job whose lane is at its part is not admitted (the worker defers it). Bounded: a lane
+/// that no longer counts is forgotten.
+#[derive(Debug)]
+pub struct Parts {
+    concurrency: usize,
+    lanes: HashMap<String, PartLane>,
+}
+
+#[derive(Debug, Default)]
+struct PartLane {
+    in_flight: usize,
+    seen: Option<Instant>,
+}
+
+impl Parts {
+    /// Parts of `concurrency` (at least 1) slots.
+    pub fn new(concurrency: usize) -> Parts {
+        Parts {
+            concurrency: concurrency.max(1),
+            lanes: HashMap::new(),
+        }
+    }
+
+    /// A job of `lane` was delivered at `now`: true (and it counts as in flight until
+    /// [`Parts::done`]) when the lane is under its part, or when the job is not `deferrable`.
+    pub fn admit(&mut self, lane: &str, now: Instant, deferrable: bool) -> bool {
+        self.lanes.retain(|name, l| {
+            l.in_flight > 0
+                || name == lane
+                || l.seen
+                    .is_some_and(|at| now.duration_since(at) < LANE_FORGET)
+        });
+        let counted = self.lanes.len() + usize::from(!self.lanes.contains_key(lane));
+        let part = self.concurrency.div_ceil(counted);
+        let mine = self.lanes.entry(lane.to_string()).or_default();
+        mine.seen = Some(now);
+        if deferrable && mine.in_flight >= part {
+            return false;
+        }
+        mine.in_flight += 1;
+        true
+    }
+
+    /// An admitted job of `lane` finished.
+    pub fn done(&mut self, lane: &str) {
+        if let Some(l) = self.lanes.get_mut(lane) {
+            l.in_flight = l.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Jobs of `lane` in flight.
+    pub fn in_flight(&self, lane: &str) -> usize {
+        self.lanes.get(lane).map_or(0, |l| l.in_flight)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cell::RefCell;
     use std::rc::Rc;
-    use std::time::Duration;
 
     /// Two lanes, one slow (each job takes 1 s) and one fast (10 ms): the fast lane finishes
     /// its jobs while the slow one holds only its half of the slots.
@@ -167,5 +232,35 @@ mod tests {
         assert_eq!(played, (0..100).collect::<Vec<_>>());
         let none: Vec<Lane<'_, u32>> = Vec::new();
         assert_eq!(fair(none, 3, |j| async move { j }).count().await, 0);
+    }
+
+    /// A worker's parts: two lanes share 8 slots 4 and 4; a lane seen no more for
+    /// [`LANE_FORGET`] leaves its part to the other.
+    #[test]
+    fn parts_share_slots_between_the_lanes_delivered() {
+        let t0 = Instant::now();
+        let mut parts = Parts::new(8);
+        // Alone, the slow lane may take every slot.
+        assert!((0..8).all(|_| parts.admit("slow", t0, true)));
+        assert!(!parts.admit("slow", t0, true), "no ninth slot");
+        for _ in 0..4 {
+            parts.done("slow");
+        }
+        // A second lane appears: the slow one is at its part (4), the fast one gets 4.
+        assert!(parts.admit("fast", t0, true));
+        assert!(!parts.admit("slow", t0, true));
+        assert!((0..3).all(|_| parts.admit("fast", t0, true)));
+        assert!(!parts.admit("fast", t0, true), "the fast lane's part is 4");
+        // The fast lane's jobs finish and none comes for LANE_FORGET: the slow one gets all.
+        for _ in 0..4 {
+            parts.done("fast");
+        }
+        let later = t0 + LANE_FORGET + Duration::from_millis(1);
+        assert!((0..4).all(|_| parts.admit("slow", later, true)));
+        assert_eq!(parts.in_flight("slow"), 8);
+        // A job that cannot be deferred is admitted past the part, and counted.
+        assert!(parts.admit("slow", later, false));
+        assert_eq!(parts.in_flight("slow"), 9);
+        assert_eq!(parts.lanes.len(), 1, "the fast lane is forgotten");
     }
 }

@@ -9,18 +9,27 @@
 //! this worker has not called for a lease period gives its lease up, so the workers still
 //! calling it get its part.
 //!
+//! Each worker also keeps a presence key (`w.{worker id}`, renewed and gone the same way), so a
+//! group a worker calls for the first time starts at `1 / the workers present` (or the most seen
+//! leasing one group, if more) until its first lease round, rather than at the whole limit: four
+//! workers starting one run together would otherwise call four times the limit for a round.
+//!
+//! The workers leasing a group also take turns on its requests when they are slow enough for
+//! a provider to refuse two workers' calls that come close ([`Turn`]): worker k of N (sorted by
+//! id) starts on every N-th point of one wall-clock grid.
+//!
 //! No single point stops the run: the bucket is a replicated JetStream stream, and a worker that
 //! cannot reach it keeps the shares it last had (never more), says so in its log once, and takes
 //! the bucket's answers again when it is back. A group first used during an outage starts at
-//! `1 / the most workers seen on any group`.
+//! the last first share.
 
 use super::AbortOnDrop;
 use futures::StreamExt;
-use sage_ports::llm::{Limiter, Limiters};
+use sage_ports::llm::{Limiter, Limiters, Turn};
 use sage_ports::transport::nats::{BROKER_WAIT, Broker, LIMIT_LEASE, bounded};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// How often a lease is renewed and the shares recounted.
@@ -49,6 +58,14 @@ pub fn keep_leases(
     }))
 }
 
+/// The prefix of a worker's presence key (not hex: never read as a group).
+const PRESENCE: &str = "w.";
+
+/// The key that says a worker is present.
+fn presence_key(worker: &str) -> String {
+    format!("{PRESENCE}{worker}")
+}
+
 /// The key of a worker's lease on a group (group names may hold characters a key may not).
 fn lease_key(group: &str, worker: &str) -> String {
     format!("{}.{worker}", hex::encode(group))
@@ -72,13 +89,14 @@ pub fn worker_id() -> String {
 
 struct Leases {
     worker: String,
-    /// Per group: its attempts started when last seen, and how many rounds it has been idle.
-    seen: HashMap<String, (u64, u32)>,
+    /// Per group: its attempts started when last seen, how many rounds it has been idle, and
+    /// when this worker first saw it.
+    seen: HashMap<String, (u64, u32, Instant)>,
     /// The keys this worker holds.
     held: Vec<String>,
     /// Whether the last round could not reach the bucket (logged once per outage).
     unreachable: bool,
-    /// The most workers seen leasing one group.
+    /// The most workers seen leasing one group, or present.
     most_workers: usize,
     /// The bucket, once opened (opened again after an error).
     bucket: Option<async_nats::jetstream::kv::Store>,
@@ -100,18 +118,15 @@ impl Leases {
     /// group's share from the leases counted.
     async fn round(&mut self, broker: &Broker, limiters: &Limiters) {
         let groups = limiters.all();
-        if groups.is_empty() {
-            return;
-        }
         let idle_rounds = (LIMIT_LEASE.as_secs_f64() / RENEW.as_secs_f64()).ceil() as u32;
         let active: Vec<&Arc<Limiter>> = groups
             .iter()
             .filter(|l| {
                 let started = l.started();
-                let entry = self
-                    .seen
-                    .entry(l.name().to_string())
-                    .or_insert((u64::MAX, 0));
+                let entry =
+                    self.seen
+                        .entry(l.name().to_string())
+                        .or_insert((u64::MAX, 0, Instant::now()));
                 entry.1 = if entry.0 == started { entry.1 + 1 } else { 0 };
                 entry.0 = started;
                 entry.1 < idle_rounds
@@ -122,22 +137,44 @@ impl Leases {
             self.bucket = None;
         }
         match renewed {
-            Ok(counts) => {
+            Ok((leases, present)) => {
                 if self.unreachable {
                     tracing::info!("the limits bucket answers again; shares follow its leases");
                 }
                 self.unreachable = false;
-                self.most_workers = counts.values().copied().max().unwrap_or(1).max(1);
+                self.most_workers = leases
+                    .values()
+                    .map(Vec::len)
+                    .max()
+                    .unwrap_or(1)
+                    .max(present.len())
+                    .max(1);
                 for limiter in &groups {
-                    let mine = active.iter().any(|a| Arc::ptr_eq(a, limiter));
-                    let others = (counts.get(limiter.name()).copied().unwrap_or(0))
-                        .saturating_sub(usize::from(mine));
-                    let share = 1.0 / (others + 1) as f64;
-                    if (limiter.now().share - share).abs() > f64::EPSILON {
+                    // The workers sharing the group: those leasing it, this one included; for
+                    // a group met less than a lease period ago, the workers present if more
+                    // (they load the run at about the same time, and may not have leased it).
+                    let mut sharing = leases.get(limiter.name()).cloned().unwrap_or_default();
+                    if !sharing.contains(&self.worker) {
+                        sharing.push(self.worker.clone());
+                    }
+                    let young = self
+                        .seen
+                        .get(limiter.name())
+                        .is_some_and(|s| s.2.elapsed() < LIMIT_LEASE);
+                    if young && present.len() > sharing.len() {
+                        sharing = present.clone();
+                    }
+                    sharing.sort_unstable();
+                    let workers = sharing.len();
+                    let rank = sharing.iter().position(|w| *w == self.worker).unwrap_or(0);
+                    let turn_changed = limiter.set_turn(Some(Turn { rank, of: workers }));
+                    let share = 1.0 / workers as f64;
+                    if (limiter.now().share - share).abs() > f64::EPSILON || turn_changed {
                         tracing::info!(
                             endpoint = limiter.name(),
-                            workers = others + 1,
+                            workers,
                             share,
+                            turn = rank,
                             "provider limit shared"
                         );
                         limiter.set_share(share);
@@ -159,21 +196,20 @@ impl Leases {
         }
     }
 
-    /// Puts this worker's leases, deletes those of groups no longer called, and counts the
-    /// leases per group.
+    /// Puts this worker's presence and leases, deletes those of groups no longer called, and
+    /// lists the workers leasing each group and the workers present (this one included).
     async fn renew(
         &mut self,
         broker: &Broker,
         active: &[&Arc<Limiter>],
-    ) -> Result<HashMap<String, usize>, String> {
+    ) -> Result<(HashMap<String, Vec<String>>, Vec<String>), String> {
         let bucket = match &self.bucket {
             Some(bucket) => bucket.clone(),
             None => broker.limits().await.map_err(|e| e.to_string())?,
         };
         self.bucket = Some(bucket.clone());
-        let wanted: Vec<String> = active
-            .iter()
-            .map(|l| lease_key(l.name(), &self.worker))
+        let wanted: Vec<String> = std::iter::once(presence_key(&self.worker))
+            .chain(active.iter().map(|l| lease_key(l.name(), &self.worker)))
             .collect();
         for key in &wanted {
             bounded(
@@ -190,7 +226,8 @@ impl Leases {
         let mut keys = bounded("listing the leases", bucket.keys())
             .await
             .map_err(|e| e.to_string())?;
-        let mut counts: HashMap<String, usize> = HashMap::new();
+        // A key put again while the listing runs may be listed twice: each counts once.
+        let mut listed = HashSet::new();
         loop {
             let key = match tokio::time::timeout(BROKER_WAIT, keys.next()).await {
                 Ok(None) => break,
@@ -198,15 +235,28 @@ impl Leases {
                 Ok(Some(Err(e))) => return Err(format!("listing the leases: {e}")),
                 Err(_) => return Err("listing the leases: no answer".into()),
             };
-            let group = key
-                .split_once('.')
-                .and_then(|(group, _)| hex::decode(group).ok())
+            listed.insert(key);
+        }
+        let mut leases: HashMap<String, Vec<String>> = HashMap::new();
+        let mut present = vec![self.worker.clone()];
+        for key in listed {
+            let Some((head, worker)) = key.split_once('.') else {
+                continue;
+            };
+            if key.starts_with(PRESENCE) {
+                if worker != self.worker {
+                    present.push(worker.to_string());
+                }
+                continue;
+            }
+            let group = hex::decode(head)
+                .ok()
                 .and_then(|g| String::from_utf8(g).ok());
             if let Some(group) = group {
-                *counts.entry(group).or_default() += 1;
+                leases.entry(group).or_default().push(worker.to_string());
             }
         }
-        Ok(counts)
+        Ok((leases, present))
     }
 
     /// Deletes this worker's leases (on a clean stop), so the others get its part at once.

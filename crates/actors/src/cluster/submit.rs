@@ -142,7 +142,7 @@ pub(super) async fn publish_jobs<J: serde::Serialize>(
 /// for its subject is tried again after 250 ms and 500 ms (ADR-22's retry on "no responders"):
 /// a stream just created, by this process or another at the same moment, can miss its first
 /// publications on a loaded server. The job's message id makes a repeat harmless.
-async fn publish_acked(
+pub(super) async fn publish_acked(
     js: async_nats::jetstream::Context,
     subject: String,
     headers: async_nats::HeaderMap,

@@ -18,6 +18,7 @@
 use super::{AbortOnDrop, ClusterError, Driver, Runs, Served, ServedRun};
 use crate::RunDialogue;
 use crate::desk::PlayCase;
+use crate::lanes::Parts;
 use async_nats::jetstream::{self, AckKind};
 use async_nats::{Client, HeaderMap};
 use bytes::Bytes;
@@ -465,6 +466,8 @@ async fn pull_jobs(
     let (release_tx, release) = watch::channel(false);
     let stored = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let parts = Arc::new(std::sync::Mutex::new(Parts::new(options.concurrency)));
+    let mut backoff = DEFER_BACKOFF;
     'pull: while !*stop.borrow() {
         let first = tokio::select! {
             p = slots.clone().acquire_owned() => p,
@@ -497,6 +500,7 @@ async fn pull_jobs(
             }
         };
         let mut first = Some(first);
+        let (mut started, mut deferred) = (0u32, 0u32);
         loop {
             let next = tokio::select! {
                 // A pull ends when the server says so (2 s); a server that went quiet ends it too.
@@ -533,6 +537,23 @@ async fn pull_jobs(
                     Err(_) => break 'pull,
                 },
             };
+            // A job of a model at its part of the slots waits at the end of the queue, unless
+            // it was delivered before (it has waited already; its delivery count must stay),
+            // or cannot be queued again (it is played now rather).
+            let head = JobHead::read(&message.subject, &message.payload).ok();
+            let lane = head.as_ref().and_then(JobHead::lane);
+            if let (Some(head), Some(lane)) = (&head, &lane) {
+                let deferrable = message.info().map_or(true, |i| i.delivered <= 1);
+                let admitted = lock(&parts).admit(lane, std::time::Instant::now(), deferrable);
+                if !admitted {
+                    if defer(broker, &message, head).await {
+                        deferred += 1;
+                        continue;
+                    }
+                    lock(&parts).admit(lane, std::time::Instant::now(), false);
+                }
+            }
+            started += 1;
             let job = Job {
                 broker: broker.clone(),
                 runs: runs.clone(),
@@ -542,10 +563,25 @@ async fn pull_jobs(
                 stored: stored.clone(),
                 released: released.clone(),
             };
+            let parts = parts.clone();
             tokio::spawn(async move {
                 job.play(message).await;
+                if let Some(lane) = lane {
+                    lock(&parts).done(&lane);
+                }
                 drop(permit);
             });
+        }
+        // Every job of the batch deferred: the models with jobs queued hold their parts. Pull
+        // again a little later (longer each time), not in a loop that only requeues jobs.
+        if deferred > 0 && started == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {},
+                _ = stop.wait_for(|s| *s) => {},
+            }
+            backoff = (backoff * 2).min(DEFER_BACKOFF_MAX);
+        } else {
+            backoff = DEFER_BACKOFF;
         }
     }
     // Shutdown: let the dialogues in flight finish, then hand back the rest.
@@ -564,6 +600,51 @@ async fn pull_jobs(
             .with_label_values(&["dialogue"])
             .get(),
     }
+}
+
+/// The first pause after a batch whose every job was deferred; it doubles up to
+/// [`DEFER_BACKOFF_MAX`] while whole batches are.
+const DEFER_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest pause between batches whose every job was deferred.
+const DEFER_BACKOFF_MAX: Duration = Duration::from_secs(4);
+
+fn lock(parts: &std::sync::Mutex<Parts>) -> std::sync::MutexGuard<'_, Parts> {
+    parts.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Queues a delivered job again at the end of its run's subject (same payload and headers, a
+/// new message id) and acks the delivery; false, with the delivery untouched, when the job
+/// could not be queued again. Not a Nak: that would count toward `max_deliveries` and keep the
+/// job at the head of the queue. An ack lost after the new copy is queued plays the job twice;
+/// the aggregator keeps one record.
+async fn defer(broker: &Broker, message: &jetstream::Message, head: &JobHead) -> bool {
+    static DEFERRALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = format!(
+        "{:x}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+        DEFERRALS.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut headers = message.headers.clone().unwrap_or_default();
+    let id = format!("{}/{}/deferred-{unique}", head.run_id, head.dialogue_id);
+    headers.insert("Nats-Msg-Id", header_value(&id));
+    let queued = super::submit::publish_acked(
+        broker.js.clone(),
+        message.subject.to_string(),
+        headers,
+        message.payload.clone(),
+    )
+    .await;
+    if let Err(e) = queued {
+        tracing::debug!(error = %e, "cannot defer a job; playing it now");
+        return false;
+    }
+    if let Err(e) = message.double_ack().await {
+        tracing::debug!(error = %e, "deferred job's ack not confirmed; it may be played twice");
+    }
+    metrics().jobs_deferred.inc();
+    true
 }
 
 /// One delivered job and what playing it needs.
@@ -767,9 +848,18 @@ struct JobHead {
     /// The agent under test (a SAGE job), whose budget applies.
     #[serde(default)]
     service_model: Option<String>,
+    /// The agent under test of a support-desk job.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 impl JobHead {
+    /// The job's lane among a worker's slots: its model under test, within its run.
+    fn lane(&self) -> Option<String> {
+        let model = self.service_model.as_ref().or(self.model.as_ref())?;
+        Some(format!("{}/{model}", self.run_id))
+    }
+
     /// Reads a job's ids and checks that it was queued on its run's subject.
     fn read(subject: &str, payload: &[u8]) -> Result<JobHead, String> {
         let head: JobHead =

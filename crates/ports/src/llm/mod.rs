@@ -20,7 +20,7 @@ mod retry;
 pub mod sim;
 
 pub use endpoint::{Called, Endpoint};
-pub use limit::{Limiter, Limiters, LimitsNow, RateHeaders};
+pub use limit::{Limiter, Limiters, LimitsNow, RateHeaders, Turn};
 pub use sage_core::plan::model::{
     ModelConfig, PerMinute, Price, Provider, RetryConfig, StructuredOutput,
 };

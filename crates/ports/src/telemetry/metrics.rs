@@ -27,6 +27,9 @@ pub struct Metrics {
     pub dialogues_in_flight_limit: IntGauge,
     /// Pull requests this worker sent to the jobs consumer.
     pub job_pulls: IntCounter,
+    /// Jobs this worker deferred: delivered while their model under test held its part of the
+    /// worker's slots, queued again at the end.
+    pub jobs_deferred: IntCounter,
     /// Turns played (model, scenario, adversarial).
     pub turns: IntCounterVec,
     /// Agent answers that were not in the required format (model, scenario, adversarial, kind).
@@ -227,11 +230,7 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntC
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
-    let g = IntGauge::new(name, help).expect("a valid metric");
-    registry
-        .register(Box::new(g.clone()))
-        .expect("a unique metric");
-    g
+    registered(registry, IntGauge::new(name, help).expect("a valid metric"))
 }
 
 fn histogram(
@@ -310,13 +309,22 @@ impl Metrics {
             "sage_dialogues_in_flight_limit",
             "Most dialogues this worker plays at once (its --concurrency); 0 when it pulls no jobs.",
         );
-        let pulls = IntCounter::new(
-            "sage_job_pulls_total",
-            "Pull requests sent to the dialogue jobs consumer.",
-        )
-        .expect("a valid metric");
-        r.register(Box::new(pulls.clone()))
-            .expect("a unique metric");
+        let pulls = registered(
+            &r,
+            IntCounter::new(
+                "sage_job_pulls_total",
+                "Pull requests sent to the dialogue jobs consumer.",
+            )
+            .expect("a valid metric"),
+        );
+        let deferred = registered(
+            &r,
+            IntCounter::new(
+                "sage_jobs_deferred_total",
+                "Jobs queued again at the end because their model under test held its part of the worker's slots.",
+            )
+            .expect("a valid metric"),
+        );
         let cost = prometheus::CounterVec::new(
             Opts::new(
                 "sage_model_cost_usd_total",
@@ -356,6 +364,7 @@ impl Metrics {
             dialogues_in_flight: in_flight,
             dialogues_in_flight_limit: in_flight_limit,
             job_pulls: pulls,
+            jobs_deferred: deferred,
             turns: counter(&r, "sage_turns_total", "Turns played.", DIALOGUE),
             format_errors: counter(
                 &r,
@@ -986,6 +995,7 @@ mod tests {
             ("sage_desk_tool_calls_total", 7),
             ("sage_desk_false_closures_total", 1),
             ("sage_job_pulls_total", 1),
+            ("sage_jobs_deferred_total", 1),
         ] {
             let found = series(&text, family);
             assert_eq!(found.len(), expected, "{family}: {found:?}");

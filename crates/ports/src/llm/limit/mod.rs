@@ -26,12 +26,21 @@ use control::{AUTO_START_REQUESTS, AUTO_START_TOKENS, Rate};
 use sage_core::plan::model::{ModelConfig, PerMinute};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Calls are spaced this much wider than the requests rate (see `Limiter::try_start`).
 const REQUEST_MARGIN: f64 = 1.01;
+/// Workers taking turns on a group's requests ([`Turn`]) space the turns this much wider than
+/// the group's limit: the calls of two processes, and the provider's reading of them, move by
+/// tens of milliseconds on a busy machine, and a provider that refills one request at a time
+/// refuses a call that arrives early.
+const TURN_MARGIN: f64 = 1.03;
+/// Workers take turns on a group whose requests come at least this far apart (up to 240 a
+/// minute): a provider refilling several requests a second absorbs two workers' calls that come
+/// close, and a missed turn there would cost more than it saves.
+const TURNS_FROM: Duration = Duration::from_millis(250);
 /// Below this spacing a late caller may catch up one interval (see `Limiter::try_start`).
 const CATCH_UP_BELOW: Duration = Duration::from_millis(100);
 
@@ -58,6 +67,8 @@ struct State {
     tokens: Rate,
     /// This process's part of the group's limits (1 embedded).
     share: f64,
+    /// In a cluster: this worker's turn on the group's requests (see [`Turn`]).
+    turn: Option<Turn>,
     in_flight: usize,
     next_request: Option<Instant>,
     next_token: Option<Instant>,
@@ -140,6 +151,49 @@ impl Permit<'_> {
     }
 }
 
+/// A worker's turn on a limit group's requests, shared with `of - 1` other workers: the
+/// group's starts lie on one grid of the wall clock (its spacing: the group's interval at the
+/// whole rate), and worker `rank` takes every `of`-th point from its own. Workers that each keep
+/// their own spacing start calls at random moments relative to each other, and a provider that
+/// refills one request at a time (a 60-a-minute key: one a second) refuses a call that comes
+/// within its interval of another worker's: a third of the calls of two workers sharing such a
+/// key. On turns their calls stay an interval apart, as far as the nodes' clocks agree (NTP:
+/// milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turn {
+    /// This worker's place among the workers sharing the group (0-based).
+    pub rank: usize,
+    /// The workers sharing the group.
+    pub of: usize,
+}
+
+impl Turn {
+    /// The first start on this worker's turn at or after `from`: `period` is the grid's
+    /// spacing for one worker (the group's interval times `of`); `now` and `wall` are the same
+    /// moment.
+    fn next_start(
+        self,
+        period: Duration,
+        from: Instant,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Instant {
+        let period = period.as_secs_f64();
+        let offset = period * self.rank as f64 / self.of as f64;
+        let epoch = wall
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            + from.saturating_duration_since(now).as_secs_f64();
+        // A caller that woke a little late still takes the turn it woke for: late by up to the
+        // margin, its call is still an interval before the next worker's turn.
+        let late = period / self.of as f64 * (1.0 - 1.0 / TURN_MARGIN);
+        let k = ((epoch - offset - late) / period).ceil();
+        let at = k * period + offset;
+        from + Duration::from_secs_f64((at - epoch).max(0.0))
+    }
+}
+
 impl State {
     fn requests_rate(&self) -> Option<f64> {
         self.requests.in_force().map(|r| r * self.share)
@@ -183,6 +237,7 @@ impl Limiter {
                 requests: Rate::new(lowest(|m| m.requests_per_minute), AUTO_START_REQUESTS, now),
                 tokens: Rate::new(lowest(|m| m.tokens_per_minute), AUTO_START_TOKENS, now),
                 share: 1.0,
+                turn: None,
                 in_flight: 0,
                 next_request: None,
                 next_token: None,
@@ -249,6 +304,16 @@ impl Limiter {
             self.freed.notify_waiters();
         }
         self.publish();
+    }
+
+    /// Sets this worker's turn on the group's requests (`None`, or a turn of one: any time its
+    /// rate allows); true when it changed.
+    pub fn set_turn(&self, turn: Option<Turn>) -> bool {
+        let turn = turn.filter(|t| t.of > 1 && t.rank < t.of);
+        let mut state = self.lock();
+        let changed = state.turn != turn;
+        state.turn = turn;
+        changed
     }
 
     /// Holds every attempt of the group for `delay` from now (a provider's Retry-After): an
@@ -414,13 +479,26 @@ impl Limiter {
                 .mul_f64(REQUEST_MARGIN)
         });
         let token_cost = state.token_interval().map(|i| i.mul_f64(tokens));
-        let earliest = [
-            request_interval.and(state.next_request),
-            token_cost.and(state.next_token),
-        ]
-        .into_iter()
-        .flatten()
-        .max();
+        // One grid for every worker: from the group's limit as known (the same for all), not
+        // from this worker's rate (which moves with what it is told); a worker whose rate is
+        // lower skips turns.
+        let group_interval = state
+            .requests
+            .known_limit()
+            .or(state.requests.in_force())
+            .map(|r| Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE)));
+        let on_turn = match (request_interval, state.turn, group_interval) {
+            (Some(_), Some(turn), Some(interval)) if interval >= TURNS_FROM => {
+                let period = interval.mul_f64(TURN_MARGIN * turn.of as f64);
+                let from = state.next_request.map_or(now, |n| n.max(now));
+                Some(turn.next_start(period, from, now, SystemTime::now()))
+            }
+            _ => request_interval.and(state.next_request),
+        };
+        let earliest = [on_turn, token_cost.and(state.next_token)]
+            .into_iter()
+            .flatten()
+            .max();
         if let Some(at) = earliest.filter(|at| *at > now) {
             return Err(at);
         }

@@ -203,3 +203,46 @@ async fn a_used_up_limit_resets_from_when_the_call_started() {
     drop(limits.acquire(0).await);
     assert_eq!(t0.elapsed(), Duration::from_secs(1));
 }
+
+/// Two workers sharing a 60-a-minute key (each 2 s apart): worker 0 starts on even seconds of
+/// the wall clock, worker 1 on odd ones, so their calls stay a second apart; a caller a few
+/// milliseconds late still takes its turn.
+#[test]
+fn turns_keep_the_workers_calls_an_interval_apart() {
+    let now = Instant::now();
+    let wall = UNIX_EPOCH + Duration::from_millis(1_000_300);
+    let step = Duration::from_secs(2);
+    let first = Turn { rank: 0, of: 2 };
+    let second = Turn { rank: 1, of: 2 };
+    let ms = |t: Instant| t.duration_since(now).as_millis();
+    assert_eq!(ms(first.next_start(step, now, now, wall)), 1_700);
+    assert_eq!(ms(second.next_start(step, now, now, wall)), 700);
+    // From a later next start: the first turn at or after it.
+    let later = now + Duration::from_millis(800);
+    assert_eq!(ms(second.next_start(step, later, now, wall)), 2_700);
+    // 10 ms late for the odd second (within the margin's 60 ms of a 2 s period): still this
+    // turn; 100 ms late: the next one.
+    let late = UNIX_EPOCH + Duration::from_millis(1_001_010);
+    assert_eq!(ms(second.next_start(step, now, now, late)), 0);
+    let too_late = UNIX_EPOCH + Duration::from_millis(1_001_100);
+    assert_eq!(ms(second.next_start(step, now, now, too_late)), 1_900);
+}
+
+/// A limiter on a turn starts only on it.
+#[tokio::test]
+async fn a_limiter_on_a_turn_starts_on_it() {
+    let limits = limiter(Some(60), 8);
+    limits.set_share(0.5);
+    assert!(limits.set_turn(Some(Turn { rank: 1, of: 2 })));
+    let _first = limits.acquire(0).await;
+    let _second = limits.acquire(0).await;
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    // Worker 1 of 2 on a 60-a-minute key: its starts at odd multiples of the group's interval
+    // (1 s, widened by the turn margin).
+    let phase = (wall / TURN_MARGIN).round() as i64;
+    let off = (wall - phase as f64 * TURN_MARGIN).abs();
+    assert!(phase % 2 == 1 && off < 0.05, "started at {wall}");
+}
