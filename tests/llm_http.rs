@@ -411,7 +411,15 @@ async fn a_retry_after_holds_every_caller_of_the_endpoint() {
         t0.elapsed(),
         started.elapsed()
     );
-    assert_eq!(first.await.expect("task").record.attempts, 2);
+    // Its record says how long it waited for the limit, and that it was never refused.
+    assert_eq!(second.record.refused, 0);
+    assert!(
+        second.record.limit_wait_ms >= 600,
+        "{}",
+        second.record.limit_wait_ms
+    );
+    let first = first.await.expect("task").record;
+    assert_eq!((first.attempts, first.refused), (2, 1));
     assert_eq!(received(&server).await.len(), 3);
 }
 

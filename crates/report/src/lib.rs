@@ -23,6 +23,7 @@ pub mod compare;
 pub mod desk;
 pub mod explorer;
 pub mod graph;
+pub mod limits;
 pub mod page;
 pub mod sage;
 pub mod stats;

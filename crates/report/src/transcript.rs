@@ -481,6 +481,8 @@ mod tests {
             cost_usd: 0.0015,
             cached: false,
             latency_ms: 850,
+            refused: 0,
+            limit_wait_ms: 0,
         }];
         let text = transcript_text(&unjudged);
         assert!(!text.contains(" != "), "{text}");

@@ -141,8 +141,8 @@ pub struct Usage {
     pub cache_write_input_tokens: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 impl std::ops::AddAssign for Usage {
@@ -188,6 +188,13 @@ pub struct CallRecord {
     pub cached: bool,
     /// Wall-clock latency of the call including retries, milliseconds.
     pub latency_ms: u64,
+    /// Attempts the provider refused for its rate limit (HTTP 429); left out when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u32,
+    /// Milliseconds the attempts waited for the provider limit's grant (a slot, a pause, the
+    /// requests and tokens rates), part of `latency_ms`; left out when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub limit_wait_ms: u64,
 }
 
 /// What the service agent answered in one turn, parsed.
@@ -453,6 +460,11 @@ pub struct DialogueRecord {
 }
 
 impl DialogueRecord {
+    /// Every model call of the dialogue: its turns', then the closing ones.
+    pub fn calls(&self) -> impl Iterator<Item = &CallRecord> {
+        (self.turns.iter().flat_map(|t| &t.calls)).chain(&self.closing_calls)
+    }
+
     /// Whether an infrastructure error touched the dialogue: some turn recorded one (the
     /// customer side, the agent, every judge or the rule engine could not be reached, so the
     /// turn was not scored), whether the dialogue went on or ended on it. The one definition

@@ -208,6 +208,8 @@ fn call(model: &str, input: u64, output: u64, cost: f64) -> CallRecord {
         cost_usd: cost,
         cached: false,
         latency_ms: 5,
+        refused: 0,
+        limit_wait_ms: 0,
     }
 }
 

@@ -11,7 +11,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// What one logical call met of its provider's limits, over its attempts.
+#[derive(Debug, Default)]
+struct LimitsMet {
+    /// Attempts refused for the rate limit (HTTP 429).
+    refused: u32,
+    /// Time waiting for the limit group's grant.
+    waited: Duration,
+}
 
 /// The outcome of one logical call (all attempts) and its record.
 #[derive(Debug, Clone)]
@@ -209,11 +218,14 @@ impl Endpoint {
                 .map(|t| t.name.len() + t.description.len() + 200)
                 .sum::<usize>();
         let mut attempts = 0u32;
+        let mut limits = LimitsMet::default();
         let result = loop {
             attempts += 1;
             self.stats.attempts.fetch_add(1, Ordering::Relaxed);
             let outcome = {
+                let asked = Instant::now();
                 let permit = self.limiter.acquire(input_chars).await;
+                limits.waited += asked.elapsed();
                 let outcome = self.backend.chat(request).await;
                 match &outcome {
                     Ok(response) => {
@@ -225,8 +237,11 @@ impl Endpoint {
                     // A 429 holds every caller of the limit group and slows the group down.
                     Err(LlmError::RateLimited {
                         retry_after,
-                        limits,
-                    }) => self.limiter.refused(*retry_after, limits.as_deref()),
+                        limits: limits_seen,
+                    }) => {
+                        limits.refused += 1;
+                        self.limiter.refused(*retry_after, limits_seen.as_deref())
+                    }
                     Err(_) => {}
                 }
                 outcome
@@ -262,7 +277,9 @@ impl Endpoint {
                 tracing::warn!(model = %self.config.name, attempts, error = %error, "model call failed");
             }
         }
-        let record = self.record(request, result.as_ref(), attempts, false, started);
+        let mut record = self.record(request, result.as_ref(), attempts, false, started);
+        record.refused = limits.refused;
+        record.limit_wait_ms = limits.waited.as_millis().try_into().unwrap_or(u64::MAX);
         Called { result, record }
     }
 
@@ -300,6 +317,8 @@ impl Endpoint {
                 .cost(usage),
             cached,
             latency_ms: started.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+            refused: 0,
+            limit_wait_ms: 0,
         }
     }
 }

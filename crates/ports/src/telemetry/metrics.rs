@@ -811,6 +811,8 @@ mod tests {
             cost_usd: cost,
             cached,
             latency_ms: 250,
+            refused: 0,
+            limit_wait_ms: 0,
         }
     }
 

@@ -157,6 +157,8 @@ pub struct CallTotals {
     pub usage: Usage,
     /// US dollars.
     pub cost_usd: f64,
+    /// What the calls met of the provider's limits.
+    pub limits: crate::limits::LimitsMet,
 }
 
 /// An excerpt kept for the page, with the order it is listed in.
@@ -246,6 +248,7 @@ impl DeskReportFold {
             totals.errors += u64::from(call.error.is_some());
             totals.usage += call.usage;
             totals.cost_usd += call.cost_usd;
+            totals.limits.add(call);
         }
         let job = &record.job;
         let key = (job.model.clone(), job.case.clone(), job.repeat);
@@ -409,6 +412,15 @@ impl DeskReportFold {
         models
     }
 
+    /// Per model (all its roles), what its calls met of the provider's limits.
+    fn limits_by_model(&self) -> Vec<(&str, crate::limits::LimitsMet)> {
+        let mut by_model: BTreeMap<&str, crate::limits::LimitsMet> = BTreeMap::new();
+        for ((model, _), t) in &self.calls {
+            by_model.entry(model.as_str()).or_default().merge(&t.limits);
+        }
+        by_model.into_iter().collect()
+    }
+
     fn model_label(&self, model: &str) -> Markup {
         let simulated = self.info.simulated_models.iter().any(|m| m == model);
         html! { (model) @if simulated { " " span.tag.sim { "simulated" } } }
@@ -466,10 +478,12 @@ impl DeskReportFold {
             }
             // Calls, tokens and cost per model and role.
             h3 { "Model calls" }
+            (crate::limits::refused_line(self.limits_by_model().into_iter()))
             table.data #desk-calls {
                 thead { tr {
                     th { "Model" } th { "Role" } th.num { "Calls" } th.num { "Errors" }
                     th.num { "Input tokens" } th.num { "Output tokens" } th.num { "Cost (USD)" }
+                    (crate::limits::LimitsMet::headers())
                 } }
                 tbody {
                     @for ((model, role), t) in &self.calls {
@@ -481,6 +495,7 @@ impl DeskReportFold {
                             td.num data-value=(t.usage.input_tokens) { (t.usage.input_tokens) }
                             td.num data-value=(t.usage.output_tokens) { (t.usage.output_tokens) }
                             td.num data-value=(t.cost_usd) { (format!("{:.4}", t.cost_usd)) }
+                            (t.limits.cells())
                         }
                     }
                 }

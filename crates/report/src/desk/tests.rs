@@ -34,6 +34,8 @@ fn call(model: &str, input: u64, cost: f64, error: bool) -> CallRecord {
         cost_usd: cost,
         cached: false,
         latency_ms: 0,
+        refused: 0,
+        limit_wait_ms: 0,
     }
 }
 
@@ -309,4 +311,44 @@ fn an_empty_run_renders() {
         .expect("a page");
     assert!(html.contains("data-total=\"0\""));
     assert!(html.contains("<p class=\"muted\">None.</p>"));
+}
+
+/// The provider's refusals and waits, per model and role in the calls table, and a model refused
+/// on more than 1% of its attempts named above the table.
+#[test]
+fn provider_refusals_and_waits_are_shown_in_the_calls_table() {
+    let mut throttled = records();
+    for r in &mut throttled {
+        for c in r.calls.iter_mut().filter(|c| c.model == "m") {
+            c.attempts = 3;
+            c.refused = 2;
+            c.limit_wait_ms = 1_000;
+        }
+    }
+    let mut fold = DeskReportFold::new(DeskRunInfo {
+        run_id: "r".into(),
+        agents: vec!["m".into(), "n".into()],
+        ..DeskRunInfo::default()
+    });
+    for (i, r) in throttled.iter().enumerate() {
+        fold.add(r, i as u64);
+    }
+    let agent = fold.call_totals()[&("m".to_string(), "agent")];
+    assert_eq!(
+        (
+            agent.limits.attempts,
+            agent.limits.refused,
+            agent.limits.wait_ms
+        ),
+        (6, 4, 2_000)
+    );
+    let html = fold.render(&mut throttled).expect("a page");
+    let text = html.replace(['\n', ' '], "");
+    assert!(
+        text.contains("Providerlimitsrefusedmorethan1%oftheattemptsofm(4of6)"),
+        "no warning"
+    );
+    assert!(text.contains("4of6(66.7%)") && text.contains("2.0s"));
+    let calm = folded().render(&mut records()).expect("a page");
+    assert!(!calm.contains("Provider limits refused"));
 }

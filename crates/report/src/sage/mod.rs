@@ -143,11 +143,18 @@ pub struct SageReport {
     panel: usize,
     /// Per model, infrastructure-error turns.
     infra_turns: BTreeMap<String, u64>,
+    /// Per model called, what its calls met of the provider's limits.
+    limits: BTreeMap<String, crate::limits::LimitsMet>,
     infra_examples: Vec<InfraExample>,
     explorer: Explorer<SageExplorer>,
 }
 
 impl SageReport {
+    /// Per model called, what its calls met of the provider's limits.
+    pub fn limits_met(&self) -> &BTreeMap<String, crate::limits::LimitsMet> {
+        &self.limits
+    }
+
     /// An empty report of a run (`sops`: its compiled scenarios, for the graphs; a scenario
     /// missing there is reported without its graph).
     pub fn new(info: RunInfo, sops: Vec<Arc<Sop>>) -> SageReport {
@@ -162,6 +169,7 @@ impl SageReport {
             split_turns: 0,
             panel: 0,
             infra_turns: BTreeMap::new(),
+            limits: BTreeMap::new(),
             infra_examples: Vec::new(),
             explorer: Explorer::new(SageExplorer::default(), Limits::default()),
         }
@@ -212,6 +220,9 @@ impl SageReport {
     /// `at` of dialogues.jsonl (the explorer reads the records it embeds back from there when
     /// the page is written).
     pub fn add(&mut self, record: &DialogueRecord, at: u64) {
+        for call in record.calls() {
+            self.limits.entry(call.model.clone()).or_default().add(call);
+        }
         let job = &record.job;
         let model = &job.service_model;
         let routes = self.routes.entry(job.scenario.clone()).or_default();

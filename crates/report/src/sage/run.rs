@@ -45,6 +45,7 @@ impl SageReport {
                     "Infrastructure errors)."
                 }
             }
+            (crate::limits::refused_line(self.limits.iter().map(|(m, l)| (m.as_str(), *l))))
             details.run-details {
                 summary { "Scenarios, models, calls and infrastructure errors" }
                 h3 { "Scenarios" }
@@ -69,9 +70,11 @@ impl SageReport {
                     tr {
                         th { "Model" } th { "Role" } th.num { "Calls" } th.num { "Errors" } th.num { "Cached" }
                         th.num { "Input tokens" } th.num { "Output tokens" } th.num { "Cost (USD)" }
+                        (crate::limits::LimitsMet::headers())
                     }
                     @for (model, role) in &roles {
                         @let t = summary.calls_by_model.get(*model).copied().unwrap_or_default();
+                        @let met = self.limits.get(*model).copied().unwrap_or_default();
                         tr data-model=(model) {
                             td {
                                 (model)
@@ -83,6 +86,7 @@ impl SageReport {
                             td.num { (t.calls) } td.num { (t.errors) } td.num { (t.cached) }
                             td.num { (t.input_tokens) } td.num { (t.output_tokens) }
                             td.num data-value=(raw(t.cost_usd)) { (format!("{:.4}", t.cost_usd)) }
+                            (met.cells())
                         }
                     }
                 }

@@ -1,6 +1,6 @@
 use super::routes::route_models_table;
 use super::*;
-use sage_core::protocol::DialogueRecord;
+use sage_core::protocol::{CallRecord, DialogueRecord};
 use serde_json::{Value as Json, json};
 
 pub(super) fn route(path: &[&str], action: &str) -> Json {
@@ -388,4 +388,50 @@ fn anchors_encode_like_encode_uri_component() {
         crate::encode_uri_component("a-_.!~*'()é"),
         "a-_.!~*'()%C3%A9"
     );
+}
+
+/// What the calls met of the provider limits: summed per model from the call records, shown in
+/// the models table, and a model refused on more than 1% of its attempts named above the fold.
+#[test]
+fn provider_refusals_and_waits_are_shown_per_model() {
+    let (_, mut records) = folded_with_records();
+    let call = |model: &str, attempts: u32, refused: u32, wait: u64| -> CallRecord {
+        serde_json::from_value(json!({
+            "model": model, "simulated": false, "request": [], "response": "ok",
+            "finish_reason": "stop", "error": null, "attempts": attempts,
+            "usage": {"input_tokens": 10, "output_tokens": 5}, "cost_usd": 0.0,
+            "cached": false, "latency_ms": wait + 100, "refused": refused, "limit_wait_ms": wait
+        }))
+        .expect("a call record")
+    };
+    records[0].turns[0].calls = vec![call("m1", 3, 2, 1_500), call("m1", 1, 0, 0)];
+    records[1].turns[0].calls = vec![call("m2", 1, 0, 250)];
+    let mut report = SageReport::new(info(), Vec::new());
+    for (i, r) in records.iter().enumerate() {
+        report.add(r, i as u64);
+    }
+    let met = report.limits_met();
+    assert_eq!(
+        (met["m1"].attempts, met["m1"].refused, met["m1"].wait_ms),
+        (4, 2, 1_500)
+    );
+    assert_eq!(
+        (met["m2"].attempts, met["m2"].refused, met["m2"].wait_ms),
+        (1, 0, 250)
+    );
+    let html = page(&mut report, &records);
+    let text = html.replace(['\n', ' '], "");
+    assert!(
+        text.contains("Providerlimitsrefusedmorethan1%oftheattemptsofm1(2of4)"),
+        "no warning above the fold"
+    );
+    assert!(text.contains("2of4(50.0%)"), "m1's refusals in its row");
+    assert!(text.contains("1.5s"), "m1's wait");
+    // Unrefused calls: no warning.
+    records[0].turns[0].calls = vec![call("m1", 1, 0, 0)];
+    let mut calm = SageReport::new(info(), Vec::new());
+    for (i, r) in records.iter().enumerate() {
+        calm.add(r, i as u64);
+    }
+    assert!(!page(&mut calm, &records).contains("Provider limits refused"));
 }

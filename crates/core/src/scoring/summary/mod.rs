@@ -225,7 +225,7 @@ impl<'r> Dialogue<'r> {
     }
 
     fn calls(&self) -> impl Iterator<Item = &'r CallRecord> {
-        (self.record.turns.iter().flat_map(|t| &t.calls)).chain(&self.record.closing_calls)
+        self.record.calls()
     }
 
     /// The released code's path variant of each turn whose scores it changes (Sim_path
