@@ -4,6 +4,7 @@ mod cluster;
 mod desk;
 mod models;
 mod report;
+mod rescore;
 mod run;
 mod scenario;
 
@@ -53,7 +54,16 @@ enum Command {
         /// With --compare: exit with code 3 when some group is a regression (after printing).
         #[arg(long, requires = "compare")]
         fail_on_regression: bool,
+        /// With --compare: compare runs although a scenario they share has another text in each
+        /// (their scores come from different SOPs, e.g. one was rescored against a corrected
+        /// scenario); refused without it.
+        #[arg(long, requires = "compare")]
+        allow_scenario_change: bool,
     },
+    /// Grade a run's stored dialogues again with no model call: references from its scenarios
+    /// (or corrected ones, --scenario), the stored verdicts reused, the paper's scores
+    /// recomputed, into a new results folder; lists the dialogues graded differently.
+    Rescore(rescore::RescoreArgs),
     /// Print one dialogue's transcript: per turn the customer, the agent's reply, its
     /// classification, path and action beside the reference (`!=` where they differ), the
     /// judges' votes and the turn's scores.
@@ -131,6 +141,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scenario(cmd) => scenario::run(cmd),
         Command::Run(args) => run::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Rescore(args) => rescore::rescore(args).map(|()| ExitCode::SUCCESS),
         Command::Worker(args) => cluster::worker(args).map(|()| ExitCode::SUCCESS),
         Command::Aggregator(args) => cluster::aggregator(args).map(|()| ExitCode::SUCCESS),
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),
@@ -143,6 +154,7 @@ pub fn main() -> ExitCode {
             out,
             format,
             fail_on_regression,
+            allow_scenario_change,
         } => report::compare(
             &dir,
             &baseline,
@@ -151,6 +163,7 @@ pub fn main() -> ExitCode {
                 out,
                 format,
                 fail_on_regression,
+                allow_scenario_change,
             },
         ),
         Command::Show { dir, dialogue_id } => {

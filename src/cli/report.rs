@@ -105,6 +105,8 @@ pub struct CompareArgs {
     pub format: CompareFormat,
     /// Exit with code 3 when some group is a regression.
     pub fail_on_regression: bool,
+    /// Compare across a scenario whose text differs between the runs.
+    pub allow_scenario_change: bool,
 }
 
 /// The exit code of a comparison that found a regression, with `--fail-on-regression`.
@@ -120,6 +122,23 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     }
     let (a, a_manifest) = sage_run(current)?;
     let (b, b_manifest) = sage_run(baseline)?;
+    if !args.allow_scenario_change {
+        for (id, hash) in &a_manifest.scenarios {
+            if let Some((_, other)) = b_manifest
+                .scenarios
+                .iter()
+                .find(|(i, h)| i == id && h != hash)
+            {
+                bail!(
+                    "scenario `{id}` has another text in each run (SHA-256 {} in `{}`, {} in `{}`): their scores come from different SOPs, so a difference is not the models'. Compare them anyway with --allow-scenario-change",
+                    &hash[..hash.len().min(12)],
+                    a_manifest.run_id,
+                    &other[..other.len().min(12)],
+                    b_manifest.run_id
+                );
+            }
+        }
+    }
     let info = |m: &sage_ports::store::Manifest| RunInfo {
         id: m.run_id.clone(),
         seed: m.config.seed,

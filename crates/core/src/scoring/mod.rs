@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod desk;
 pub mod leaderboard;
+pub mod rescore;
 pub mod stats;
 pub mod summary;
 pub mod turn;

@@ -1,0 +1,131 @@
+//! `sage rescore`: stored dialogues graded again with no model call, against the run's
+//! scenarios or a corrected one (issue 22).
+
+mod common;
+
+use common::sage_ok;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("dialogues.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect()
+}
+
+fn changed(dir: &Path) -> BTreeSet<String> {
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("rescore.json")).expect("file"))
+            .expect("json");
+    file["changed"]
+        .as_array()
+        .expect("changed")
+        .iter()
+        .map(|c| c["dialogue_id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[test]
+fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().display().to_string();
+    sage_ok(&[
+        "run",
+        "--dialogues",
+        "4",
+        "--max-turns",
+        "6",
+        "--out",
+        &out,
+        "--run-id",
+        "base",
+    ]);
+    let base = dir.path().join("base");
+
+    // Unchanged: the same summary, to the byte, and nothing graded differently.
+    let same = dir.path().join("same");
+    let printed = sage_ok(&[
+        "rescore",
+        &base.display().to_string(),
+        "--out",
+        &same.display().to_string(),
+    ]);
+    assert!(printed.contains("0 graded differently"), "{printed}");
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.json")).expect("summary");
+    assert!(summary(&base) == summary(&same), "the summaries differ");
+    assert!(changed(&same).is_empty());
+
+    // The emotion branch of the Telecom SOP corrected: a discontent customer is now said
+    // goodbye to instead of transferred. Exactly the dialogues with a judged turn whose
+    // reference ended in the transfer change, and only their Telecom turns.
+    let text = std::fs::read_to_string("scenarios/telecom_package.yaml").expect("scenario");
+    let edited = text.replace(
+        "Discontent: {action: TransHuman}",
+        "Discontent: {action: GoodBye}",
+    );
+    assert_ne!(text, edited, "the scenario's line moved");
+    let file = dir.path().join("telecom_corrected.yaml");
+    std::fs::write(&file, edited).expect("write");
+    let expected: BTreeSet<String> = records(&base)
+        .iter()
+        .filter(|r| r["job"]["scenario"] == "telecom_package")
+        .filter(|r| {
+            r["turns"].as_array().expect("turns").iter().any(|t| {
+                t["infra_error"].is_null() && t["reference"]["Ok"]["action"] == "TransHuman"
+            })
+        })
+        .map(|r| r["job"]["dialogue_id"].as_str().expect("id").to_string())
+        .collect();
+    assert!(
+        !expected.is_empty(),
+        "no dialogue reached the transfer: a larger run is needed"
+    );
+    let corrected = dir.path().join("corrected");
+    let printed = sage_ok(&[
+        "rescore",
+        &base.display().to_string(),
+        "--scenario",
+        &file.display().to_string(),
+        "--out",
+        &corrected.display().to_string(),
+    ]);
+    assert!(
+        printed.contains("scenario `telecom_package` changed"),
+        "{printed}"
+    );
+    assert_eq!(changed(&corrected), expected);
+    // The new folder stands on its own: its manifest names the scenarios it was graded with.
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(corrected.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    assert_eq!(manifest["run_id"], "corrected");
+    // `sage report` rebuilds the same summary from the rescored records, with no warning
+    // about the scenarios.
+    let written = summary(&corrected);
+    let report = common::sage(&["report", &corrected.display().to_string()]);
+    assert!(report.status.success());
+    assert_eq!(String::from_utf8_lossy(&report.stderr), "");
+    assert!(
+        summary(&corrected) == written,
+        "sage report rebuilt another summary"
+    );
+    assert!(summary(&base) != written, "the correction changed no score");
+
+    // Compare refuses to set runs graded against different scenario texts side by side,
+    // unless asked.
+    let (a, b) = (corrected.display().to_string(), base.display().to_string());
+    let refused = common::sage(&["report", &a, "--compare", &b]);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("scenario `telecom_package` has another text in each run")
+            && why.contains("--allow-scenario-change"),
+        "{why}"
+    );
+    sage_ok(&["report", &a, "--compare", &b, "--allow-scenario-change"]);
+    sage_ok(&["report", &same.display().to_string(), "--compare", &b]);
+}
