@@ -34,7 +34,8 @@ fn lines(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// The records without what depends on timing (latencies), keyed and sorted by dialogue id.
+/// The records without what depends on timing (latencies, waits for a limit), keyed and sorted
+/// by dialogue id.
 fn records(dir: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("dialogues.jsonl")).unwrap();
     let mut out: Vec<serde_json::Value> = text
@@ -45,6 +46,9 @@ fn records(dir: &Path) -> Vec<serde_json::Value> {
             for t in v["turns"].as_array_mut().unwrap() {
                 for c in t["calls"].as_array_mut().unwrap() {
                     c["latency_ms"] = 0.into();
+                    if let Some(c) = c.as_object_mut() {
+                        c.remove("limit_wait_ms");
+                    }
                 }
             }
             v
