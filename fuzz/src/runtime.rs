@@ -38,7 +38,7 @@ use std::sync::{Arc, OnceLock};
 
 /// The API key of the fuzzed HTTP backends (in the dictionary, so bodies that echo it are
 /// tried).
-pub const FAKE_KEY: &str = "FAKE-fuzz-key-01234";
+pub const FAKE_KEY: &str = "fuzz-redact-sample1";
 
 /// What a backend says of a body it cannot read: never the key, and no retry (the same body
 /// would come back).
