@@ -68,6 +68,30 @@ fn limited_provider(
     (runtime, server, provider)
 }
 
+/// Where the aggregator of [`sweep`] writes.
+fn results(dir: &Path) -> std::path::PathBuf {
+    dir.join("results")
+}
+
+/// `workers.0` workers of `workers.1` slots each with `env`, an aggregator writing
+/// [`results`], and the run `config` submitted to them as `run_id`.
+fn sweep(
+    dir: &Path,
+    url: &str,
+    workers: (usize, usize),
+    env: &[(&str, &str)],
+    config: &str,
+    run_id: &str,
+) -> (Vec<Sage>, Sage) {
+    let started = Sage::workers(dir, url, workers.0, workers.1, env);
+    let common = ["--nats", url, "--metrics-addr", "127.0.0.1:0"];
+    let aggregator = Sage::aggregator(dir, &results(dir), &common);
+    sage_ok(&[
+        "sweep", "--nats", url, "--config", config, "--run-id", run_id,
+    ]);
+    (started, aggregator)
+}
+
 fn wait_for_log(worker: &Sage, text: &str, within: Duration) -> bool {
     let started = Instant::now();
     while started.elapsed() < within {
@@ -95,19 +119,14 @@ fn two_workers_share_one_keys_limit_and_keep_their_share_without_the_bucket() {
     );
     let mut nats = Nats::start(dir.path());
     let url = nats.url();
-    let out = dir.path().join("results");
-    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let workers = Sage::workers(dir.path(), &url, 2, 16, &[(KEY_VAR, "k-cluster")]);
-    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
-    sage_ok(&[
-        "sweep",
-        "--nats",
+    let (workers, _aggregator) = sweep(
+        dir.path(),
         &url,
-        "--config",
+        (2, 16),
+        &[(KEY_VAR, "k-cluster")],
         &config,
-        "--run-id",
         "shared-key",
-    ]);
+    );
     // While both call the key, each holds half of its limit (scraped from its /metrics).
     for worker in &workers {
         let addr = worker.metrics_addr();
@@ -221,20 +240,8 @@ fn a_slow_provider_does_not_hold_back_another_models_dialogues_in_a_worker() {
     );
     let nats = Nats::start(dir.path());
     let url = nats.url();
-    let out = dir.path().join("results");
-    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
     let keys = [("SAGE_SLOW_KEY", "k-60"), ("SAGE_FAST_KEY", "k-6000")];
-    let workers = Sage::workers(dir.path(), &url, 2, 2, &keys);
-    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
-    sage_ok(&[
-        "sweep",
-        "--nats",
-        &url,
-        "--config",
-        &config,
-        "--run-id",
-        "two-paces",
-    ]);
+    let (workers, _aggregator) = sweep(dir.path(), &url, (2, 2), &keys, &config, "two-paces");
     let status = wait_status(&url, "two-paces", Duration::from_secs(240), |s| {
         s["state"] == "complete"
     });
@@ -306,8 +313,12 @@ fn a_slow_provider_does_not_hold_back_another_models_dialogues_in_a_worker() {
         })
         .sum();
     assert!(deferred > 0.0, "no job was deferred");
-    let records =
-        std::fs::read_to_string(out.join("two-paces").join("dialogues.jsonl")).expect("records");
+    let records = std::fs::read_to_string(
+        results(dir.path())
+            .join("two-paces")
+            .join("dialogues.jsonl"),
+    )
+    .expect("records");
     assert_eq!(records.lines().count(), 12);
     drop(server);
 }

@@ -111,18 +111,16 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
         return Err(e);
     }
     drop(writer);
-    to.write_json(
-        "rescore.json",
-        &RescoreFile {
-            from: args.dir.display().to_string(),
-            scenarios_changed: scenarios_changed.clone(),
-            dialogues,
-            changed: changed.clone(),
-        },
-    )?;
+    let file = RescoreFile {
+        from: args.dir.display().to_string(),
+        scenarios_changed,
+        dialogues,
+        changed,
+    };
+    to.write_json("rescore.json", &file)?;
     let to = to.release();
     let reported = super::run::report(&to)?;
-    for (id, old, new) in &scenarios_changed {
+    for (id, old, new) in &file.scenarios_changed {
         println!(
             "scenario `{id}` changed: SHA-256 {} -> {}",
             &old[..old.len().min(16)],
@@ -131,14 +129,14 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
     }
     println!(
         "{dialogues} dialogues graded again with no model call; {} graded differently (their reference routes changed){}",
-        changed.len(),
-        if changed.is_empty() { "" } else { ":" }
+        file.changed.len(),
+        if file.changed.is_empty() { "" } else { ":" }
     );
-    for c in changed.iter().take(20) {
+    for c in file.changed.iter().take(20) {
         println!("  {} (turns {:?})", c.dialogue_id, c.turns);
     }
-    if changed.len() > 20 {
-        println!("  ... and {} more (rescore.json)", changed.len() - 20);
+    if file.changed.len() > 20 {
+        println!("  ... and {} more (rescore.json)", file.changed.len() - 20);
     }
     println!(
         "{}",

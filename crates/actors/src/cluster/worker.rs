@@ -540,9 +540,10 @@ async fn pull_jobs(
             // A job of a model at its part of the slots waits at the end of the queue, unless
             // it was delivered before (it has waited already; its delivery count must stay),
             // or cannot be queued again (it is played now rather).
-            let head = JobHead::read(&message.subject, &message.payload).ok();
-            let lane = head.as_ref().and_then(JobHead::lane);
-            if let (Some(head), Some(lane)) = (&head, &lane) {
+            // Read once here; `play` takes it (and drops the job when it could not be read).
+            let head = JobHead::read(&message.subject, &message.payload);
+            let lane = head.as_ref().ok().and_then(JobHead::lane);
+            if let (Ok(head), Some(lane)) = (&head, &lane) {
                 let deferrable = message.info().map_or(true, |i| i.delivered <= 1);
                 let admitted = lock(&parts).admit(lane, std::time::Instant::now(), deferrable);
                 if !admitted {
@@ -565,7 +566,7 @@ async fn pull_jobs(
             };
             let parts = parts.clone();
             tokio::spawn(async move {
-                job.play(message).await;
+                job.play(message, head).await;
                 if let Some(lane) = lane {
                     lock(&parts).done(&lane);
                 }
@@ -667,9 +668,10 @@ impl Job {
         self.released.fetch_add(1, Ordering::Relaxed);
     }
 
-    async fn play(mut self, message: jetstream::Message) {
+    /// Plays a delivered job, `head` being what [`JobHead::read`] made of it.
+    async fn play(mut self, message: jetstream::Message, head: Result<JobHead, String>) {
         let delivered = super::deliveries(&message, "dialogue");
-        let job = match JobHead::read(&message.subject, &message.payload) {
+        let job = match head {
             Ok(job) => job,
             Err(e) => {
                 // Shown cut short: a hostile job may be megabytes of one line.

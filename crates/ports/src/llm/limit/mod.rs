@@ -482,18 +482,21 @@ impl Limiter {
         // One grid for every worker: from the group's limit as known (the same for all), not
         // from this worker's rate (which moves with what it is told); a worker whose rate is
         // lower skips turns.
-        let group_interval = state
-            .requests
-            .known_limit()
-            .or(state.requests.in_force())
-            .map(|r| Duration::from_secs(60).div_f64(r.max(f64::MIN_POSITIVE)));
-        let on_turn = match (request_interval, state.turn, group_interval) {
-            (Some(_), Some(turn), Some(interval)) if interval >= TURNS_FROM => {
+        let turn = state
+            .turn
+            .filter(|_| request_interval.is_some())
+            .and_then(|turn| {
+                let group = state.requests.known_limit().or(state.requests.in_force())?;
+                let interval = Duration::from_secs(60).div_f64(group.max(f64::MIN_POSITIVE));
+                (interval >= TURNS_FROM).then_some((turn, interval))
+            });
+        let on_turn = match turn {
+            Some((turn, interval)) => {
                 let period = interval.mul_f64(TURN_MARGIN * turn.of as f64);
                 let from = state.next_request.map_or(now, |n| n.max(now));
                 Some(turn.next_start(period, from, now, SystemTime::now()))
             }
-            _ => request_interval.and(state.next_request),
+            None => request_interval.and(state.next_request),
         };
         let earliest = [on_turn, token_cost.and(state.next_token)]
             .into_iter()
