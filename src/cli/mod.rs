@@ -2,7 +2,9 @@
 
 mod cluster;
 mod desk;
+mod judges;
 mod models;
+mod rejudge;
 mod report;
 mod rescore;
 mod run;
@@ -64,6 +66,13 @@ enum Command {
     /// (or corrected ones, --scenario), the stored verdicts reused, the paper's scores
     /// recomputed, into a new results folder; lists the dialogues graded differently.
     Rescore(rescore::RescoreArgs),
+    /// Judge a run's stored dialogues again with a new judge panel (JUDGES.yaml): only judge
+    /// calls, on the judged turns, resumable and held to a budget, into a new results folder
+    /// (then `sage report NEW --compare DIR` shows what the new judges change).
+    Rejudge(rejudge::RejudgeArgs),
+    /// Check a run's judges against people: `calibrate` reads people's labels of judged turns.
+    #[command(subcommand)]
+    Judges(judges::JudgesCommand),
     /// Print one dialogue's transcript: per turn the customer, the agent's reply, its
     /// classification, path and action beside the reference (`!=` where they differ), the
     /// judges' votes and the turn's scores.
@@ -142,6 +151,8 @@ pub fn main() -> ExitCode {
         Command::Scenario(cmd) => scenario::run(cmd),
         Command::Run(args) => run::run(args).map(|()| ExitCode::SUCCESS),
         Command::Rescore(args) => rescore::rescore(args).map(|()| ExitCode::SUCCESS),
+        Command::Rejudge(args) => rejudge::rejudge(args).map(|()| ExitCode::SUCCESS),
+        Command::Judges(cmd) => judges::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Worker(args) => cluster::worker(args).map(|()| ExitCode::SUCCESS),
         Command::Aggregator(args) => cluster::aggregator(args).map(|()| ExitCode::SUCCESS),
         Command::Sweep(args) => cluster::sweep(args).map(|()| ExitCode::SUCCESS),

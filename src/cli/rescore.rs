@@ -147,7 +147,7 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
 }
 
 /// The parent folder and the run id (the folder's name) of `--out`.
-fn new_folder(out: &Path) -> anyhow::Result<(PathBuf, String)> {
+pub(super) fn new_folder(out: &Path) -> anyhow::Result<(PathBuf, String)> {
     let name = out.file_name().and_then(|n| n.to_str()).with_context(|| {
         format!(
             "--out {}: expected a folder path ending in the new run's id",

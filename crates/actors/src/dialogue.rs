@@ -7,6 +7,7 @@ use sage_core::protocol::{
     ServiceRequest, Speaker, TurnRecord, Usage, UserRequest,
 };
 use sage_core::scoring;
+use sage_core::scoring::rejudge::{agent_chat, no_judge_answered};
 use sage_core::sop::Sop;
 use sage_ports::telemetry::DialogueMetrics;
 use sage_ports::transport::Transport;
@@ -44,16 +45,6 @@ fn push(turns: &mut Vec<TurnRecord>, metrics: &DialogueMetrics, turn: TurnRecord
     turns.push(turn);
 }
 
-/// The agent's words of a turn as the judges and the customer read them.
-fn agent_chat(outcome: &ServiceOutcome) -> String {
-    match outcome {
-        ServiceOutcome::Valid { turn } => turn.chat.clone(),
-        ServiceOutcome::FormatError { chat, .. } | ServiceOutcome::InfraError { error: chat } => {
-            chat.clone()
-        }
-    }
-}
-
 /// What judging a turn needs: the judges, the rule engine and the scenario.
 struct Panel<'a> {
     transport: &'a dyn Transport,
@@ -82,14 +73,7 @@ impl Panel<'_> {
             Ok(mut panel) => {
                 record.calls.append(&mut panel.calls);
                 match &panel.consensus {
-                    None => {
-                        let why: Vec<String> = panel
-                            .judgments
-                            .iter()
-                            .filter_map(|j| j.as_ref().err().cloned())
-                            .collect();
-                        record.infra_error = Some(format!("no judge answered: {}", why.join("; ")));
-                    }
+                    None => record.infra_error = Some(no_judge_answered(&panel)),
                     Some(consensus) => {
                         let reference = self
                             .transport
@@ -170,7 +154,7 @@ pub async fn run_dialogue(
         {
             if matches!(&user, Ok(u) if u.infra_error.is_none() && u.message.is_none()) {
                 let before = Arc::new(history[..len].to_vec());
-                let chat = agent_chat(&last.outcome);
+                let chat = agent_chat(&last.outcome).to_string();
                 panel.judge(last, before, &chat).await;
             }
             metrics.turn(last);
@@ -248,7 +232,7 @@ pub async fn run_dialogue(
         };
         service_failures = 0;
         calls.extend(service.calls);
-        let agent_chat = agent_chat(&service.outcome);
+        let agent_chat = agent_chat(&service.outcome).to_string();
         let mut record = TurnRecord {
             turn,
             user_message: user_message.clone(),
@@ -285,21 +269,17 @@ pub async fn run_dialogue(
             push(&mut turns, &metrics, record);
         }
     }
-    let mut usage = Usage::default();
-    let mut cost_usd = 0.0;
-    for call in turns.iter().flat_map(|t| &t.calls).chain(&closing_calls) {
-        usage += call.usage;
-        cost_usd += call.cost_usd;
-    }
     metrics.finish(end);
-    DialogueRecord {
+    let mut record = DialogueRecord {
         job: Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()),
         turns,
         closing_calls,
         end,
         simulated,
         structured_output: None, // set by the caller, which knows the configuration
-        usage,
-        cost_usd,
-    }
+        usage: Usage::default(),
+        cost_usd: 0.0,
+    };
+    scoring::rejudge::recount(&mut record);
+    record
 }

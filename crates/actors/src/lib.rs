@@ -13,6 +13,7 @@ pub mod dialogue;
 pub mod fixture;
 pub mod lanes;
 pub mod rehearsal;
+pub mod rejudge;
 pub mod roles;
 pub mod runner;
 

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod desk;
 pub mod model;
+pub mod rejudge;
 
 pub use config::RunConfig;
 

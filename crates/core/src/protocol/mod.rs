@@ -229,6 +229,20 @@ pub struct ChatScores {
     pub instruction_compliance: u8,
 }
 
+impl ChatScores {
+    /// The score of the dimension keyed `key` (a [`rubric::DIMENSIONS`] key), if it is one.
+    pub fn get(&self, key: &str) -> Option<u8> {
+        Some(match key {
+            "linguistic_quality" => self.linguistic_quality,
+            "anthropomorphism_emotion" => self.anthropomorphism_emotion,
+            "content_utility" => self.content_utility,
+            "user_satisfaction" => self.user_satisfaction,
+            "instruction_compliance" => self.instruction_compliance,
+            _ => return None,
+        })
+    }
+}
+
 /// One judge's verdict on one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judgment {

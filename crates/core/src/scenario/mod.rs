@@ -142,7 +142,7 @@ impl fmt::Display for Value {
 }
 
 /// A value resolved against its key: an option index, or an integer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Point {
     /// Index into the enum options (booleans: 0 = true, 1 = false).
     Opt(usize),

@@ -8,8 +8,11 @@
 //! * [`budget`]: cost budgets, what was spent against them ([`budget::BudgetFold`]).
 
 pub mod budget;
+pub mod calibration;
 pub mod desk;
+pub mod labels;
 pub mod leaderboard;
+pub mod rejudge;
 pub mod rescore;
 pub mod stats;
 pub mod summary;

@@ -1,0 +1,174 @@
+//! `sage judges calibrate DIR --labels FILE`: wiring only (the figures are
+//! `sage_core::scoring::labels` and `sage_core::scoring::calibration`).
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use sage_core::scoring::labels::{Calibration, CalibrationFold, parse_labels};
+use sage_ports::store::RunDir;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Largest labels file read.
+const MAX_LABELS_BYTES: u64 = 64 << 20;
+
+/// `sage judges ...`.
+#[derive(Debug, Subcommand)]
+pub enum JudgesCommand {
+    /// Check a run's judge panel against people's labels (labels.jsonl, from the report's
+    /// labels.html or written by hand: docs/judges.md): each judge's and the panel's accuracy
+    /// per field, Krippendorff's alpha, Cohen's kappa per judge, and each model's Logic
+    /// corrected by prediction-powered inference. Writes DIR/calibration.json (the report shows
+    /// it) and keeps the labels as DIR/labels.jsonl.
+    Calibrate {
+        /// The results folder (results/<run-id>).
+        dir: PathBuf,
+        /// The labels file (JSON lines).
+        #[arg(long, value_name = "FILE")]
+        labels: PathBuf,
+        /// Print calibration.json instead of the tables.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `sage judges` command.
+pub fn run(cmd: JudgesCommand) -> anyhow::Result<()> {
+    match cmd {
+        JudgesCommand::Calibrate { dir, labels, json } => calibrate(&dir, &labels, json),
+    }
+}
+
+fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let run = RunDir::open(dir)?;
+    if run.is_desk() {
+        bail!(
+            "{}: a support-desk run; calibrate checks the judge panel of a SAGE-suite run",
+            dir.display()
+        );
+    }
+    let name = file.display().to_string();
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .with_context(|| format!("--labels {name}: cannot open it"))?
+        .take(MAX_LABELS_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("--labels {name}: cannot read it as UTF-8 text"))?;
+    if text.len() as u64 > MAX_LABELS_BYTES {
+        bail!("--labels {name}: larger than {MAX_LABELS_BYTES} bytes; expected a labels file");
+    }
+    let labels = parse_labels(&text, &name)?;
+    let manifest = run.read_manifest()?;
+    let sops: HashMap<_, _> = sage_ports::store::inputs::load_scenarios(&manifest.config)
+        .with_context(|| format!("{}: loading the run's scenarios", dir.display()))?
+        .into_iter()
+        .map(|(sop, _)| (sop.scenario().id.clone(), sop))
+        .collect();
+    let mut fold = CalibrationFold::new(labels, &manifest.run_id);
+    run.scan_dialogues(|record| {
+        let sop = sops.get(&record.job.scenario).map(|s| s.as_ref());
+        fold.add(&record, sop);
+    })?;
+    let calibration = fold.finish();
+    if calibration.turns == 0 {
+        bail!(
+            "--labels {name}: no label matches a judged turn of run `{}` ({} labels; e.g. {})",
+            manifest.run_id,
+            calibration.labels,
+            calibration.unmatched.first().map_or("none", String::as_str)
+        );
+    }
+    run.write_json("calibration.json", &calibration)?;
+    let kept = dir.join("labels.jsonl");
+    let same = std::fs::canonicalize(file).ok() == std::fs::canonicalize(&kept).ok();
+    if !same {
+        std::fs::write(&kept, &text).with_context(|| format!("writing {}", kept.display()))?;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&calibration)?);
+    } else {
+        print!(
+            "{}",
+            sage_report::transcript::terminal_safe(&text_report(&calibration))
+        );
+        println!("written: {}", dir.join("calibration.json").display());
+    }
+    Ok(())
+}
+
+/// `0.912`, or `-` when there is no figure.
+fn figure(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+/// The calibration as terminal tables.
+fn text_report(c: &Calibration) -> String {
+    let mut out = format!(
+        "{} labels by {} on {} judged turns\nKrippendorff's alpha, people and judges: classification {} (nominal), chat {} (ordinal)\n\n",
+        c.labels,
+        if c.labellers.is_empty() {
+            "-".to_string()
+        } else {
+            c.labellers.join(", ")
+        },
+        c.turns,
+        figure(c.alpha_classification),
+        figure(c.alpha_chat),
+    );
+    out.push_str(&format!(
+        "{:<24} {:>9} {:>7} {:>9} {:>7}\n",
+        "judge vs people", "accuracy", "kappa", "chat acc", "pairs"
+    ));
+    for j in &c.judges {
+        out.push_str(&format!(
+            "{:<24} {:>9} {:>7} {:>9} {:>7}\n",
+            j.judge,
+            figure(j.classification_accuracy),
+            figure(j.kappa),
+            figure(j.chat_accuracy),
+            j.pairs
+        ));
+    }
+    out.push_str(&format!(
+        "\n{:<40} {:>8} {:>7}  accuracy per judge\n",
+        "field", "labelled", "alpha"
+    ));
+    for a in c.fields.iter().chain(&c.chat) {
+        let acc: Vec<String> = a
+            .accuracy
+            .iter()
+            .map(|(j, x)| format!("{j} {x:.2}"))
+            .collect();
+        out.push_str(&format!(
+            "{:<40} {:>8} {:>7}  {}\n",
+            a.name,
+            a.labelled,
+            figure(a.alpha),
+            acc.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "\n{:<24} {:>22} {:>26} {:>9}\n",
+        "Logic (turn mean)", "judges (95% CI)", "corrected by people (PPI)", "labelled"
+    ));
+    for l in &c.logic {
+        let p = &l.ppi;
+        out.push_str(&format!(
+            "{:<24} {:>22} {:>26} {:>9}\n",
+            l.model,
+            format!("{:.3} ± {:.3}", p.naive, p.naive_half_width),
+            format!("{:.3} ± {:.3}", p.estimate, p.half_width),
+            p.labelled
+        ));
+    }
+    if c.unmatched_count > 0 {
+        out.push_str(&format!(
+            "\n{} labels left out (no judged turn of this run, or a value the scenario does not have):\n",
+            c.unmatched_count
+        ));
+        for u in &c.unmatched {
+            out.push_str(&format!("  {u}\n"));
+        }
+    }
+    out
+}

@@ -1,0 +1,214 @@
+//! `sage judges calibrate`: a run's judge panel against people's labels. The labels here are
+//! made from the records (a person who agrees with the first judge everywhere), so every figure
+//! is known beforehand: that judge's accuracy and kappa are 1, the others' accuracy is their
+//! agreement with it, and the corrected Logic is the judged mean moved by the labelled turns'
+//! differences (issue 22).
+
+mod common;
+
+use common::{sage, sage_ok};
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("dialogues.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect()
+}
+
+/// Mean of `xs`.
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+#[test]
+fn calibration_against_a_person_who_agrees_with_the_first_judge() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().display().to_string();
+    sage_ok(&[
+        "run",
+        "--quiet",
+        "--dialogues",
+        "2",
+        "--max-turns",
+        "6",
+        "--out",
+        &out,
+        "--run-id",
+        "r",
+    ]);
+    let run = dir.path().join("r");
+    let stored = records(&run);
+
+    // Every third scored turn labelled by "ana" with the first judge's fields and chat scores.
+    let mut labels = String::new();
+    let mut scored = 0;
+    let (mut agree2, mut fields2, mut agree_panel) = (0usize, 0usize, 0usize);
+    let mut unlabelled: Vec<(String, f64)> = Vec::new();
+    let mut differences: Vec<(String, f64, f64)> = Vec::new();
+    for r in &stored {
+        let model = r["job"]["service_model"].as_str().unwrap().to_string();
+        for t in r["turns"].as_array().unwrap() {
+            let Some(logic) = t["scores"]["logic"].as_f64() else {
+                continue;
+            };
+            scored += 1;
+            let judgments = t["judges"]["judgments"].as_array().unwrap();
+            let first = &judgments[0]["Ok"];
+            if scored % 3 != 0 || first.is_null() {
+                unlabelled.push((model.clone(), logic));
+                continue;
+            }
+            let fields = first["classification"].as_object().unwrap();
+            let consensus = t["judges"]["consensus"].as_object().unwrap();
+            for (k, v) in fields {
+                fields2 += 1;
+                agree2 += usize::from(judgments[1]["Ok"]["classification"][k] == *v);
+                agree_panel += usize::from(consensus[k] == *v);
+            }
+            // Where the person agrees with the consensus the turn's Logic stands; only turns
+            // where the first judge was outvoted can move it (checked below only for those).
+            let same = fields.iter().all(|(k, v)| consensus[k] == *v);
+            differences.push((model.clone(), logic, if same { 0.0 } else { f64::NAN }));
+            labels.push_str(
+                &json!({
+                    "run_id": "r",
+                    "dialogue_id": r["job"]["dialogue_id"],
+                    "turn": t["turn"],
+                    "labeller": "ana",
+                    "classification": first["classification"],
+                    "chat": first["chat"],
+                })
+                .to_string(),
+            );
+            labels.push('\n');
+        }
+    }
+    // A label of no judged turn, and one with a value its scenario lacks: left out, said why.
+    let any = &stored[0];
+    labels.push_str(
+        &json!({"dialogue_id": "nowhere/0001", "turn": 1, "labeller": "ana", "classification": {"X": "Y"}})
+            .to_string(),
+    );
+    labels.push('\n');
+    let first_judged = any["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["scores"].is_object())
+        .expect("a scored turn");
+    let field = first_judged["judges"]["consensus"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    labels.push_str(
+        &json!({"dialogue_id": any["job"]["dialogue_id"], "turn": first_judged["turn"], "labeller": "bo", "classification": {field.clone(): "NotAnOption"}})
+            .to_string(),
+    );
+    labels.push('\n');
+    let file = dir.path().join("labels.jsonl");
+    std::fs::write(&file, &labels).expect("labels");
+    let labelled = differences.len();
+    assert!(labelled >= 10, "{labelled} labelled turns");
+
+    let printed = sage_ok(&[
+        "judges",
+        "calibrate",
+        &run.display().to_string(),
+        "--labels",
+        &file.display().to_string(),
+    ]);
+    assert!(printed.contains("judge vs people"), "{printed}");
+    let c: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("calibration.json")).expect("calibration.json"),
+    )
+    .expect("json");
+    assert_eq!(c["turns"], labelled);
+    assert_eq!(c["labels"], labelled + 2);
+    assert_eq!(c["unmatched_count"], 2, "{}", c["unmatched"]);
+    let why = c["unmatched"].to_string();
+    assert!(
+        why.contains("no judged turn") && why.contains("NotAnOption"),
+        "{why}"
+    );
+    let judge = |name: &str| {
+        c["judges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["judge"] == name)
+            .unwrap_or_else(|| panic!("{name} in {}", c["judges"]))
+            .clone()
+    };
+    let one = judge("sim-judge-1");
+    assert_eq!(one["classification_accuracy"], 1.0);
+    assert_eq!(one["chat_accuracy"], 1.0);
+    assert_eq!(one["kappa"], 1.0);
+    let two = judge("sim-judge-2");
+    let expected2 = agree2 as f64 / fields2 as f64;
+    assert!(
+        (two["classification_accuracy"].as_f64().unwrap() - expected2).abs() < 1e-12,
+        "{two} vs {expected2}"
+    );
+    let panel = judge("panel");
+    let expected_panel = agree_panel as f64 / fields2 as f64;
+    assert!((panel["classification_accuracy"].as_f64().unwrap() - expected_panel).abs() < 1e-12);
+    assert!(c["alpha_classification"].as_f64().unwrap() > 0.5, "{c}");
+
+    // Each model's Logic, strata weighted by size: where the person agrees with the consensus
+    // on every labelled turn, no stratum moves and the estimate is the judged mean of all turns.
+    for l in c["logic"].as_array().unwrap() {
+        let model = l["model"].as_str().unwrap();
+        let f: Vec<f64> = unlabelled
+            .iter()
+            .filter(|(m, _)| m == model)
+            .map(|(_, x)| *x)
+            .collect();
+        let labelled: Vec<&(String, f64, f64)> =
+            differences.iter().filter(|(m, _, _)| m == model).collect();
+        assert_eq!(l["ppi"]["unlabelled"], f.len());
+        assert_eq!(l["ppi"]["labelled"], labelled.len());
+        let all: Vec<f64> = f
+            .iter()
+            .copied()
+            .chain(labelled.iter().map(|d| d.1))
+            .collect();
+        assert!((l["ppi"]["naive"].as_f64().unwrap() - mean(&all)).abs() < 1e-9);
+        if labelled.iter().all(|d| d.2 == 0.0) {
+            let estimate = l["ppi"]["estimate"].as_f64().unwrap();
+            assert!(
+                (estimate - mean(&all)).abs() < 1e-9,
+                "{l} vs {}",
+                mean(&all)
+            );
+        }
+        assert!(l["ppi"]["half_width"].as_f64().unwrap() > 0.0);
+    }
+    // The labels are kept with the run.
+    assert_eq!(
+        std::fs::read_to_string(run.join("labels.jsonl")).expect("kept"),
+        labels
+    );
+
+    // A line that is not a label is refused, naming the file, the line and what was expected.
+    std::fs::write(&file, format!("{labels}{{\"turn\": 0}}\n")).expect("labels");
+    let refused = sage(&[
+        "judges",
+        "calibrate",
+        &run.display().to_string(),
+        "--labels",
+        &file.display().to_string(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    let line = labels.lines().count() + 1;
+    assert!(
+        stderr.contains(&format!("labels.jsonl:{line}")) && stderr.contains("dialogue_id"),
+        "{stderr}"
+    );
+}
