@@ -964,6 +964,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
             }),
             infra_error: None,
             calls: vec![],
+            customer_retry: None,
         })
         .collect();
     DialogueRecord {

@@ -3,52 +3,27 @@
 //! and Retry-After, with 500, and past the timeout. The run completes; retries, format errors
 //! and infrastructure errors are each recorded as what they are.
 
+mod common;
+
+use common::mock::{AGENT_ANSWER, JUDGE_ANSWER, completion};
 use sage::actors::runner::run_embedded;
-use sage::llm::{ModelConfig, Provider, RetryConfig};
 use sage::plan::{self, RunConfig};
 use sage::protocol::{DialogueRecord, FormatError, ServiceOutcome};
 use sage::store::RunDir;
-use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn completion(content: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "x", "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-    }))
-}
-
-const AGENT_ANSWER: &str = r#"{"classification_output": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "cot": "change, no contract", "now_path": ["step1", "step2", "step4"], "finals": {"Action": "ChangeOrder"}, "chat": "I will change your package right away."}"#;
-
-const JUDGE_ANSWER: &str = r#"{"classification": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 9, "user_satisfaction": 9, "instruction_compliance": 9}, "classification_reasoning": "r", "chat_quality_reasoning": "r"}"#;
-
-fn model(name: &str, server: &MockServer, timeout_secs: f64) -> ModelConfig {
-    ModelConfig {
-        base_url: Some(format!("{}/v1", server.uri())),
-        model: Some("mock-model".into()),
-        timeout_secs,
-        retries: RetryConfig {
-            max_attempts: 3,
-            base_delay_ms: 10,
-            max_delay_ms: 100,
-        },
-        ..ModelConfig::new(name, Provider::Openai)
-    }
-}
-
 fn config(agent: &MockServer, user: &MockServer, judge: &MockServer) -> RunConfig {
     RunConfig {
         models: vec![
-            model("agent", agent, 1.0),
-            model("user", user, 5.0),
-            model("judge-1", judge, 5.0),
-            model("judge-2", judge, 5.0),
-            model("judge-3", judge, 5.0),
+            common::mock::model("agent", agent, 1.0, 3),
+            common::mock::model("user", user, 5.0, 3),
+            common::mock::model("judge-1", judge, 5.0, 3),
+            common::mock::model("judge-2", judge, 5.0, 3),
+            common::mock::model("judge-3", judge, 5.0, 3),
         ],
         service_models: vec!["agent".into()],
         user_model: "user".into(),

@@ -4,18 +4,18 @@
 //! numbers of the harness before `judge_turns` existed, and the model calls of one dialogue are
 //! counted through real HTTP.
 
-use sage::actors::runner::run_embedded;
-use sage::llm::{ModelConfig, Provider, RetryConfig};
-use sage::plan::{self, RunConfig};
+mod common;
+
+use common::mock::{AGENT_ANSWER, JUDGE_ANSWER, completion};
+use sage::plan::RunConfig;
 use sage::protocol::{DialogueRecord, JudgeTurns, ServiceOutcome};
 use sage::store::RunDir;
 use serde_json::{Value as Json, json};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 /// The simulated run the `every` golden was made with (two agents, the bundled scenarios).
 const CONFIG: &str = "models:
@@ -65,7 +65,7 @@ fn cli_run(dir: &Path, extra: &str) -> std::path::PathBuf {
 
 /// summary.json without what was added since [`EVERY_GOLDEN`] was taken (`judge_turns`'s
 /// `judged_turns` and `unjudged_turns`; the calls' `scored_turns` and `per_scored_turn`; the
-/// models' `noise_floor`), hashed.
+/// models' `noise_floor`; the run's `customer_fidelity` and `scenario_sha256`), hashed.
 fn canonical(summary: &Path) -> String {
     fn strip(v: &mut Json) {
         match v {
@@ -75,6 +75,8 @@ fn canonical(summary: &Path) -> String {
                 map.remove("scored_turns");
                 map.remove("per_scored_turn");
                 map.remove("noise_floor");
+                map.remove("customer_fidelity");
+                map.remove("scenario_sha256");
                 map.values_mut().for_each(strip);
             }
             Json::Array(items) => items.iter_mut().for_each(strip),
@@ -291,32 +293,6 @@ fn panels_of_one_and_five_judges_run_and_are_reported_pair_by_pair() {
     }
 }
 
-fn completion(content: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "x", "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-    }))
-}
-
-const AGENT_ANSWER: &str = r#"{"classification_output": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "cot": "change, no contract", "now_path": ["step1", "step2", "step4"], "finals": {"Action": "ChangeOrder"}, "chat": "I will change your package right away."}"#;
-
-const JUDGE_ANSWER: &str = r#"{"classification": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 9, "user_satisfaction": 9, "instruction_compliance": 9}, "classification_reasoning": "r", "chat_quality_reasoning": "r"}"#;
-
-fn model(name: &str, server: &MockServer) -> ModelConfig {
-    ModelConfig {
-        base_url: Some(format!("{}/v1", server.uri())),
-        model: Some("mock-model".into()),
-        timeout_secs: 5.0,
-        retries: RetryConfig {
-            max_attempts: 1,
-            base_delay_ms: 10,
-            max_delay_ms: 10,
-        },
-        ..ModelConfig::new(name, Provider::Openai)
-    }
-}
-
 /// Requests each server received (agent, customer, judges) for one 8-turn dialogue of the
 /// telecom scenario (the customer ends it at its ninth call), and the record.
 fn count_calls(judges: usize, judge_turns: JudgeTurns) -> ([usize; 3], DialogueRecord) {
@@ -345,8 +321,11 @@ fn count_calls(judges: usize, judge_turns: JudgeTurns) -> ([usize; 3], DialogueR
         (a, u, j)
     });
     let names: Vec<String> = (1..=judges).map(|i| format!("judge-{i}")).collect();
-    let mut models = vec![model("agent", &agent), model("user", &user)];
-    models.extend(names.iter().map(|n| model(n, &judge)));
+    let mut models = vec![
+        common::mock::model("agent", &agent, 5.0, 1),
+        common::mock::model("user", &user, 5.0, 1),
+    ];
+    models.extend(names.iter().map(|n| common::mock::model(n, &judge, 5.0, 1)));
     let config = RunConfig {
         models,
         service_models: vec!["agent".into()],
@@ -359,22 +338,7 @@ fn count_calls(judges: usize, judge_turns: JudgeTurns) -> ([usize; 3], DialogueR
         concurrency: 1,
         ..RunConfig::default()
     };
-    config.check("<test>").unwrap();
-    let sop = Arc::new(
-        sage::sop::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/telecom_package.yaml"),
-        )
-        .unwrap(),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let run = RunDir::create(dir.path(), "calls").unwrap();
-    let sops = vec![sop];
-    let jobs = plan::jobs(&config, "calls", &sops);
-    assert_eq!(jobs.len(), 1);
-    actix::System::new()
-        .block_on(run_embedded(&config, &sops, &jobs, &run, None))
-        .unwrap();
-    let record = run.read_dialogues().unwrap().remove(0);
+    let record = common::mock::play_one_telecom_dialogue(&config);
     let counts = rt.block_on(async {
         let mut n = [0; 3];
         for (i, s) in [&agent, &user, &judge].into_iter().enumerate() {

@@ -5,13 +5,12 @@
 
 mod common;
 
+use common::mock::{JUDGE_ANSWER, completion};
 use common::{sage, sage_ok};
 use serde_json::{Value, json};
 use std::path::Path;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const JUDGE_ANSWER: &str = r#"{"classification": {"ConsumptionType": "Change", "ApplicationTendency": "Agree", "ConsumptionProfile": "Data", "EmotionTag": "Calm"}, "chat_quality_dimensions": {"linguistic_quality": 9, "anthropomorphism_emotion": 6, "content_utility": 9, "user_satisfaction": 9, "instruction_compliance": 9}, "classification_reasoning": "r", "chat_quality_reasoning": "r"}"#;
+use wiremock::{Mock, MockServer};
 
 fn records(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join("dialogues.jsonl"))
@@ -101,11 +100,7 @@ seed: 5
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "id": "x", "object": "chat.completion", "model": "mock-model",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": JUDGE_ANSWER}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-            })))
+            .respond_with(completion(JUDGE_ANSWER))
             .mount(&server)
             .await;
         server

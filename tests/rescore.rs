@@ -128,4 +128,55 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     );
     sage_ok(&["report", &a, "--compare", &b, "--allow-scenario-change"]);
     sage_ok(&["report", &same.display().to_string(), "--compare", &b]);
+
+    // summary.json names the scenario texts it was scored against: the corrected one's hash.
+    let hashes = |d: &Path| -> Value {
+        serde_json::from_str::<Value>(&summary(d)).expect("json")["scenario_sha256"].clone()
+    };
+    assert_eq!(hashes(&base), manifest_hashes(&base));
+    assert_eq!(hashes(&corrected), manifest_hashes(&corrected));
+    assert_ne!(
+        hashes(&corrected)["telecom_package"],
+        hashes(&base)["telecom_package"]
+    );
+
+    // A correction that merges two routes (a discontent customer's contract change is made,
+    // not transferred) plans other cases from the scenario; the rescored folder still reports
+    // every stored dialogue, with no warning.
+    let merged = text.replace(
+        "Discontent: {action: TransHuman}",
+        "Discontent: {action: ChangeOrder}",
+    );
+    let file = dir.path().join("telecom_merged.yaml");
+    std::fs::write(&file, merged).expect("write");
+    let fewer = dir.path().join("fewer");
+    sage_ok(&[
+        "rescore",
+        &b,
+        "--scenario",
+        &file.display().to_string(),
+        "--out",
+        &fewer.display().to_string(),
+    ]);
+    let report = common::sage(&["report", &fewer.display().to_string()]);
+    assert!(report.status.success());
+    assert_eq!(String::from_utf8_lossy(&report.stderr), "");
+    let dialogues =
+        |d: &Path| serde_json::from_str::<Value>(&summary(d)).expect("json")["dialogues"].clone();
+    assert_eq!(dialogues(&fewer), dialogues(&base));
+}
+
+/// The scenario hashes a folder's manifest names, as an object.
+fn manifest_hashes(dir: &Path) -> Value {
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    manifest["scenarios"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .map(|p| (p[0].as_str().expect("id").to_string(), p[1].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }

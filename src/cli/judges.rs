@@ -78,7 +78,7 @@ fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyho
             calibration.unmatched.first().map_or("none", String::as_str)
         );
     }
-    run.write_json("calibration.json", &calibration)?;
+    run.write_json(sage_ports::store::CALIBRATION_JSON, &calibration)?;
     let kept = dir.join("labels.jsonl");
     let same = std::fs::canonicalize(file).ok() == std::fs::canonicalize(&kept).ok();
     if !same {

@@ -2,7 +2,7 @@
 //! `sage_core::scoring::rescore`).
 
 use anyhow::{Context, bail};
-use sage_core::scoring::rescore::{ChangedDialogue, RescoreFile};
+use sage_core::scoring::rescore::{ChangedDialogue, RESCORE_JSON, RescoreFile};
 use sage_core::sop::Sop;
 use sage_ports::store::{Manifest, RunDir};
 use std::collections::BTreeMap;
@@ -117,7 +117,7 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
         dialogues,
         changed,
     };
-    to.write_json("rescore.json", &file)?;
+    to.write_json(RESCORE_JSON, &file)?;
     let to = to.release();
     let reported = super::run::report(&to)?;
     for (id, old, new) in &file.scenarios_changed {

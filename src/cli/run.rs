@@ -134,18 +134,36 @@ pub enum Suite {
     SupportDesk,
 }
 
-/// The scenarios of a stored run as they were (a warning for each one left out when
-/// `graphs`: its graph is not drawn), and what `sage report` checks its records against.
-fn stored(manifest: &Manifest, graphs: bool) -> (Vec<Arc<Sop>>, sage_ports::store::RunJobs) {
-    let (sops, left_out) = inputs::stored_scenarios(manifest);
+/// The scenarios of the run stored in `run` as they were (a warning for each one left out when
+/// `graphs`: its graph is not drawn), and what `sage report` checks its records against: the
+/// run's jobs planned again, or for a rescored folder (rescore.json) its run id only (its
+/// records are the stored run's dialogues, while a corrected scenario with other routes plans
+/// other cases).
+fn stored(
+    run: &RunDir,
+    graphs: bool,
+) -> anyhow::Result<(Vec<Arc<Sop>>, sage_ports::store::RunJobs)> {
+    let manifest = run.read_manifest()?;
+    let (sops, left_out) = inputs::stored_scenarios(&manifest);
     if graphs {
         for why in left_out {
             eprintln!("warning: {why}");
         }
     }
-    let planned = inputs::stored_jobs(manifest, &sops);
+    if run
+        .path()
+        .join(sage_core::scoring::rescore::RESCORE_JSON)
+        .exists()
+    {
+        let jobs = sage_ports::store::RunJobs {
+            run_id: manifest.run_id.clone(),
+            planned: None,
+        };
+        return Ok((sops, jobs));
+    }
+    let planned = inputs::stored_jobs(&manifest, &sops);
     let jobs = super::run_jobs_or_warn(&manifest.run_id, planned);
-    (sops, jobs)
+    Ok((sops, jobs))
 }
 
 /// `sage report DIR --html [--out FILE]`: the summary files and the HTML report, one pass
@@ -154,13 +172,13 @@ pub fn report_html(
     run: &RunDir,
     out: Option<&Path>,
 ) -> anyhow::Result<sage_ports::store::Reported> {
-    let (sops, jobs) = stored(&run.read_manifest()?, true);
+    let (sops, jobs) = stored(run, true)?;
     Ok(sage_ports::store::report_html(run, sops, jobs, out)?)
 }
 
 /// `sage report DIR` of a SAGE run: the summary files.
 pub fn report(run: &RunDir) -> anyhow::Result<sage_ports::store::Reported> {
-    let (_, jobs) = stored(&run.read_manifest()?, false);
+    let (_, jobs) = stored(run, false)?;
     Ok(sage_ports::store::report(run, jobs)?)
 }
 

@@ -198,6 +198,7 @@ pub fn peak_rss_mib() -> f64 {
 }
 pub mod browser;
 pub mod cluster;
+pub mod mock;
 pub mod provider;
 
 /// What one run of the `sage` binary cost.

@@ -36,6 +36,7 @@ fn infra_turn(
         scores: None,
         infra_error: Some(error),
         calls,
+        customer_retry: None,
     }
 }
 
@@ -172,6 +173,8 @@ pub async fn run_dialogue(
             }
         };
         let mut calls = user.calls;
+        // The customer's first line when `customer_guard` asked again (kept in the turn).
+        let customer_retry = user.retry;
         if let Some(error) = user.infra_error {
             push(
                 &mut turns,
@@ -217,11 +220,9 @@ pub async fn run_dialogue(
                     speaker: Speaker::User,
                     text: user_message.clone(),
                 });
-                push(
-                    &mut turns,
-                    &metrics,
-                    infra_turn(turn, user_message, error, calls),
-                );
+                let mut failed = infra_turn(turn, user_message, error, calls);
+                failed.customer_retry = customer_retry;
+                push(&mut turns, &metrics, failed);
                 service_failures += 1;
                 if service_failures >= MAX_SERVICE_FAILURES {
                     end = DialogueEnd::InfraError;
@@ -243,6 +244,7 @@ pub async fn run_dialogue(
             scores: None,
             infra_error: None,
             calls,
+            customer_retry,
         };
         // A turn judged whatever follows is judged now (the last possible turn is the final
         // one); under `paper` any other turn might be the final one: it waits for the next

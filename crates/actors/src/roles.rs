@@ -13,10 +13,11 @@ use sage_core::prompts::{self, SystemPrompt};
 use sage_core::protocol::parse::{extract_chat, parse_agent_output, parse_judge_output};
 use sage_core::protocol::schema;
 use sage_core::protocol::{
-    CallRecord, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply, RuleRequest,
-    ServiceOutcome, ServiceReply, ServiceRequest, UserReply, UserRequest,
+    CallRecord, CustomerRetry, DialogueJob, JudgeReply, JudgeRequest, Judgment, Role, RuleReply,
+    RuleRequest, ServiceOutcome, ServiceReply, ServiceRequest, Speaker, UserReply, UserRequest,
 };
 use sage_core::scenario::Value;
+use sage_core::scoring::fidelity;
 use sage_core::sop::{Sop, Values};
 use sage_ports::llm::sim::SimContext;
 use sage_ports::llm::{ChatMessage, ChatRequest, ChatResponse, Endpoint, Structured};
@@ -34,6 +35,9 @@ pub struct Registry {
     pub content_attempts: u32,
     /// Keep every request's full messages in the records (large); otherwise only their hash.
     pub record_prompts: bool,
+    /// Ask the customer model once more when its line is off-script by the cheap check
+    /// ([`fidelity::off_script`]); the run's `customer_guard`.
+    pub customer_guard: bool,
     /// System prompts already rendered.
     pub prompts: PromptCache,
     /// The support desk served (a support-desk run), if any.
@@ -108,7 +112,7 @@ fn pairs(a: &sage_core::sop::Assignment) -> Vec<(&String, &Value)> {
 
 impl Registry {
     /// What a process serves of a SAGE run of `config`: the scenarios `sops` (by id) and the
-    /// model `endpoints`, with the run's content attempts and prompt recording.
+    /// model `endpoints`, with the run's content attempts, prompt recording and customer guard.
     pub fn sage(
         config: &RunConfig,
         sops: HashMap<String, Arc<Sop>>,
@@ -119,6 +123,7 @@ impl Registry {
             endpoints,
             content_attempts: config.content_attempts,
             record_prompts: config.record_prompts,
+            customer_guard: config.customer_guard,
             prompts: Default::default(),
             desk: None,
         }
@@ -189,7 +194,8 @@ fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> Sim
 
 /// Asks a model until `accept` takes its answer, at most `attempts` times. Returns the accepted
 /// value, or the last reason it failed, with every call made. `ask` holds the messages, the
-/// JSON flag and the structured-output schema; each attempt gets its number and `ctx`.
+/// JSON flag and the structured-output schema; each attempt gets its number (counted from
+/// `ctx.attempt`, 0 but for a customer asked again) and `ctx`.
 async fn ask_until<T>(
     reg: &Registry,
     endpoint: &Endpoint,
@@ -200,7 +206,8 @@ async fn ask_until<T>(
 ) -> (Result<T, String>, Vec<CallRecord>) {
     let mut calls = Vec::new();
     let mut last = String::from("no attempt made");
-    for attempt in 0..attempts.max(1) {
+    let first = ctx.attempt;
+    for attempt in first..first.saturating_add(attempts.max(1)) {
         ctx.attempt = attempt;
         let request = ChatRequest {
             attempt,
@@ -276,7 +283,13 @@ pub fn user_request(
 pub struct UserRole(pub Arc<Registry>);
 
 impl UserRole {
-    /// The next customer message, or the end of the dialogue.
+    /// The next customer message, or the end of the dialogue. With the registry's
+    /// `customer_guard`, a message the cheap check ([`fidelity::off_script`]) flags against the
+    /// customer's earlier lines is asked again once, with the next attempt number (a simulated
+    /// customer draws anew) and, for a real model, [`prompts::user::REASK_NOTE`] appended; the
+    /// second answer is played whatever it is (the end of the dialogue included), the first is
+    /// in the reply's `retry`, and both calls are in its `calls`. When the second ask gets no
+    /// usable answer, the first message stands. The end of the dialogue is never asked again.
     pub async fn handle(&self, req: UserRequest) -> UserReply {
         let reg = &self.0;
         let (sop, endpoint) = match reg.sop_and_endpoint(&req.job.scenario, &req.job.user_model) {
@@ -286,31 +299,72 @@ impl UserRole {
                     message: None,
                     calls: Vec::new(),
                     infra_error: Some(e),
+                    retry: None,
                 };
             }
         };
         let mut ctx = context(sop, &req.job, Role::User, req.turn);
         ctx.last_action = req.last_action.clone();
-        let (result, calls) = ask_until(
+        let ask = user_request(reg, sop, endpoint, &req);
+        let parse = |text: &str| prompts::parse_user_output(text).map_err(|e| e.to_string());
+        let (result, mut calls) = ask_until(
             reg,
             endpoint,
-            user_request(reg, sop, endpoint, &req),
-            ctx,
+            ask.clone(),
+            ctx.clone(),
             reg.content_attempts,
-            |text| prompts::parse_user_output(text).map_err(|e| e.to_string()),
+            parse,
         )
         .await;
-        match result {
-            Ok(message) => UserReply {
+        let message = match result {
+            Ok(message) => message,
+            Err(e) => {
+                return UserReply {
+                    message: None,
+                    calls,
+                    infra_error: Some(e),
+                    retry: None,
+                };
+            }
+        };
+        let flagged = match &message {
+            Some(line) if reg.customer_guard => {
+                let earlier = (req.history.iter())
+                    .filter(|l| l.speaker == Speaker::User)
+                    .map(|l| l.text.as_str());
+                fidelity::off_script(line, earlier)
+            }
+            _ => None,
+        };
+        let (Some(reason), Some(first)) = (flagged, message.clone()) else {
+            return UserReply {
                 message,
                 calls,
                 infra_error: None,
+                retry: None,
+            };
+        };
+        // Once more, with an attempt number none of the first ask's calls had.
+        ctx.attempt = u32::try_from(calls.len()).unwrap_or(u32::MAX);
+        let again = ChatRequest {
+            messages: if ask.messages.is_empty() {
+                Vec::new() // a simulated customer plays from the job
+            } else {
+                prompts::user::user_reask_messages(&ask.messages)
             },
-            Err(e) => UserReply {
-                message: None,
-                calls,
-                infra_error: Some(e),
-            },
+            ..ask
+        };
+        let (second, more) =
+            ask_until(reg, endpoint, again, ctx, reg.content_attempts, parse).await;
+        calls.extend(more);
+        UserReply {
+            message: second.unwrap_or_else(|_| Some(first.clone())),
+            calls,
+            infra_error: None,
+            retry: Some(CustomerRetry {
+                first,
+                reason: reason.describe().into(),
+            }),
         }
     }
 }
@@ -588,6 +642,7 @@ mod tests {
                 .collect(),
             content_attempts: 1,
             record_prompts: false,
+            customer_guard: false,
             prompts: Default::default(),
             desk: None,
         };
@@ -603,6 +658,90 @@ mod tests {
             reply.message.is_some() || reply.infra_error.is_some(),
             "{reply:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_guard_asks_a_repeating_customer_again_once_with_the_next_attempt() {
+        let text = sage_core::scenario::bundled::BUNDLED[5].1;
+        let sop = Arc::new(sage_core::sop::from_yaml(text, "telecom_package.yaml").expect("sop"));
+        let config = sage_core::plan::RunConfig::default();
+        let endpoints: HashMap<String, Arc<Endpoint>> = (config.models.iter())
+            .map(|m| {
+                let endpoint = Endpoint::new(m.clone(), None).expect("simulated");
+                (m.name.clone(), Arc::new(endpoint))
+            })
+            .collect();
+        let role = |customer_guard: bool| {
+            UserRole(Arc::new(Registry {
+                customer_guard,
+                ..Registry::sage(
+                    &config,
+                    [(sop.scenario().id.clone(), sop.clone())].into(),
+                    endpoints.clone(),
+                )
+            }))
+        };
+        // What the simulated customer says alone at a turn and attempt (it plays from the job,
+        // not from the history).
+        let customer = &endpoints[&config.user_model];
+        let says = |job: &Arc<DialogueJob>, turn: u32, attempt: u32| {
+            let mut ctx = context(&sop, job, Role::User, turn);
+            ctx.attempt = attempt;
+            let request = ChatRequest {
+                attempt,
+                sim: Some(Arc::new(ctx)),
+                ..ChatRequest::default()
+            };
+            async move {
+                let answer = customer.call(&request).await.result.expect("an answer");
+                prompts::parse_user_output(&answer.text).expect("usable")
+            }
+        };
+        // A job and turn where the next attempt draws another line than the first.
+        let mut found = None;
+        'search: for job in sage_core::plan::jobs(&config, "run", std::slice::from_ref(&sop)) {
+            let job = Arc::new(job);
+            for turn in 1..=4 {
+                if let (Some(first), Some(next)) =
+                    (says(&job, turn, 0).await, says(&job, turn, 1).await)
+                    && first != next
+                {
+                    found = Some((job, turn, first, next));
+                    break 'search;
+                }
+            }
+        }
+        let (job, turn, line, next) = found.expect("a customer line that varies by attempt");
+        let request = |history: Vec<sage_core::protocol::Line>| UserRequest {
+            job: job.clone(),
+            turn,
+            history: Arc::new(history),
+            last_action: None,
+        };
+        let first = role(true).handle(request(Vec::new())).await;
+        assert_eq!((first.calls.len(), &first.retry), (1, &None), "{first:?}");
+        assert_eq!(first.message.as_deref(), Some(line.as_str()));
+        // Said before by the customer (in other case): asked again once, with the next attempt
+        // number, and the second line is played.
+        let said = |speaker| {
+            vec![sage_core::protocol::Line {
+                speaker,
+                text: line.to_uppercase(),
+            }]
+        };
+        let again = role(true).handle(request(said(Speaker::User))).await;
+        assert_eq!(again.calls.len(), 2, "{again:?}");
+        assert_eq!(again.infra_error, None);
+        assert_eq!(again.message.as_deref(), Some(next.as_str()));
+        let retry = again.retry.expect("a retry");
+        assert_eq!(retry.first, line);
+        assert_eq!(retry.reason, "a line the customer already said");
+        // Said before by the agent, or the guard off: not asked again.
+        for (guard, speaker) in [(true, Speaker::Agent), (false, Speaker::User)] {
+            let reply = role(guard).handle(request(said(speaker))).await;
+            assert_eq!((reply.calls.len(), reply.retry), (1, None));
+            assert_eq!(reply.message.as_deref(), Some(line.as_str()));
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! * [`stats`]: exact means and Cohen's kappa.
 //! * [`desk`]: the support-desk suite's fold and its sections.
 //! * [`compare`]: two runs compared (`sage report A --compare B`).
+//! * [`label`]: the page where people label a sample of a run's turns (`labels.html`).
 //! * [`transcript`]: one dialogue's transcript for the terminal (`sage show`).
 
 pub mod charts;
@@ -23,6 +24,7 @@ pub mod compare;
 pub mod desk;
 pub mod explorer;
 pub mod graph;
+pub mod label;
 pub mod limits;
 pub mod page;
 pub mod sage;

@@ -431,6 +431,7 @@ mod tests {
                 }),
                 infra_error: None,
                 calls: vec![],
+                customer_retry: None,
             }],
             closing_calls: vec![],
             end: DialogueEnd::Resolved,

@@ -209,6 +209,7 @@ pub fn registry(
         endpoints: build_endpoints(&models, None, limiters)?,
         content_attempts: 1,
         record_prompts: false,
+        customer_guard: false,
         prompts: Default::default(),
         desk: Some(desk),
     })

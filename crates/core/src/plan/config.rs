@@ -75,6 +75,13 @@ pub struct RunConfig {
     /// (docs/run-config.md, "Cost budgets"). None when absent (left out of manifest.json).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// Ask the customer model once more when its line is off-script by the cheap check
+    /// ([`crate::scoring::fidelity::off_script`]: empty, a repeat of an earlier customer line
+    /// of the dialogue, or the agent's words); the second answer is played and the first is
+    /// kept in the turn's `customer_retry` (docs/run-config.md, "Customer guard"). Off by
+    /// default (left out of manifest.json when off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub customer_guard: bool,
 }
 
 /// A simulated model of this name.
@@ -138,6 +145,7 @@ impl Default for RunConfig {
             content_attempts: 3,
             record_prompts: false,
             max_cost_usd: None,
+            customer_guard: false,
         }
     }
 }

@@ -120,6 +120,20 @@ pub fn user_messages(system: Arc<str>, history: &[Line]) -> Vec<ChatMessage> {
     messages
 }
 
+/// The note `customer_guard` appends when it asks the simulator again because its line was
+/// off-script (empty, a repeat of an earlier line of its own, or the agent's words).
+pub const REASK_NOTE: &str = "[Stay in your role as the customer described above: do not \
+     repeat an earlier message and do not speak as the agent. Write your next message.]";
+
+/// The simulator's conversation `messages` (from [`user_messages`]) asked again by
+/// `customer_guard`: the same messages with [`REASK_NOTE`] appended to the last one (always
+/// the agent's side, a `user` message).
+pub fn user_reask_messages(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    let mut messages = messages.to_vec();
+    push_merged(&mut messages, ChatRole::User, REASK_NOTE);
+    messages
+}
+
 /// Reads the simulator's reply: `Ok(None)` when it ends the dialogue (`[END]` in any case, alone
 /// or closing the reply), `Ok(Some(message))` otherwise. Surrounding quotes and a leading
 /// `Customer:` or `User:` label are removed. Errors: empty text, a refusal or out-of-role answer at the start
@@ -269,3 +283,26 @@ problem is solved
 - Adopt the attitude your adversarial level describes, and insist on your position when necessary
 - Let the conversation continue naturally by asking, confirming and expressing emotions
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asked_again_the_same_messages_end_with_the_note() {
+        let history = [Line {
+            speaker: Speaker::User,
+            text: "My bill is wrong.".into(),
+        }];
+        let messages = user_messages(Arc::from("system"), &history);
+        let again = user_reask_messages(&messages);
+        assert_eq!(again.len(), messages.len());
+        assert_eq!(again[..again.len() - 1], messages[..messages.len() - 1]);
+        let (last, before) = (&again[again.len() - 1], &messages[messages.len() - 1]);
+        assert_eq!(last.role, ChatRole::User);
+        assert_eq!(
+            &*last.content,
+            format!("{}\n\n{REASK_NOTE}", before.content)
+        );
+    }
+}

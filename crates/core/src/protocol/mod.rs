@@ -274,6 +274,21 @@ pub struct UserReply {
     pub calls: Vec<CallRecord>,
     /// Set when the user side could not produce a message after retries.
     pub infra_error: Option<String>,
+    /// Set when `customer_guard` asked the customer model again because its first line was
+    /// off-script: that line and why (`message` is the second answer). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<CustomerRetry>,
+}
+
+/// A customer line that `customer_guard` (docs/run-config.md) found off-script by the cheap
+/// check ([`crate::scoring::fidelity::off_script`]) and asked again, once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomerRetry {
+    /// The customer model's first line, set aside.
+    pub first: String,
+    /// Why it was set aside: [`crate::scoring::fidelity::OffScript::describe`] (`an empty
+    /// line`, `a line the customer already said`, `the agent's words (roles swapped)`).
+    pub reason: String,
 }
 
 /// Request to the service role: the agent under test answers one user message.
@@ -411,6 +426,11 @@ pub struct TurnRecord {
     pub infra_error: Option<String>,
     /// Every model call of the turn (user, service, judges).
     pub calls: Vec<CallRecord>,
+    /// Set when `customer_guard` asked the customer again in this turn: the first line, set
+    /// aside, and why (`user_message` is the second answer; both calls are in `calls`).
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_retry: Option<CustomerRetry>,
 }
 
 /// How a dialogue ended.

@@ -189,6 +189,14 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         ("Turn depth (OA)", depth_table(&models)),
         ("Adversarial intensity", adversarial_table(&models)),
         ("Judge agreement", agreement_table(summary)),
+        (
+            "Customer fidelity (per customer model and adversarial level)",
+            fidelity_table(&summary.customer_fidelity.by_customer, "Level"),
+        ),
+        (
+            "Customer fidelity (per model under test)",
+            fidelity_table(&summary.customer_fidelity.by_agent, "Agent"),
+        ),
         ("Released-code variants", released_table(&models)),
         ("Dialogues", dialogues_table(&models)),
         (
@@ -281,6 +289,11 @@ fn legend(shown: &[Table], columns: &[ScenarioColumn], summary: &Summary) -> Leg
         ("Not judged (valid answers)", "valid answers on turns the judges were not asked about (judge_turns): in Format Error only".into()),
         ("OA per case (mean)", "a case is one customer served by one model; its score is the median over its repeats of each dialogue's mean over its scored turns; the column is the mean over cases. OA weighs every scored turn alike, this every case".into()),
         ("OA per case (median)", "the same per-case scores, their median over cases".into()),
+        ("Off-intent (%)", "% of the judged turns whose panel consensus differs from the case's true fields on some field: the customer model left the case's intent (or the judges misread it); a high figure makes the agents' Logic there the customer's doing as much as theirs".into()),
+        ("Ended early (%)", "% of the dialogues the customer ended before the agent took the target action".into()),
+        ("Repeated lines (%)", "% of the customer's lines that say the same words as an earlier one of the dialogue".into()),
+        ("Customer", "the customer (user-simulator) model".into()),
+        ("Re-asked turns", "customer turns `customer_guard` asked again (a line flagged off-script: empty, repeated or in the agent's words)".into()),
         ("pass^1", "the share of cases, %, whose k repeats drawn from the case's n all reach the target action (mean over cases of C(c,k)/C(n,k), c passes); pass^1 is the pass rate".into()),
     ]
     .into_iter()
@@ -554,6 +567,48 @@ fn agreement_table(summary: &Summary) -> Table {
             format!("{:.2}", a.unanimous_all_fields),
             opt(a.truth_all_fields),
         ]);
+    }
+    table
+}
+
+/// Customer-fidelity rows, the second column `by`: the adversarial level or the agent.
+fn fidelity_table(rows: &[crate::scoring::summary::CustomerFidelity], by: &str) -> Table {
+    let guarded = rows.iter().any(|f| f.retried > 0);
+    let mut headers = vec![
+        "Customer",
+        by,
+        "Dialogues",
+        "Judged turns",
+        "Off-intent (%)",
+        "Ended early (%)",
+        "Repeated lines (%)",
+    ];
+    if guarded {
+        headers.push("Re-asked turns");
+    }
+    let mut table = Table::with(&headers).labels(2);
+    for f in rows {
+        let group = match (&f.adversarial, &f.service_model) {
+            (Some(level), _) => level.to_string(),
+            (None, Some(agent)) => agent.clone(),
+            (None, None) => String::new(),
+        };
+        table.rows.push(vec![
+            f.customer_model.clone(),
+            group,
+            f.dialogues.to_string(),
+            f.judged_turns.to_string(),
+            opt(f.off_intent),
+            format!("{:.2}", f.ended_early),
+            opt(f.repeated),
+        ]);
+        if guarded {
+            table
+                .rows
+                .last_mut()
+                .expect("pushed")
+                .push(f.retried.to_string());
+        }
     }
     table
 }

@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod calibration;
 pub mod desk;
+pub mod fidelity;
 pub mod labels;
 pub mod leaderboard;
 pub mod rejudge;

@@ -174,6 +174,7 @@ mod tests {
             scores: None,
             infra_error: None,
             calls: Vec::new(),
+            customer_retry: None,
         }
     }
 

@@ -7,6 +7,10 @@ use crate::scoring::turn::score_record;
 use crate::sop::{Route, Sop, Values};
 use serde::{Deserialize, Serialize};
 
+/// What a rescore writes into the new folder (its [`RescoreFile`]); its presence tells
+/// `sage report` the folder's records are a stored run's, graded again.
+pub const RESCORE_JSON: &str = "rescore.json";
+
 /// A dialogue graded differently (rescore.json).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedDialogue {

@@ -138,6 +138,7 @@ fn record(n: u32, outcome: ServiceOutcome, judges: JudgeReply, parts: LogicParts
         scores: combine(parts, &chats),
         infra_error: None,
         calls: Vec::new(),
+        customer_retry: None,
     }
 }
 
@@ -175,6 +176,7 @@ fn infra(n: u32) -> TurnRecord {
         scores: None,
         infra_error: Some("timeout".into()),
         calls: Vec::new(),
+        customer_retry: None,
     }
 }
 

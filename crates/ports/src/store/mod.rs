@@ -8,8 +8,8 @@ pub mod inputs;
 mod report;
 
 pub use report::{
-    Duplicates, ForeignRecords, REPORT_HTML, Reported, RunJobs, SageFold, Unjudged, Unreached,
-    report, report_html, run_info, show_command, unmeasured_error,
+    CALIBRATION_JSON, Duplicates, ForeignRecords, REPORT_HTML, Reported, RunJobs, SageFold,
+    Unjudged, Unreached, report, report_html, run_info, show_command, unmeasured_error,
 };
 
 use sage_core::plan::RunConfig;

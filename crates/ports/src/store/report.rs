@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 /// The HTML report's file name in a results folder.
 pub const REPORT_HTML: &str = "report.html";
+/// What `sage judges calibrate` writes into a run's folder (the report shows it).
+pub const CALIBRATION_JSON: &str = "calibration.json";
 
 /// Dialogue ids a records file holds more than once (two processes wrote one folder): the
 /// first record of each id counts, the others are left out of the summary.
@@ -304,6 +306,8 @@ pub struct SageFold {
     reached: BTreeMap<String, Reach>,
     judged: JudgeReach,
     html: Option<Box<SageReport>>,
+    /// The labelling page written beside report.html (labels.html), with the HTML report.
+    labels: Option<Box<sage_report::label::LabelFold>>,
     /// What the dialogues cost against the run's budgets.
     budget: BudgetFold,
     /// Dialogues in the run's plan.
@@ -340,6 +344,7 @@ impl SageFold {
             reached: BTreeMap::new(),
             judged: JudgeReach::default(),
             html: None,
+            labels: None,
             budget: BudgetFold::new(config),
             jobs,
         }
@@ -348,6 +353,11 @@ impl SageFold {
     /// The same fold that also builds the HTML report of the run of `manifest` (`sops`: its
     /// compiled scenarios, for the graphs), written by [`SageFold::write`] as report.html.
     pub fn with_html(mut self, manifest: &Manifest, sops: Vec<Arc<Sop>>) -> SageFold {
+        self.labels = Some(Box::new(sage_report::label::LabelFold::new(
+            &manifest.run_id,
+            manifest.config.seed,
+            sops.clone(),
+        )));
         self.html = Some(Box::new(
             SageReport::new(run_info(manifest), sops).with_limits(super::explorer_limits()),
         ));
@@ -412,6 +422,9 @@ impl SageFold {
         if let Some(html) = &mut self.html {
             html.add(record, at);
         }
+        if let Some(labels) = &mut self.labels {
+            labels.add(record, at);
+        }
         true
     }
 
@@ -434,7 +447,7 @@ impl SageFold {
     }
 
     /// Writes summary.json and leaderboard.md of the records folded so far, and report.html
-    /// into the folder when the fold builds it.
+    /// (with labels.html beside it, `report::label`) into the folder when the fold builds it.
     pub fn write(&mut self, run: &RunDir) -> Result<Reported, StoreError> {
         self.write_to(run, None)
     }
@@ -442,7 +455,10 @@ impl SageFold {
     /// As [`SageFold::write`]; with `html`, the HTML report goes there and nothing is written
     /// into the folder (it may be read-only: `sage report DIR --html --out FILE`).
     pub fn write_to(&mut self, run: &RunDir, html: Option<&Path>) -> Result<Reported, StoreError> {
-        let summary = self.summary();
+        let mut summary = self.summary();
+        if let Ok(manifest) = run.read_manifest() {
+            summary.scenario_sha256 = manifest.scenarios.into_iter().collect();
+        }
         if html.is_none() {
             run.write_json("summary.json", &summary)?;
             run.write_text(
@@ -457,6 +473,8 @@ impl SageFold {
                 let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
                 let mut spool = spool_beside(&target)?;
                 let show = show_command(&report.info().run_id);
+                // The judges against people, when `sage judges calibrate` was run on it.
+                report.set_calibration(run.read_json(CALIBRATION_JSON).ok());
                 let mut none = NoRecords;
                 let written = run.write_report_html(html, |out| {
                     let records = match &mut records {
@@ -471,6 +489,19 @@ impl SageFold {
                     );
                     Ok::<(), StoreError>(())
                 })?;
+                // labels.html beside it, its sampled turns read back the same way.
+                if let Some(labels) = &self.labels {
+                    let page = written.with_file_name(sage_report::label::LABELS_HTML);
+                    let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
+                    super::write_file_with(&page, |out| {
+                        let records = match &mut records {
+                            Ok(r) => r as &mut dyn sage_report::explorer::Records<DialogueRecord>,
+                            Err(_) => &mut none,
+                        };
+                        labels.write_page(out, records).map_err(super::io(&page))?;
+                        Ok::<(), StoreError>(())
+                    })?;
+                }
                 Some(written)
             }
             None => None,

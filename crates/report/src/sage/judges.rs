@@ -91,6 +91,108 @@ impl SageReport {
                     }
                 }
             }
+            (self.people_html())
+            (fidelity_html(summary))
+        }
+    }
+
+    /// The judges against people (`sage judges calibrate`), or how to get there.
+    fn people_html(&self) -> Markup {
+        html! {
+            h3 { "Judges against people" }
+            @match &self.calibration {
+                None => p.note data-calibration="none" {
+                    "No labels yet. Label a sample of turns in " a href="labels.html" { "labels.html" }
+                    " (offline, blind to the judges), then run "
+                    code { "sage judges calibrate " (self.info.run_id) " --labels labels.jsonl" }
+                    " and build this report again (docs/judges.md)."
+                },
+                Some(c) => {
+                    p.note data-calibration=(c.turns) {
+                        (c.labels) " labels by " (c.labellers.join(", ")) " on " (c.turns)
+                        " judged turns. Krippendorff's alpha of people and judges together: "
+                        "classification " (kappa(c.alpha_classification)) " (nominal), chat "
+                        (kappa(c.alpha_chat)) " (ordinal). Trust a panel's Logic from 0.8, "
+                        "tentatively from 0.667."
+                    }
+                    table.data.calibration {
+                        tr {
+                            th { "Judge" } th.num { "Accuracy (fields)" } th.num { "κ vs people" }
+                            th.num { "Accuracy (chat)" } th.num { "Pairs" }
+                        }
+                        @for j in &c.judges {
+                            tr data-judge=(j.judge) {
+                                td { (j.judge) }
+                                td.num { (pct(j.classification_accuracy.map(|x| 100.0 * x))) }
+                                td.num { (kappa(j.kappa)) }
+                                td.num { (pct(j.chat_accuracy.map(|x| 100.0 * x))) }
+                                td.num { (j.pairs) }
+                            }
+                        }
+                    }
+                    table.data.corrected-logic {
+                        tr {
+                            th { "Model" } th.num { "Logic, judges" } th.num { "Logic, corrected by people" }
+                            th.num { "Labelled turns" }
+                        }
+                        @for l in &c.logic {
+                            tr data-model=(l.model) {
+                                td { (l.model) }
+                                td.num { (num(l.ppi.naive)) " ± " (num(l.ppi.naive_half_width)) }
+                                td.num { (num(l.ppi.estimate)) " ± " (num(l.ppi.half_width)) }
+                                td.num { (l.ppi.labelled) }
+                            }
+                        }
+                    }
+                    p.note {
+                        "Corrected: prediction-powered inference, each scenario's turns (those the "
+                        "judges split on apart) corrected by how far the judges were from the "
+                        "people there; 95% intervals."
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The customer's fidelity per customer model and adversarial level, and per model under test.
+fn fidelity_html(summary: &Summary) -> Markup {
+    let f = &summary.customer_fidelity;
+    html! {
+        @if !f.is_empty() {
+            h3 { "Customer fidelity" }
+            p.note {
+                "Whether the simulated customer expressed the case's intent and stayed in it: the "
+                "judged turns whose consensus differs from the case's true fields (off intent), the "
+                "dialogues the customer ended before the target action, and the customer's lines "
+                "that repeat an earlier one. A model's low Logic beside a high off-intent share is "
+                "the customer's doing as much as the model's."
+            }
+            @for (rows, by) in [(&f.by_customer, "Level"), (&f.by_agent, "Model under test")] {
+                @let guarded = rows.iter().any(|r| r.retried > 0);
+                table.data.fidelity data-by=(by) {
+                    tr {
+                        th { "Customer" } th { (by) } th.num { "Dialogues" } th.num { "Judged turns" }
+                        th.num { "Off intent" } th.num { "Ended early" } th.num { "Repeated lines" }
+                        @if guarded { th.num { "Re-asked turns" } }
+                    }
+                    @for r in rows {
+                        tr {
+                            td { (r.customer_model) }
+                            td {
+                                @if let Some(level) = r.adversarial { (level) }
+                                @else { (r.service_model.as_deref().unwrap_or("")) }
+                            }
+                            td.num { (r.dialogues) }
+                            td.num { (r.judged_turns) }
+                            td.num data-value=(value(r.off_intent)) { (pct(r.off_intent)) }
+                            td.num data-value=(raw(r.ended_early)) { (pct(Some(r.ended_early))) }
+                            td.num data-value=(value(r.repeated)) { (pct(r.repeated)) }
+                            @if guarded { td.num { (r.retried) } }
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -147,6 +147,8 @@ pub struct SageReport {
     limits: BTreeMap<String, crate::limits::LimitsMet>,
     infra_examples: Vec<InfraExample>,
     explorer: Explorer<SageExplorer>,
+    /// The judges against people, when the run was calibrated (calibration.json).
+    calibration: Option<sage_core::scoring::labels::Calibration>,
 }
 
 impl SageReport {
@@ -172,6 +174,7 @@ impl SageReport {
             limits: BTreeMap::new(),
             infra_examples: Vec::new(),
             explorer: Explorer::new(SageExplorer::default(), Limits::default()),
+            calibration: None,
         }
     }
 
@@ -179,6 +182,15 @@ impl SageReport {
     pub fn with_limits(mut self, limits: Limits) -> SageReport {
         self.explorer = Explorer::new(SageExplorer::default(), limits);
         self
+    }
+
+    /// Shows the judges against people (`sage judges calibrate`'s calibration.json), or how
+    /// to get there when `None`.
+    pub fn set_calibration(
+        &mut self,
+        calibration: Option<sage_core::scoring::labels::Calibration>,
+    ) {
+        self.calibration = calibration;
     }
 
     /// The explorer's fold.

@@ -46,6 +46,7 @@ impl SageReport {
                 }
             }
             (crate::limits::refused_line(self.limits.iter().map(|(m, l)| (m.as_str(), *l))))
+            p.labels-link { a href=(crate::label::LABELS_HTML) { "Label a sample of turns (labels.html)" } }
             details.run-details {
                 summary { "Scenarios, models, calls and infrastructure errors" }
                 h3 { "Scenarios" }

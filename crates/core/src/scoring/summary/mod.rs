@@ -23,7 +23,10 @@ use crate::protocol::{
     TurnScores,
 };
 use crate::scenario::Adversarial;
-use crate::scoring::stats::{Bootstrap, Cluster, Money, RatioFold, mean, median, poisson_weights};
+use crate::scoring::fidelity::DialogueFidelity;
+use crate::scoring::stats::{
+    Bootstrap, Cluster, Money, RatioFold, mean, median, poisson_weights, ratio,
+};
 use crate::scoring::turn::{answered_chat_scores, chat_dimensions, logic, overall};
 use crate::sop::Route;
 use indexmap::IndexMap;
@@ -771,6 +774,51 @@ pub struct SummaryFold {
     calls_by_model: BTreeMap<String, CallSums>,
     /// The distinct `judge_turns` of the dialogues folded.
     judged_turns: Vec<JudgeTurns>,
+    /// Customer fidelity per (customer model, adversarial level) and (customer, agent).
+    by_customer: BTreeMap<(String, Adversarial), FidelitySums>,
+    by_agent: BTreeMap<(String, String), FidelitySums>,
+}
+
+/// Customer-fidelity counts of a group of dialogues.
+#[derive(Debug, Clone, Copy, Default)]
+struct FidelitySums {
+    dialogues: usize,
+    ended_early: usize,
+    counts: DialogueFidelity,
+}
+
+impl FidelitySums {
+    fn add(&mut self, d: &DialogueFidelity) {
+        self.dialogues += 1;
+        self.ended_early += usize::from(d.ended_early);
+        self.counts.judged += d.judged;
+        self.counts.off_intent += d.off_intent;
+        self.counts.lines += d.lines;
+        self.counts.repeated += d.repeated;
+        self.counts.retried += d.retried;
+    }
+
+    fn figures(
+        &self,
+        customer_model: &str,
+        adversarial: Option<Adversarial>,
+        service_model: Option<&str>,
+    ) -> CustomerFidelity {
+        let percent = |part: usize, whole: usize| 100.0 * ratio(part, whole);
+        let c = &self.counts;
+        CustomerFidelity {
+            customer_model: customer_model.to_string(),
+            adversarial,
+            service_model: service_model.map(str::to_string),
+            dialogues: self.dialogues,
+            judged_turns: c.judged,
+            off_intent: (c.judged > 0).then(|| percent(c.off_intent, c.judged)),
+            ended_early: percent(self.ended_early, self.dialogues),
+            lines: c.lines,
+            repeated: (c.lines > 0).then(|| percent(c.repeated, c.lines)),
+            retried: c.retried,
+        }
+    }
 }
 
 impl SummaryFold {
@@ -786,6 +834,8 @@ impl SummaryFold {
             coverage: BTreeMap::new(),
             calls_by_model: BTreeMap::new(),
             judged_turns: Vec::new(),
+            by_customer: BTreeMap::new(),
+            by_agent: BTreeMap::new(),
         }
     }
 
@@ -813,6 +863,15 @@ impl SummaryFold {
         for c in d.calls() {
             slot(&mut self.calls_by_model, &c.model).add(c);
         }
+        let fidelity = DialogueFidelity::of(record);
+        self.by_customer
+            .entry((job.user_model.clone(), job.adversarial))
+            .or_default()
+            .add(&fidelity);
+        self.by_agent
+            .entry((job.user_model.clone(), job.service_model.clone()))
+            .or_default()
+            .add(&fidelity);
     }
 
     /// Dialogues folded so far.
@@ -847,6 +906,16 @@ impl SummaryFold {
             },
             // Known from the run's plan, not from its records: the store adds it.
             budget: None,
+            // Named by the run's manifest, not its records: the store adds them.
+            scenario_sha256: BTreeMap::new(),
+            customer_fidelity: CustomerFidelitySummary {
+                by_customer: (self.by_customer.iter())
+                    .map(|((user, level), sums)| sums.figures(user, Some(*level), None))
+                    .collect(),
+                by_agent: (self.by_agent.iter())
+                    .map(|((user, agent), sums)| sums.figures(user, None, Some(agent)))
+                    .collect(),
+            },
         }
     }
 }

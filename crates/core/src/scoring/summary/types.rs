@@ -41,6 +41,61 @@ pub struct Summary {
     /// [`crate::scoring::budget::BudgetSummary`]); absent when the run has no budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::scoring::budget::BudgetSummary>,
+    /// The simulated customer's fidelity: per customer model and adversarial level, and per
+    /// model under test (docs/judges.md, "Customer fidelity"); absent in summaries from before.
+    #[serde(default, skip_serializing_if = "CustomerFidelitySummary::is_empty")]
+    pub customer_fidelity: CustomerFidelitySummary,
+    /// The scenario texts the run was scored against: id to the SHA-256 of its YAML, as the
+    /// manifest names them (the store adds them; a rescore against a corrected scenario
+    /// changes its hash, and `sage report --compare` refuses to compare across it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scenario_sha256: BTreeMap<String, String>,
+}
+
+/// The customer's fidelity, by who played the customer and how hard, and by whom it talked to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CustomerFidelitySummary {
+    /// Per customer model and adversarial level (`service_model` absent).
+    pub by_customer: Vec<CustomerFidelity>,
+    /// Per customer model and model under test (`adversarial` absent): a model whose low score
+    /// comes with an off-intent customer shows it here.
+    pub by_agent: Vec<CustomerFidelity>,
+}
+
+impl CustomerFidelitySummary {
+    /// Whether there is nothing (no dialogue).
+    pub fn is_empty(&self) -> bool {
+        self.by_customer.is_empty() && self.by_agent.is_empty()
+    }
+}
+
+/// One group's customer-fidelity figures (see [`crate::scoring::fidelity`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomerFidelity {
+    /// The customer (user-simulator) model.
+    pub customer_model: String,
+    /// The adversarial level, in `by_customer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adversarial: Option<crate::scenario::Adversarial>,
+    /// The model under test, in `by_agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_model: Option<String>,
+    /// Dialogues.
+    pub dialogues: usize,
+    /// Turns with a panel consensus.
+    pub judged_turns: usize,
+    /// Percent of judged turns whose consensus differs from the case's truth on some field
+    /// (the customer left its intent, or the judges misread it); none without judged turns.
+    pub off_intent: Option<f64>,
+    /// Percent of dialogues the customer ended before the target action.
+    pub ended_early: f64,
+    /// Customer lines.
+    pub lines: usize,
+    /// Percent of customer lines repeating an earlier one of the dialogue.
+    pub repeated: Option<f64>,
+    /// Customer turns asked again by `customer_guard` (0 without it).
+    #[serde(default)]
+    pub retried: usize,
 }
 
 /// Everything about one service model.
