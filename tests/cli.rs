@@ -62,6 +62,57 @@ fn paths_lists_routes_with_assignments() {
 }
 
 #[test]
+fn scenario_diff_lists_the_routes_and_regions_two_scenarios_route_apart() {
+    let telecom = "scenarios/telecom_package.yaml";
+    let same = common::sage(&["scenario", "diff", telecom, telecom]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(
+        stdout(&same).ends_with("every assignment is routed alike\n"),
+        "{}",
+        stdout(&same)
+    );
+
+    // A discontent customer under contract with a penalty: changed, not transferred.
+    let dir = tempfile::tempdir().expect("dir");
+    let edited = dir.path().join("telecom_edited.yaml");
+    let text = std::fs::read_to_string(telecom).expect("scenario");
+    std::fs::write(
+        &edited,
+        text.replace(
+            "Discontent: {action: TransHuman}",
+            "Discontent: {action: ChangeOrder}",
+        ),
+    )
+    .expect("write");
+    let edited = edited.display().to_string();
+    let o = common::sage(&["scenario", "diff", telecom, &edited]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with(&format!("{telecom}: 12 routes; {edited}: 9 routes\n")),
+        "{text}"
+    );
+    // The three transfers are gone; each of their regions now ends in the contract change.
+    assert!(
+        text.contains(&format!("only in {telecom}:\n  step1 > step2 > step3")),
+        "{text}"
+    );
+    assert_eq!(text.matches("-> TransHuman\n").count(), 3 + 3, "{text}");
+    assert!(!text.contains(&format!("only in {edited}")), "{text}");
+    assert!(
+        text.contains("3 regions routed to another action:"),
+        "{text}"
+    );
+    assert!(text.contains("EmotionTag=Discontent"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&common::sage(&[
+        "scenario", "diff", telecom, &edited, "--json",
+    ])))
+    .expect("json");
+    assert_eq!(json["actions"].as_array().expect("actions").len(), 3);
+    assert_eq!(json["actions"][0]["b"]["action"], "ChangeOrder");
+}
+
+#[test]
 fn paths_json_has_the_documented_shape() {
     let o = common::sage(&[
         "scenario",

@@ -42,6 +42,18 @@ pub enum ScenarioCommand {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Compare two scenarios route by route: the routes one has and the other lacks, and each
+    /// region of assignments they route to another action (or along another path), with an
+    /// assignment to show. Exit code 0 when they route every assignment alike, 1 when not.
+    Diff {
+        /// The first scenario (e.g. the hand-written one).
+        a: PathBuf,
+        /// The second (e.g. a draft).
+        b: PathBuf,
+        /// Print the differences as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -57,6 +69,7 @@ pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
         ScenarioCommand::Validate { files } => Ok(validate(&files)),
         ScenarioCommand::Paths { file, json } => paths(&file, json),
         ScenarioCommand::Route { file, set, json } => route(&file, &set, json),
+        ScenarioCommand::Diff { a, b, json } => diff(&a, &b, json),
         ScenarioCommand::Graph { file, format } => {
             let sop = sop::load(&file)?;
             emit(&match format {
@@ -211,6 +224,78 @@ fn route(file: &Path, sets: &[String], json: bool) -> anyhow::Result<ExitCode> {
         emit(&text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let (sa, sb) = (sop::load(a)?, sop::load(b)?);
+    let d = sop::diff::diff(&sa, &sb);
+    let code = if d.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    };
+    if json {
+        emit(&(serde_json::to_string_pretty(&d)? + "\n"));
+        return Ok(code);
+    }
+    let (na, nb) = (a.display(), b.display());
+    if !d.keys.is_empty() {
+        let mut text = format!("{na} and {nb} declare different keys (routes not compared):\n");
+        for k in &d.keys {
+            text += &format!("  {k}\n");
+        }
+        emit(&text);
+        return Ok(code);
+    }
+    let route = |r: &sop::Route| {
+        let outputs: String = r.outputs.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        format!("{} -> {}{outputs}", r.path.join(" > "), r.action)
+    };
+    let values = |m: &sop::Assignment| {
+        m.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut text = format!(
+        "{na}: {} routes; {nb}: {} routes\n",
+        sa.routes().len(),
+        sb.routes().len()
+    );
+    if d.is_empty() {
+        text += "every assignment is routed alike\n";
+    }
+    for (title, routes) in [("only in", (&d.only_a, &na)), ("only in", (&d.only_b, &nb))] {
+        if !routes.0.is_empty() {
+            text += &format!("{title} {}:\n", routes.1);
+            for r in routes.0 {
+                text += &format!("  {}\n", route(r));
+            }
+        }
+    }
+    for (title, changes) in [
+        ("routed to another action", &d.actions),
+        ("routed to the same action along another path", &d.paths),
+    ] {
+        if !changes.is_empty() {
+            text += &format!("{} regions {title}:\n", changes.len());
+            for c in changes {
+                text += &format!(
+                    "  {}\n    {na}: {}\n    {nb}: {}\n",
+                    [values(&c.fields), values(&c.variables)]
+                        .iter()
+                        .filter(|v| !v.is_empty())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    route(&c.a),
+                    route(&c.b)
+                );
+            }
+        }
+    }
+    emit(&text);
+    Ok(code)
 }
 
 /// Writes to stdout; a closed pipe (`sage ... | head`) ends the output quietly, never a panic.

@@ -8,6 +8,7 @@
 //!
 //! [`Sop::route`] is the rule engine: deterministic, it reads only the values the route needs.
 
+pub mod diff;
 mod export;
 pub mod symbolic;
 
