@@ -271,6 +271,8 @@ pub struct Action {
     pub description: String,
     /// Indices of the outputs this action carries.
     pub outputs: Vec<usize>,
+    /// The policy sentences it comes from (`source`, as written; docs/scenario-format.md).
+    pub source: Vec<String>,
 }
 
 /// An extra final beside the action.
@@ -299,6 +301,8 @@ pub struct Stage {
     pub kind: StageKind,
     /// Its transitions, in file order.
     pub transitions: Vec<Transition>,
+    /// The policy sentences it comes from (`source`, as written).
+    pub source: Vec<String>,
 }
 
 /// How a stage decides.
@@ -330,6 +334,8 @@ pub struct Transition {
     /// The case as written, for messages, graphs and prompts (e.g. `Enquiry`, `!= 0`,
     /// `CoreDemand=Complaint, memberLevel=VIP`, `otherwise`).
     pub label: String,
+    /// The policy sentences the branch comes from (its target's `source`, as written).
+    pub source: Vec<String>,
 }
 
 /// The condition of a transition.

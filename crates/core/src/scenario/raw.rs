@@ -181,6 +181,9 @@ pub struct RawAction {
     pub description: String,
     #[serde(default)]
     pub outputs: Vec<String>,
+    /// The policy sentences it comes from.
+    #[serde(default)]
+    pub source: Vec<String>,
 }
 
 /// An action in either form: `Name: description` or `Name: {description, outputs}`.
@@ -191,6 +194,7 @@ impl<'de> Deserialize<'de> for ActionForm {
             |description| RawAction {
                 description,
                 outputs: Vec::new(),
+                source: Vec::new(),
             },
             "an action description, or a map with `description` and `outputs`",
         )
@@ -229,6 +233,9 @@ pub struct RawStage {
     pub branch_on: Option<String>,
     pub cases: Option<OrderedMap<TargetForm>>,
     pub rules: Option<Vec<RawRule>>,
+    /// The policy sentences it comes from.
+    #[serde(default)]
+    pub source: Vec<String>,
 }
 
 /// One rule: `{when, then}` or `{otherwise}`.
@@ -248,6 +255,9 @@ pub struct RawTarget {
     pub action: Option<String>,
     #[serde(default)]
     pub set: OrderedMap<Scalar>,
+    /// The policy sentences the branch comes from.
+    #[serde(default)]
+    pub source: Vec<String>,
 }
 
 /// Wrapper so that targets accept the plain-string form.
@@ -262,6 +272,7 @@ impl<'de> Deserialize<'de> for TargetForm {
                 stage: Some(stage),
                 action: None,
                 set: OrderedMap::default(),
+                source: Vec::new(),
             },
             "a stage id, or a map with `stage` or `action` (and optionally `set`)",
         )

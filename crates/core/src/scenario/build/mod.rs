@@ -471,6 +471,7 @@ impl Builder {
                     name: name.clone(),
                     description: form.0.description.clone(),
                     outputs: carried,
+                    source: form.0.source.clone(),
                 }
             })
             .collect()
@@ -589,5 +590,44 @@ mod tests {
             parse_predicate("< -9223372036854775808"),
             Some(IntSet::empty())
         );
+    }
+
+    #[test]
+    fn stages_branches_and_actions_keep_the_policy_sentences_they_cite() {
+        let telecom = include_str!("../../../../../scenarios/telecom_package.yaml");
+        let cited = telecom
+            .replace(
+                "      title: Contract penalty situation\n",
+                "      title: Contract penalty situation\n      source: [\"A contracted customer pays the penalty.\"]\n",
+            )
+            .replace(
+                "Discontent: {action: TransHuman}",
+                "Discontent: {action: TransHuman, source: [\"Angry customers go to a person.\"]}",
+            )
+            .replace(
+                "  TransHuman: ",
+                "  TransHuman:\n    source: [\"Angry customers go to a person.\"]\n    description: ",
+            );
+        assert_ne!(cited, telecom);
+        let sop = crate::sop::from_yaml(&cited, "cited.yaml").expect("a scenario");
+        let sc = sop.scenario();
+        let stage = &sc.stages[sc.stage_index("step5").expect("step5")];
+        assert_eq!(
+            stage.source,
+            vec!["A contracted customer pays the penalty."]
+        );
+        let step7 = &sc.stages[sc.stage_index("step7").expect("step7")];
+        let angry = vec!["Angry customers go to a person.".to_string()];
+        assert_eq!(step7.transitions[1].source, angry);
+        assert!(step7.transitions[0].source.is_empty());
+        let action = sc
+            .actions
+            .iter()
+            .find(|a| a.name == "TransHuman")
+            .expect("action");
+        assert_eq!(action.source, angry);
+        // The plain forms cite nothing; the routes are those of the uncited scenario.
+        let plain = crate::sop::from_yaml(telecom, "telecom.yaml").expect("a scenario");
+        assert!(crate::sop::diff::diff(&plain, &sop).is_empty());
     }
 }

@@ -8,6 +8,10 @@ use crate::scenario::domain::{
 use crate::scenario::raw::{self, CondValue, RawRule, RawTarget, TargetForm};
 use crate::scenario::{Guard, Key, KeyKind, Problem, Stage, StageKind, Target, Transition};
 
+/// A target resolved: where it leads, the outputs it sets (output index, value), and the policy
+/// sentences it cites.
+type Resolved = (Target, Vec<(usize, String)>, Vec<String>);
+
 impl Builder {
     pub(super) fn stage(&mut self, ctx: &Ctx, id: &str, rs: &raw::RawStage) -> Stage {
         let at = format!("sop.stages.{id}");
@@ -34,6 +38,7 @@ impl Builder {
             description: rs.description.clone(),
             kind: StageKind::Next,
             transitions: Vec::new(),
+            source: rs.source.clone(),
         };
         if kinds.len() != 1 {
             let found = if kinds.is_empty() {
@@ -50,6 +55,7 @@ impl Builder {
                     guard: Guard::Always,
                     target: t.0,
                     set: t.1,
+                    source: t.2,
                     label: "next".into(),
                 });
             }
@@ -79,8 +85,13 @@ impl Builder {
         ctx: &Ctx,
         at: &str,
         form: &TargetForm,
-    ) -> Option<(Target, Vec<(usize, String)>)> {
-        let RawTarget { stage, action, set } = &form.0;
+    ) -> Option<Resolved> {
+        let RawTarget {
+            stage,
+            action,
+            set,
+            source,
+        } = &form.0;
         let target = match (stage, action) {
             (Some(s), None) => match ctx.stage_ids.iter().position(|x| x == s) {
                 Some(i) => Some(Target::Stage(i)),
@@ -143,7 +154,7 @@ impl Builder {
             }
             sets.push((i, value.0.clone()));
         }
-        target.map(|t| (t, sets))
+        target.map(|t| (t, sets, source.clone()))
     }
 
     /// The domain of a condition value (one value or several) on a key.
@@ -235,11 +246,12 @@ impl Builder {
             let target = self.target(ctx, &case_at, form);
             if is_int && label.trim() == "else" {
                 has_else = true;
-                if let Some((t, set)) = target {
+                if let Some((t, set, source)) = target {
                     stage.transitions.push(Transition {
                         guard: Guard::Otherwise,
                         target: t,
                         set,
+                        source,
                         label: "else".into(),
                     });
                 }
@@ -271,11 +283,12 @@ impl Builder {
                 }
             }
             seen.push((label.clone(), d.clone()));
-            if let Some((t, set)) = target {
+            if let Some((t, set, source)) = target {
                 stage.transitions.push(Transition {
                     guard: Guard::When(vec![(key, d)]),
                     target: t,
                     set,
+                    source,
                     label: label.clone(),
                 });
             }
@@ -337,13 +350,14 @@ impl Builder {
                         });
                     }
                     has_otherwise = true;
-                    if let Some((t, set)) =
+                    if let Some((t, set, source)) =
                         self.target(ctx, &format!("{rule_at}.otherwise"), target)
                     {
                         stage.transitions.push(Transition {
                             guard: Guard::Otherwise,
                             target: t,
                             set,
+                            source,
                             label: "otherwise".into(),
                         });
                     }
@@ -394,11 +408,12 @@ impl Builder {
                         }
                     }
                     boxes.push((i, b));
-                    if let Some((t, set)) = target {
+                    if let Some((t, set, source)) = target {
                         stage.transitions.push(Transition {
                             guard: Guard::When(conds),
                             target: t,
                             set,
+                            source,
                             label: labels.join(", "),
                         });
                     }
