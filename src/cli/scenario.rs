@@ -42,6 +42,30 @@ pub enum ScenarioCommand {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Draft a scenario from a policy document with a model: the validator's messages go back
+    /// to the model until the draft validates or the rounds are spent; every part cites the
+    /// policy sentences it comes from. Writes OUT (when it validates) and OUT.draft.json (every
+    /// round), prints the route table, the uncovered sentences and the uncited parts
+    /// (docs/scenario-format.md, "Drafting from a policy"). Exit code 1 when no draft validated.
+    Draft {
+        /// The policy (plain text or Markdown).
+        policy: PathBuf,
+        /// The model that drafts (a name from --config's `models`).
+        #[arg(long)]
+        model: String,
+        /// The run configuration declaring the model.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Where to write the scenario YAML.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Most rounds (a first draft, then repairs).
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
+        rounds: u32,
+        /// The most the rounds may cost, in US dollars.
+        #[arg(long, value_name = "USD")]
+        max_cost_usd: Option<f64>,
+    },
     /// Compare two scenarios route by route: the routes one has and the other lacks, and each
     /// region of assignments they route to another action (or along another path), with an
     /// assignment to show. Exit code 0 when they route every assignment alike, 1 when not.
@@ -70,6 +94,14 @@ pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
         ScenarioCommand::Paths { file, json } => paths(&file, json),
         ScenarioCommand::Route { file, set, json } => route(&file, &set, json),
         ScenarioCommand::Diff { a, b, json } => diff(&a, &b, json),
+        ScenarioCommand::Draft {
+            policy,
+            model,
+            config,
+            out,
+            rounds,
+            max_cost_usd,
+        } => draft(&policy, &model, &config, &out, rounds, max_cost_usd),
         ScenarioCommand::Graph { file, format } => {
             let sop = sop::load(&file)?;
             emit(&match format {
@@ -135,6 +167,12 @@ fn paths(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
         emit(&(serde_json::to_string_pretty(sop.routes())? + "\n"));
         return Ok(ExitCode::SUCCESS);
     }
+    emit(&route_table(&sop));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every route of `sop` with an assignment that produces it, as `sage scenario paths` prints.
+fn route_table(sop: &sop::Sop) -> String {
     let sc = sop.scenario();
     let combos = sc
         .field_combinations()
@@ -166,7 +204,115 @@ fn paths(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
             text += &format!("      variables: {}\n", values(&rc.variables));
         }
     }
-    emit(&text);
+    text
+}
+
+fn draft(
+    policy: &Path,
+    model: &str,
+    config: &Path,
+    out: &Path,
+    rounds: u32,
+    max_cost_usd: Option<f64>,
+) -> anyhow::Result<ExitCode> {
+    use sage_core::prompts::draft;
+    let text = std::fs::read_to_string(policy)
+        .with_context(|| format!("{}: cannot read the policy", policy.display()))?;
+    if text.chars().count() > draft::MAX_POLICY_CHARS {
+        bail!(
+            "{}: longer than {} characters; expected one policy document",
+            policy.display(),
+            draft::MAX_POLICY_CHARS
+        );
+    }
+    let sentences = draft::sentences(&text);
+    if sentences.is_empty() {
+        bail!("{}: no sentence of three words or more", policy.display());
+    }
+    if let Some(usd) = max_cost_usd {
+        sage_core::plan::model::cost_budget("--max-cost-usd", usd).map_err(anyhow::Error::msg)?;
+    }
+    let file = config.display().to_string();
+    let models = sage_core::plan::RunConfig::models_from_yaml(
+        &std::fs::read_to_string(config).with_context(|| format!("--config {file}"))?,
+        &file,
+    )?;
+    let Some(declared) = models.iter().find(|m| m.name == model) else {
+        bail!(
+            "--model {model}: not declared in {file}; expected one of: {}",
+            models
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let endpoint = sage_ports::llm::Endpoint::new(declared.clone(), None)?;
+    let label = out.display().to_string();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let (log, last, valid) = runtime.block_on(sage_actors::draft::draft(
+        &endpoint,
+        &sentences,
+        rounds,
+        max_cost_usd,
+        &label,
+    ));
+    let log_file = out.with_extension("draft.json");
+    std::fs::write(&log_file, serde_json::to_string_pretty(&log)?)
+        .with_context(|| format!("writing {}", log_file.display()))?;
+    let mut report = format!(
+        "{} rounds with {model} (${:.4}); every round in {}\n",
+        log.rounds.len(),
+        log.cost_usd,
+        log_file.display()
+    );
+    let Some(valid) = valid else {
+        if let Some(yaml) = last {
+            let rejected = out.with_extension("rejected.yaml");
+            std::fs::write(&rejected, yaml)
+                .with_context(|| format!("writing {}", rejected.display()))?;
+            report += &format!("no draft validated; the last one: {}\n", rejected.display());
+        }
+        if let Some(round) = log.rounds.last() {
+            if let Some(e) = &round.call_error {
+                report += &format!("the model could not be reached: {e}\n");
+            }
+            for e in &round.errors {
+                report += &format!("  {e}\n");
+            }
+        }
+        emit(&report);
+        return Ok(ExitCode::FAILURE);
+    };
+    std::fs::write(out, &valid.yaml).with_context(|| format!("writing {label}"))?;
+    report += &format!("validated: {label}\n\n");
+    report += &route_table(&valid.sop);
+    let cited = draft::citations(&valid.sop, &sentences);
+    for (title, items) in [
+        (
+            "policy sentences nothing cites (not covered)",
+            &cited.uncovered,
+        ),
+        ("parts that cite nothing", &cited.uncited),
+        (
+            "citations that are no sentence of the policy",
+            &cited.unknown,
+        ),
+    ] {
+        if !items.is_empty() {
+            report += &format!("\n{} {title}:\n", items.len());
+            for i in items {
+                report += &format!("  {i}\n");
+            }
+        }
+    }
+    report += &format!(
+        "\nreview it: sage scenario graph {label} --format mermaid\nrun it: sage run --config RUN.yaml (scenarios: [{label}])\n"
+    );
+    emit(&report);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,6 +10,7 @@ pub mod aggregator;
 pub mod cluster;
 pub mod desk;
 pub mod dialogue;
+pub mod draft;
 pub mod fixture;
 pub mod lanes;
 pub mod rehearsal;

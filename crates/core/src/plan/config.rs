@@ -211,6 +211,23 @@ impl RunConfig {
         Ok(config)
     }
 
+    /// The models a configuration file declares, each checked, without checking the rest of the
+    /// run (`sage scenario draft` needs a model, not a run); `file` labels errors.
+    pub fn models_from_yaml(text: &str, file: &str) -> Result<Vec<ModelConfig>, ConfigError> {
+        refuse_empty(text, file, "a run configuration (docs/run-config.md)")?;
+        let config: RunConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError {
+            file: file.into(),
+            problem: e.to_string(),
+        })?;
+        for model in &config.models {
+            model.check().map_err(|problem| ConfigError {
+                file: file.into(),
+                problem,
+            })?;
+        }
+        Ok(config.models)
+    }
+
     /// Checks that the run, planned over `sops`, stays within [`MAX_JOBS`] (an upper bound
     /// computed without planning: every route supplemented to `min_per_route`).
     pub fn check_jobs(

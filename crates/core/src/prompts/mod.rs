@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod desk;
+pub mod draft;
 pub mod judge;
 pub mod user;
 

@@ -80,12 +80,7 @@ impl Builder {
         found
     }
 
-    fn target(
-        &mut self,
-        ctx: &Ctx,
-        at: &str,
-        form: &TargetForm,
-    ) -> Option<Resolved> {
+    fn target(&mut self, ctx: &Ctx, at: &str, form: &TargetForm) -> Option<Resolved> {
         let RawTarget {
             stage,
             action,

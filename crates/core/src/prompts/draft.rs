@@ -1,0 +1,235 @@
+//! Drafting a scenario from a policy document (`sage scenario draft`): the policy's sentences
+//! (what the draft cites), the drafting prompt and the repair prompt that hands the validator's
+//! messages back with the draft, the YAML taken out of an answer, and what a draft leaves
+//! uncited. Pure.
+
+use crate::protocol::chat::{ChatMessage, ChatRole};
+use crate::scoring::fidelity::normalize;
+use crate::sop::Sop;
+
+/// Most characters of a policy document read.
+pub const MAX_POLICY_CHARS: usize = 200_000;
+
+/// The scenario the prompt shows as an example of the format.
+const EXAMPLE: &str = include_str!("../../../../scenarios/telecom_package.yaml");
+
+/// The policy's sentences, in order: its text split after `.`, `!` or `?` followed by white
+/// space, and at blank lines and list items; headings (`#` lines) and pieces of fewer than three
+/// words are left out.
+pub fn sentences(policy: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for block in policy.split("\n\n") {
+        for line in block.lines() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            let line = line.trim_start_matches(['-', '*', ' ']);
+            let mut start = 0;
+            let chars: Vec<(usize, char)> = line.char_indices().collect();
+            for (i, (at, c)) in chars.iter().enumerate() {
+                let next_is_space = chars.get(i + 1).is_none_or(|(_, n)| n.is_whitespace());
+                if matches!(c, '.' | '!' | '?') && next_is_space {
+                    push_sentence(&mut out, &line[start..at + c.len_utf8()]);
+                    start = at + c.len_utf8();
+                }
+            }
+            push_sentence(&mut out, &line[start..]);
+        }
+    }
+    out
+}
+
+fn push_sentence(out: &mut Vec<String>, piece: &str) {
+    let piece = piece.trim();
+    if piece.split_whitespace().count() >= 3 {
+        out.push(piece.to_string());
+    }
+}
+
+/// The first drafting request: the format (with an example scenario) and the numbered policy.
+pub fn draft_messages(sentences: &[String]) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(ChatRole::System, system()),
+        ChatMessage::new(ChatRole::User, policy_block(sentences)),
+    ]
+}
+
+/// A repair request: the policy, the last draft and the validator's messages on it.
+pub fn repair_messages(sentences: &[String], draft: &str, errors: &[String]) -> Vec<ChatMessage> {
+    let mut user = policy_block(sentences);
+    user.push_str("\n\nYour last draft:\n```yaml\n");
+    user.push_str(draft);
+    user.push_str("\n```\n\nThe scenario validator rejected it:\n");
+    for e in errors {
+        user.push_str("- ");
+        user.push_str(e);
+        user.push('\n');
+    }
+    user.push_str(
+        "\nFix every problem above and answer with the whole corrected scenario YAML only.",
+    );
+    vec![
+        ChatMessage::new(ChatRole::System, system()),
+        ChatMessage::new(ChatRole::User, user),
+    ]
+}
+
+/// The system prompt of every drafting round.
+pub fn system() -> String {
+    format!(
+        "You turn a customer-service policy into a SAGE-RS scenario: YAML with `id`, `name`, \
+         `domain`, `description`, `fields` (what the agent classifies from the conversation, \
+         each with `description` and `options`), `variables` (facts from the company's systems), \
+         `actions` (what the agent finally does), `sop` (a start stage and stages that branch on \
+         a field or variable with `branch_on` and `cases`, or go on with `next`, until an \
+         action) and `user` (customer intents with `implies`, and personas). Every case of a \
+         branch must be covered exactly once, every stage reachable, no loops. Cite the policy: \
+         give each stage, each case target written as a map and each action written as a map a \
+         `source` list holding the policy sentences it comes from, copied exactly. Answer with \
+         the YAML only. An example of the format:\n\n```yaml\n{EXAMPLE}```\n"
+    )
+}
+
+fn policy_block(sentences: &[String]) -> String {
+    let mut text = String::from("The policy, one sentence per line:\n");
+    for (i, s) in sentences.iter().enumerate() {
+        text.push_str(&format!("{}. {s}\n", i + 1));
+    }
+    text
+}
+
+/// The YAML of an answer: the first fenced block when there is one, else the whole text.
+pub fn yaml_of(answer: &str) -> &str {
+    let Some(open) = answer.find("```") else {
+        return answer.trim();
+    };
+    let body = &answer[open + 3..];
+    let body = body.split_once('\n').map_or("", |(_, rest)| rest);
+    body.split("```").next().unwrap_or(body).trim()
+}
+
+/// One drafting round: the request's policy part, the model's answer, and what the validator
+/// said of it (empty: it validated).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Round {
+    /// The user message sent (the system prompt is the log's).
+    pub request: String,
+    /// The model's answer (empty when the call failed).
+    pub answer: String,
+    /// The validator's messages on the answer's YAML, one per problem.
+    pub errors: Vec<String>,
+    /// Why the model could not be reached, when it could not (after retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_error: Option<String>,
+    /// What the call cost, in US dollars.
+    pub cost_usd: f64,
+}
+
+/// How a draft came to be: OUT.draft.json.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DraftLog {
+    /// The model that drafted.
+    pub model: String,
+    /// The system prompt of every round.
+    pub system: String,
+    /// Every round, in order.
+    pub rounds: Vec<Round>,
+    /// Whether the last round's draft validated.
+    pub validated: bool,
+    /// What every round cost, in US dollars.
+    pub cost_usd: f64,
+}
+
+/// What a draft cites and leaves out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Citations {
+    /// Policy sentences no stage, branch or action cites.
+    pub uncovered: Vec<String>,
+    /// Parts of the graph that cite nothing (`stage step3`, `action GoodBye`,
+    /// `step7: Discontent`).
+    pub uncited: Vec<String>,
+    /// Cited text that is no sentence of the policy (a citation the model made up or changed).
+    pub unknown: Vec<String>,
+}
+
+/// The citations of `sop` against the policy's `sentences` (compared by their words).
+pub fn citations(sop: &Sop, sentences: &[String]) -> Citations {
+    let sc = sop.scenario();
+    let mut cited: Vec<&String> = Vec::new();
+    let mut out = Citations::default();
+    for stage in &sc.stages {
+        if stage.source.is_empty() {
+            out.uncited.push(format!("stage {}", stage.id));
+        }
+        cited.extend(&stage.source);
+        for t in &stage.transitions {
+            cited.extend(&t.source);
+            let branches = stage.transitions.len() > 1;
+            if branches && t.source.is_empty() && stage.source.is_empty() {
+                out.uncited.push(format!("{}: {}", stage.id, t.label));
+            }
+        }
+    }
+    for action in &sc.actions {
+        if action.source.is_empty() {
+            out.uncited.push(format!("action {}", action.name));
+        }
+        cited.extend(&action.source);
+    }
+    let policy: Vec<String> = sentences.iter().map(|s| normalize(s)).collect();
+    let cited_words: Vec<String> = cited.iter().map(|c| normalize(c)).collect();
+    out.uncovered = sentences
+        .iter()
+        .zip(&policy)
+        .filter(|(_, p)| !cited_words.contains(p))
+        .map(|(s, _)| s.clone())
+        .collect();
+    let mut unknown: Vec<String> = cited
+        .iter()
+        .zip(&cited_words)
+        .filter(|(_, w)| !policy.contains(w))
+        .map(|(c, _)| c.to_string())
+        .collect();
+    unknown.dedup();
+    out.unknown = unknown;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_splits_into_sentences_without_headings_or_fragments() {
+        let policy = "# Refunds\n\nA customer may cancel within 14 days. After that, a fee applies!\n\n- Angry customers go to a person.\n- Ok.\nIs the order late? Then apologise first.";
+        assert_eq!(
+            sentences(policy),
+            vec![
+                "A customer may cancel within 14 days.",
+                "After that, a fee applies!",
+                "Angry customers go to a person.",
+                "Is the order late?",
+                "Then apologise first.",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_yaml_of_an_answer_is_its_fenced_block() {
+        assert_eq!(yaml_of("Here:\n```yaml\nid: x\n```\nDone."), "id: x");
+        assert_eq!(yaml_of("id: x\n"), "id: x");
+    }
+
+    #[test]
+    fn a_repair_hands_back_the_draft_and_every_message() {
+        let m = repair_messages(
+            &["One two three.".into()],
+            "id: x",
+            &["e1".into(), "e2".into()],
+        );
+        let user = &m[1].content;
+        assert!(user.contains("1. One two three.") && user.contains("id: x"));
+        assert!(user.contains("- e1\n- e2\n"), "{user}");
+    }
+}
