@@ -91,11 +91,7 @@ seed: 5
     let turns = judged(&stored);
     assert!(turns >= stored.len(), "{turns} judged turns");
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = common::mock::runtime();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         Mock::given(method("POST"))

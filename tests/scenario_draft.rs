@@ -27,11 +27,7 @@ fn bad() -> String {
 /// A mock model answering the good draft when [`MESSAGE`] is in the request (when
 /// `repairs`), the bad one otherwise; and a configuration declaring it.
 fn drafter(dir: &Path, repairs: bool) -> (tokio::runtime::Runtime, MockServer, PathBuf) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = common::mock::runtime();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));

@@ -59,3 +59,12 @@ pub fn play_one_telecom_dialogue(config: &sage::plan::RunConfig) -> sage::protoc
         .unwrap();
     run.read_dialogues().unwrap().remove(0)
 }
+
+/// A runtime of its own for mock servers, kept alive beside them while the test runs `sage`.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
