@@ -158,3 +158,27 @@ fn a_draft_that_never_validates_stops_at_the_round_limit_with_the_last_messages(
     assert!(text.contains("no draft validated"), "{text}");
     assert!(text.contains(MESSAGE), "{text}");
 }
+
+#[test]
+fn a_policy_too_large_is_refused_before_it_is_read_whole() {
+    let dir = tempfile::tempdir().expect("dir");
+    let policy = dir.path().join("huge.md");
+    std::fs::write(&policy, "Refund every order. ".repeat(30_000)).expect("policy");
+    let o = sage(&[
+        "scenario",
+        "draft",
+        &policy.display().to_string(),
+        "--model",
+        "drafter",
+        "--config",
+        "no-such.yaml",
+        "--out",
+        &dir.path().join("x.yaml").display().to_string(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("huge.md: larger than 400000 bytes"),
+        "{stderr}"
+    );
+}

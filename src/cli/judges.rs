@@ -6,7 +6,6 @@ use clap::Subcommand;
 use sage_core::scoring::labels::{Calibration, CalibrationFold, parse_labels};
 use sage_ports::store::RunDir;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::PathBuf;
 
 /// Largest labels file read.
@@ -48,15 +47,7 @@ fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyho
         );
     }
     let name = file.display().to_string();
-    let mut text = String::new();
-    std::fs::File::open(file)
-        .with_context(|| format!("--labels {name}: cannot open it"))?
-        .take(MAX_LABELS_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("--labels {name}: cannot read it as UTF-8 text"))?;
-    if text.len() as u64 > MAX_LABELS_BYTES {
-        bail!("--labels {name}: larger than {MAX_LABELS_BYTES} bytes; expected a labels file");
-    }
+    let text = super::read_text(file, MAX_LABELS_BYTES, "--labels")?;
     let labels = parse_labels(&text, &name)?;
     let manifest = run.read_manifest()?;
     let sops: HashMap<_, _> = sage_ports::store::inputs::load_scenarios(&manifest.config)

@@ -108,6 +108,24 @@ fn score(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The text of a file given on the command line (`what`: the flag or argument, for messages),
+/// at most `max_bytes` read: a larger file is refused before it is read whole.
+pub fn read_text(path: &std::path::Path, max_bytes: u64, what: &str) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use std::io::Read;
+    let name = path.display();
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .with_context(|| format!("{what} {name}: cannot open it"))?
+        .take(max_bytes + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("{what} {name}: cannot read it as UTF-8 text"))?;
+    if text.len() as u64 > max_bytes {
+        anyhow::bail!("{what} {name}: larger than {max_bytes} bytes; expected at most that");
+    }
+    Ok(text)
+}
+
 /// Runs `f` to its end in an actix `System` on a multi-threaded tokio runtime (actors need a
 /// System; NATS and HTTP tasks need the runtime).
 fn system<F: std::future::Future>(f: F) -> F::Output {

@@ -216,15 +216,7 @@ fn draft(
     max_cost_usd: Option<f64>,
 ) -> anyhow::Result<ExitCode> {
     use sage_core::prompts::draft;
-    let text = std::fs::read_to_string(policy)
-        .with_context(|| format!("{}: cannot read the policy", policy.display()))?;
-    if text.chars().count() > draft::MAX_POLICY_CHARS {
-        bail!(
-            "{}: longer than {} characters; expected one policy document",
-            policy.display(),
-            draft::MAX_POLICY_CHARS
-        );
-    }
+    let text = super::read_text(policy, draft::MAX_POLICY_BYTES, "the policy")?;
     let sentences = draft::sentences(&text);
     if sentences.is_empty() {
         bail!("{}: no sentence of three words or more", policy.display());

@@ -7,8 +7,8 @@ use crate::protocol::chat::{ChatMessage, ChatRole};
 use crate::scoring::fidelity::normalize;
 use crate::sop::Sop;
 
-/// Most characters of a policy document read.
-pub const MAX_POLICY_CHARS: usize = 200_000;
+/// Most bytes of a policy document read.
+pub const MAX_POLICY_BYTES: u64 = 400_000;
 
 /// The scenario the prompt shows as an example of the format.
 const EXAMPLE: &str = include_str!("../../../../scenarios/telecom_package.yaml");
