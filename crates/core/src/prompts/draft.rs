@@ -13,29 +13,44 @@ pub const MAX_POLICY_BYTES: u64 = 400_000;
 /// The scenario the prompt shows as an example of the format.
 const EXAMPLE: &str = include_str!("../../../../scenarios/telecom_package.yaml");
 
-/// The policy's sentences, in order: its text split after `.`, `!` or `?` followed by white
-/// space, and at blank lines and list items; headings (`#` lines) and pieces of fewer than three
-/// words are left out.
+/// The policy's sentences, in order: each paragraph and list item joined into one line (wrapped
+/// prose), then split after `.`, `!` or `?` followed by white space; headings (`#` lines) and
+/// pieces of fewer than three words are left out.
 pub fn sentences(policy: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    // Paragraphs and list items, each joined into one line (prose is wrapped).
+    let mut items: Vec<String> = Vec::new();
     for block in policy.split("\n\n") {
+        let mut open = false;
         for line in block.lines() {
             let line = line.trim();
-            if line.starts_with('#') {
+            if line.is_empty() || line.starts_with('#') {
+                open = false;
                 continue;
             }
-            let line = line.trim_start_matches(['-', '*', ' ']);
-            let mut start = 0;
-            let chars: Vec<(usize, char)> = line.char_indices().collect();
-            for (i, (at, c)) in chars.iter().enumerate() {
-                let next_is_space = chars.get(i + 1).is_none_or(|(_, n)| n.is_whitespace());
-                if matches!(c, '.' | '!' | '?') && next_is_space {
-                    push_sentence(&mut out, &line[start..at + c.len_utf8()]);
-                    start = at + c.len_utf8();
+            let item = line.starts_with("- ") || line.starts_with("* ");
+            let text = line.trim_start_matches(['-', '*', ' ']);
+            match items.last_mut() {
+                Some(last) if open && !item => {
+                    last.push(' ');
+                    last.push_str(text);
                 }
+                _ => items.push(text.to_string()),
             }
-            push_sentence(&mut out, &line[start..]);
+            open = true;
         }
+    }
+    let mut out = Vec::new();
+    for item in &items {
+        let mut start = 0;
+        let chars: Vec<(usize, char)> = item.char_indices().collect();
+        for (i, (at, c)) in chars.iter().enumerate() {
+            let next_is_space = chars.get(i + 1).is_none_or(|(_, n)| n.is_whitespace());
+            if matches!(c, '.' | '!' | '?') && next_is_space {
+                push_sentence(&mut out, &item[start..at + c.len_utf8()]);
+                start = at + c.len_utf8();
+            }
+        }
+        push_sentence(&mut out, &item[start..]);
     }
     out
 }
@@ -202,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_policy_splits_into_sentences_without_headings_or_fragments() {
-        let policy = "# Refunds\n\nA customer may cancel within 14 days. After that, a fee applies!\n\n- Angry customers go to a person.\n- Ok.\nIs the order late? Then apologise first.";
+        let policy = "# Refunds\n\nA customer may cancel within 14 days. After that, a fee applies!\n\n- Angry customers go to a person.\n- Ok.\n\nIs the order late? Then apologise\nfirst, always.";
         assert_eq!(
             sentences(policy),
             vec![
@@ -210,8 +225,20 @@ mod tests {
                 "After that, a fee applies!",
                 "Angry customers go to a person.",
                 "Is the order late?",
-                "Then apologise first.",
+                "Then apologise first, always.",
             ]
+        );
+    }
+
+    #[test]
+    fn the_telecom_policy_prose_reads_as_its_rules() {
+        // docs/examples/telecom-policy.md: the worked example's policy (issue 23).
+        let prose = include_str!("../../../../docs/examples/telecom-policy.md");
+        let s = sentences(prose);
+        assert_eq!(s.len(), 16, "{s:#?}");
+        assert_eq!(
+            s.last().map(String::as_str),
+            Some("A discontent customer who owes a penalty is transferred to a human agent.")
         );
     }
 
