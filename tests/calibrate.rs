@@ -8,15 +8,6 @@ mod common;
 
 use common::{sage, sage_ok};
 use serde_json::{Value, json};
-use std::path::Path;
-
-fn records(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("dialogues.jsonl"))
-        .expect("records")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect()
-}
 
 /// Mean of `xs`.
 fn mean(xs: &[f64]) -> f64 {
@@ -40,7 +31,7 @@ fn calibration_against_a_person_who_agrees_with_the_first_judge() {
         "r",
     ]);
     let run = dir.path().join("r");
-    let stored = records(&run);
+    let stored = common::records_json(&run);
 
     // Every third scored turn labelled by "ana" with the first judge's fields and chat scores.
     let mut labels = String::new();

@@ -12,12 +12,23 @@ use std::path::Path;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
-fn records(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("dialogues.jsonl"))
-        .expect("records")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect()
+/// `sage rejudge BASE --config CONFIG --out OUT`, which must succeed (or fail, `succeed` false):
+/// its standard output and error.
+fn rejudge(base: &Path, config: &str, out: &Path, succeed: bool) -> (String, String) {
+    let o = sage(&[
+        "rejudge",
+        &base.display().to_string(),
+        "--config",
+        config,
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert_eq!(o.status.success(), succeed, "{stdout}{stderr}");
+    (stdout, stderr)
 }
 
 /// The judged turns of a run's records (turns with a panel).
@@ -87,7 +98,7 @@ seed: 5
         "base",
     ]);
     let base = dir.path().join("base");
-    let stored = records(&base);
+    let stored = common::records_json(&base);
     let turns = judged(&stored);
     assert!(turns >= stored.len(), "{turns} judged turns");
 
@@ -110,14 +121,7 @@ seed: 5
     let judges = ["mock-a", "mock-b", "mock-c"];
     let file = panel(dir.path(), "judges.yaml", &base_url, &judges, "");
     let new = dir.path().join("new");
-    let printed = sage_ok(&[
-        "rejudge",
-        &base.display().to_string(),
-        "--config",
-        &file,
-        "--out",
-        &new.display().to_string(),
-    ]);
+    let printed = rejudge(&base, &file, &new, true).0;
 
     // Only judge calls, one per judge per judged turn, each a judge's prompt.
     let requests = received();
@@ -136,7 +140,7 @@ seed: 5
         "{printed}"
     );
     // The same dialogues, the same lines, the new panel's verdicts.
-    let rejudged = records(&new);
+    let rejudged = common::records_json(&new);
     assert_eq!(rejudged.len(), stored.len());
     assert_eq!(judged(&rejudged), turns);
     for r in &rejudged {
@@ -183,14 +187,7 @@ seed: 5
     assert!(compared.contains("sim-strong"), "{compared}");
 
     // Again: everything is kept, no call.
-    let again = sage_ok(&[
-        "rejudge",
-        &base.display().to_string(),
-        "--config",
-        &file,
-        "--out",
-        &new.display().to_string(),
-    ]);
+    let again = rejudge(&base, &file, &new, true).0;
     assert_eq!(received().len(), 3 * turns, "{again}");
     assert!(
         again.contains(&format!("{} kept from before", stored.len())),
@@ -208,15 +205,8 @@ seed: 5
     );
     let budgeted = dir.path().join("budgeted");
     let before = received().len();
-    let printed = sage_ok(&[
-        "rejudge",
-        &base.display().to_string(),
-        "--config",
-        &tight,
-        "--out",
-        &budgeted.display().to_string(),
-    ]);
-    let first = records(&budgeted).len();
+    let printed = rejudge(&base, &tight, &budgeted, true).0;
+    let first = common::records_json(&budgeted).len();
     assert!(
         first >= 1 && first < stored.len(),
         "{first} judged: {printed}"
@@ -229,15 +219,8 @@ seed: 5
         &["mock-a"],
         "concurrency: 1\nmax_cost_usd: 100\n",
     );
-    sage_ok(&[
-        "rejudge",
-        &base.display().to_string(),
-        "--config",
-        &loose,
-        "--out",
-        &budgeted.display().to_string(),
-    ]);
-    assert_eq!(records(&budgeted).len(), stored.len());
+    rejudge(&base, &loose, &budgeted, true);
+    assert_eq!(common::records_json(&budgeted).len(), stored.len());
     assert_eq!(
         received().len() - before,
         turns,
@@ -246,16 +229,7 @@ seed: 5
 
     // Another panel into the same folder is refused, naming both.
     let other = panel(dir.path(), "other.yaml", &base_url, &["mock-z"], "");
-    let refused = sage(&[
-        "rejudge",
-        &base.display().to_string(),
-        "--config",
-        &other,
-        "--out",
-        &budgeted.display().to_string(),
-    ]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success());
+    let (_, stderr) = rejudge(&base, &other, &budgeted, false);
     assert!(
         stderr.contains("mock-a") && stderr.contains("mock-z"),
         "{stderr}"

@@ -8,14 +8,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-fn records(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("dialogues.jsonl"))
-        .expect("records")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect()
-}
-
 fn changed(dir: &Path) -> BTreeSet<String> {
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("rescore.json")).expect("file"))
@@ -69,7 +61,7 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     assert_ne!(text, edited, "the scenario's line moved");
     let file = dir.path().join("telecom_corrected.yaml");
     std::fs::write(&file, edited).expect("write");
-    let expected: BTreeSet<String> = records(&base)
+    let expected: BTreeSet<String> = common::records_json(&base)
         .iter()
         .filter(|r| r["job"]["scenario"] == "telecom_package")
         .filter(|r| {

@@ -4,6 +4,15 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+/// The records of a results folder's dialogues.jsonl, as JSON.
+pub fn records_json(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("dialogues.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect()
+}
+
 /// The ids of the six bundled SAGE scenarios.
 pub const SCENARIOS: [&str; 6] = [
     "airline_refund",

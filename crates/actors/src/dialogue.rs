@@ -128,11 +128,7 @@ pub async fn run_dialogue(
     // The customer's call that ended the dialogue (it belongs to no turn).
     let mut closing_calls = Vec::new();
     // The variables as the rule engine reads them, once per dialogue.
-    let variables: sage_core::sop::Values = job
-        .variables
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let variables = sage_core::sop::values(&job.variables);
     let panel = Panel {
         transport,
         job: &job,

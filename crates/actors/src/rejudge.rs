@@ -12,7 +12,7 @@ use sage_core::protocol::{DialogueRecord, JudgeRequest};
 use sage_core::scoring::rejudge::{
     Rejudged, agent_chat, apply_panel, forget_judges, history_before, judged_turns, recount,
 };
-use sage_core::sop::{Sop, Values};
+use sage_core::sop::Sop;
 use sage_ports::llm::Limiters;
 use sage_ports::store::RunDir;
 use std::cell::Cell;
@@ -141,12 +141,7 @@ async fn judge_dialogue(
     let Some(sop) = sops.get(&record.job.scenario) else {
         return (record, 0);
     };
-    let variables: Values = record
-        .job
-        .variables
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let variables = sage_core::sop::values(&record.job.variables);
     let job = Arc::new(record.job.clone());
     let mut calls = 0;
     for index in judged_turns(&record, &job.judge_turns) {

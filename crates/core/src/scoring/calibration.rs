@@ -4,7 +4,8 @@
 //! * [`krippendorff_alpha`]: agreement of any number of coders with missing data ([`Level`]).
 //! * [`cohen_kappa`]: chance-corrected agreement of two raters.
 //! * [`accuracy`]: the plain share of equal pairs.
-//! * [`ppi_mean`]: prediction-powered inference for a mean ([`Ppi`]).
+//! * [`ppi_stratified`]: prediction-powered inference for a mean over a stratified labelled
+//!   sample ([`Ppi`]; Angelopoulos et al. 2023, "Prediction-powered inference", Science).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -156,65 +157,22 @@ pub fn accuracy<T: PartialEq>(pairs: &[(T, T)]) -> Option<f64> {
 }
 
 /// A prediction-powered estimate of a mean beside the uncorrected (naive) judged mean; see
-/// [`ppi_mean`].
+/// [`ppi_stratified`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ppi {
-    /// The prediction-powered estimate: mean of the judged values on the unlabelled items minus
-    /// the mean rectifier (judged - human) on the labelled items.
+    /// The prediction-powered estimate: the judged mean corrected by the mean rectifier
+    /// (judged - human) on the labelled items, stratum by stratum.
     pub estimate: f64,
     /// Half the width of its normal-approximation interval (`estimate ± half_width`).
     pub half_width: f64,
     /// The plain mean of the judged values over every item, labelled and unlabelled.
     pub naive: f64,
-    /// Half the width of the naive normal interval, z · sd / √(N + n).
+    /// Half the width of the naive normal interval, z · sd / √(every item).
     pub naive_half_width: f64,
     /// Number of labelled items (n).
     pub labelled: usize,
     /// Number of unlabelled items (N).
     pub unlabelled: usize,
-}
-
-/// Prediction-powered inference for a mean (Angelopoulos et al. 2023, "Prediction-powered
-/// inference", Science): the mean estimator with its normal-approximation interval.
-///
-/// `unlabelled` holds the judged values f(X) of the N items without a human label; `labelled`
-/// the n pairs (judged f(X_i), human Y_i) of the labelled items; `z` the normal quantile of the
-/// interval (1.96 for 95%).
-///
-/// * estimate = mean(f over unlabelled) - mean(f - y over labelled) (the rectifier);
-/// * half_width = z · √(var(f over unlabelled)/N + var(f - y)/n), sample variances (n - 1
-///   denominators; the variance of a single value counts as 0);
-/// * naive = mean of f over all N + n items, naive_half_width = z · sd / √(N + n).
-///
-/// The estimate is unbiased when the labelled items are a uniform random sample of all items.
-/// When the labelled sample is stratified instead (e.g. more labels on rare cases), the rectifier
-/// is only unbiased within a stratum: call this once per stratum, or weigh the strata yourself;
-/// this function does no weighting.
-///
-/// `None` when `unlabelled` or `labelled` is empty.
-pub fn ppi_mean(unlabelled: &[f64], labelled: &[(f64, f64)], z: f64) -> Option<Ppi> {
-    if unlabelled.is_empty() || labelled.is_empty() {
-        return None;
-    }
-    let big_n = unlabelled.len();
-    let n = labelled.len();
-    let rectifier: Vec<f64> = labelled.iter().map(|(f, y)| f - y).collect();
-    let (mean_f, var_f) = mean_var(unlabelled);
-    let (mean_r, var_r) = mean_var(&rectifier);
-    let all: Vec<f64> = unlabelled
-        .iter()
-        .copied()
-        .chain(labelled.iter().map(|(f, _)| *f))
-        .collect();
-    let (naive, var_all) = mean_var(&all);
-    Some(Ppi {
-        estimate: mean_f - mean_r,
-        half_width: z * (var_f / big_n as f64 + var_r / n as f64).sqrt(),
-        naive,
-        naive_half_width: z * var_all.sqrt() / (all.len() as f64).sqrt(),
-        labelled: n,
-        unlabelled: big_n,
-    })
 }
 
 /// One stratum of a stratified labelled sample, for [`ppi_stratified`].
@@ -487,62 +445,26 @@ mod tests {
     }
 
     #[test]
-    fn ppi_by_hand() {
-        // Unlabelled f = [1, 1, 0, 1]: mean 3/4, sample variance (3·(1/4)² + (3/4)²)/3 = 1/4.
-        // Labelled (f, y) = [(1, 1), (1, 0), (0, 0)]: rectifier f - y = [0, 1, 0], mean 1/3,
-        // sample variance (2·(1/3)² + (2/3)²)/2 = 1/3.
-        // estimate = 3/4 - 1/3 = 5/12 ≈ 0.41667;
-        // half_width = z·√((1/4)/4 + (1/3)/3) = z·√(1/16 + 1/9) = z·√(25/144) = z·5/12.
-        // Naive over all 7 judged values [1, 1, 0, 1, 1, 1, 0]: mean 5/7, sample variance
-        // (5·(2/7)² + 2·(5/7)²)/6 = (70/49)/6 = 5/21, naive_half_width = z·√(5/21)/√7 = z·√(5/147).
-        let z = 1.96;
-        let p = ppi_mean(
-            &[1.0, 1.0, 0.0, 1.0],
-            &[(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)],
-            z,
-        )
-        .unwrap();
-        assert!(close(p.estimate, 5.0 / 12.0), "{p:?}");
-        assert!(close(p.half_width, z * 5.0 / 12.0), "{p:?}");
-        assert!(close(p.naive, 5.0 / 7.0), "{p:?}");
-        assert!(
-            close(p.naive_half_width, z * (5.0_f64 / 147.0).sqrt()),
-            "{p:?}"
-        );
-        assert_eq!((p.labelled, p.unlabelled), (3, 4));
-    }
-
-    #[test]
-    fn ppi_exact_judge_leaves_the_unlabelled_mean() {
-        // f == y on every labelled item: rectifier 0 with variance 0, so the estimate is the
-        // unlabelled mean and the interval is z·sd(unlabelled)/√N.
-        let unlabelled = [0.2, 0.9, 0.4, 0.7, 0.3];
-        let labelled = [(0.5, 0.5), (1.0, 1.0), (0.0, 0.0)];
-        let p = ppi_mean(&unlabelled, &labelled, 1.0).unwrap();
-        let (mean, var) = mean_var(&unlabelled);
-        assert!(close(mean, 0.5));
-        assert!(close(p.estimate, mean), "{p:?}");
+    fn ppi_stratified_exact_judge_leaves_the_judged_mean() {
+        // f == y on every labelled item: every rectifier is 0, so the estimate is the judged
+        // mean of all items, and the interval comes from the judged variance alone.
+        let strata = [Stratum {
+            judged: vec![0.2, 0.9, 0.4, 0.7, 0.3],
+            labelled: vec![(0.9, 0.9), (0.3, 0.3)],
+        }];
+        let p = ppi_stratified(&strata, 1.0).unwrap();
+        let (mean, var) = mean_var(&strata[0].judged);
+        assert!(close(p.estimate, mean) && close(p.naive, mean), "{p:?}");
         assert!(close(p.half_width, (var / 5.0).sqrt()), "{p:?}");
     }
 
     #[test]
-    fn ppi_single_values_and_empty_inputs() {
-        assert_eq!(ppi_mean(&[], &[(1.0, 1.0)], 1.96), None);
-        assert_eq!(ppi_mean(&[1.0], &[], 1.96), None);
-        // One item each: both variances count as 0; naive over [1, 0] has sd √(1/2).
-        let p = ppi_mean(&[1.0], &[(0.0, 1.0)], 2.0).unwrap();
-        assert_eq!(p.estimate, 2.0); // 1 - (0 - 1)
-        assert_eq!(p.half_width, 0.0);
-        assert_eq!(p.naive, 0.5);
-        assert!(
-            close(p.naive_half_width, 2.0 * 0.5_f64.sqrt() / 2.0_f64.sqrt()),
-            "{p:?}"
-        );
-    }
-
-    #[test]
     fn ppi_serde_round_trip() {
-        let p = ppi_mean(&[1.0, 0.0], &[(1.0, 1.0), (0.0, 1.0)], 1.96).unwrap();
+        let strata = [Stratum {
+            judged: vec![1.0, 0.0],
+            labelled: vec![(1.0, 1.0), (0.0, 1.0)],
+        }];
+        let p = ppi_stratified(&strata, 1.96).unwrap();
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<Ppi>(&json).unwrap(), p);
     }

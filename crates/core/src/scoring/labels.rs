@@ -209,7 +209,8 @@ pub struct CalibrationFold {
     /// Labels by (dialogue, turn).
     by_turn: HashMap<(String, u32), Vec<usize>>,
     matched: Vec<bool>,
-    run_id: Option<String>,
+    /// The run calibrated.
+    run_id: String,
     /// Why a label that names a judged turn was left out.
     rejected: Vec<Option<String>>,
     judges: Vec<String>,
@@ -244,7 +245,7 @@ impl CalibrationFold {
             rejected: vec![None; labels.len()],
             labels,
             by_turn,
-            run_id: Some(run_id.to_string()),
+            run_id: run_id.to_string(),
             judges: Vec::new(),
             fields: BTreeMap::new(),
             codes: HashMap::new(),
@@ -262,12 +263,7 @@ impl CalibrationFold {
             self.judges = record.job.judge_models.clone();
         }
         let model = record.job.service_model.clone();
-        let variables: Values = record
-            .job
-            .variables
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let variables = crate::sop::values(&record.job.variables);
         for turn in &record.turns {
             let Some(judged) = turn.scores.as_ref().map(|s| s.logic) else {
                 continue;
@@ -307,12 +303,13 @@ impl CalibrationFold {
     /// Whether label `i`'s fields are the scenario's with one of their values; if not, the
     /// problem is kept.
     fn check(&mut self, i: usize, sop: &Sop) -> bool {
-        if let (Some(theirs), Some(ours)) = (&self.labels[i].run_id, &self.run_id)
-            && theirs != ours
+        if let Some(theirs) = &self.labels[i].run_id
+            && *theirs != self.run_id
         {
             self.rejected[i] = Some(format!(
-                "labels run `{}`, not this run `{ours}`",
-                theirs.escape_debug()
+                "labels run `{}`, not this run `{}`",
+                theirs.escape_debug(),
+                self.run_id
             ));
             return false;
         }

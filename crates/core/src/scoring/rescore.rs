@@ -56,9 +56,7 @@ impl Rescored {
 /// engine derives now, and every turn that was scorable is scored again.
 /// Turns that met an infrastructure error stay as they were (there is nothing to grade).
 pub fn rescore(record: &mut DialogueRecord, sop: &Sop) -> Rescored {
-    let values = |a: &crate::sop::Assignment| -> Values {
-        a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-    };
+    use crate::sop::values;
     let variables = values(&record.job.variables);
     let mut out = Rescored::default();
     // The case's target: the route of its true classification under this scenario (the plan

@@ -210,7 +210,7 @@ mod tests {
                 crate::scenario::Value::Str("Discontent".into())
             );
             // The example assignment is routed as the diff says, in each scenario.
-            let values = |m: &Assignment| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let values = crate::sop::values;
             let (f, v) = (values(&c.fields), values(&c.variables));
             assert_eq!(a.route(&f, &v).expect("routes"), c.a);
             assert_eq!(b.route(&f, &v).expect("routes"), c.b);

@@ -29,6 +29,11 @@ pub type Values = BTreeMap<String, Value>;
 /// A complete assignment, keys in the scenario's declaration order (inverse configuration).
 pub type Assignment = indexmap::IndexMap<String, Value>;
 
+/// An assignment as the rule engine reads it (a job's fields or variables).
+pub fn values(a: &Assignment) -> Values {
+    a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
 /// A node of the decision graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Node {

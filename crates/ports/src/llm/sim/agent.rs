@@ -261,12 +261,7 @@ impl Play for SimAgent {
         let mut rng = ctx.rng("agent");
         let (turn, level) = (ctx.turn, ctx.job.adversarial);
         let classification = classify(ctx, self.skills.accuracy(turn, level), &mut rng);
-        let variables: Values = ctx
-            .job
-            .variables
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let variables = sage_core::sop::values(&ctx.job.variables);
         let own = ctx
             .sop
             .route(&classification, &variables)
