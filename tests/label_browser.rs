@@ -164,6 +164,20 @@ fn a_person_labels_a_blind_sample_offline_and_downloads_labels_jsonl() {
         Some("section#run"),
     )
     .expect("screenshot");
+    // Before any labels, the judges section says how to check the judges against people.
+    let note = tab
+        .eval("(p => p && p.getClientRects().length > 0 ? p.innerText : null)(document.querySelector('[data-calibration=\"none\"]'))")
+        .expect("the note");
+    assert!(
+        note.as_str()
+            .is_some_and(|t| t.starts_with("No labels yet.")
+                && t.contains("sage judges calibrate DIR --labels labels.jsonl (DIR: this report's folder, the run labels)")),
+        "{note}"
+    );
+    tab.eval("document.querySelector('[data-calibration]').scrollIntoView({block: 'center'})")
+        .expect("scroll");
+    tab.screenshot_viewport(&screenshot_dir().join("judges-no-labels.png"))
+        .expect("screenshot");
     tab.click("a[href=\"labels.html\"]")
         .expect("click the link");
     tab.wait_for("location.pathname.endsWith('/labels.html')", READY)

@@ -104,7 +104,8 @@ impl SageReport {
                 None => p.note data-calibration="none" {
                     "No labels yet. Label a sample of turns in " a href="labels.html" { "labels.html" }
                     " (offline, blind to the judges), then run "
-                    code { "sage judges calibrate " (self.info.run_id) " --labels labels.jsonl" }
+                    code { "sage judges calibrate DIR --labels labels.jsonl" }
+                    " (DIR: this report's folder, the run " (self.info.run_id) ")"
                     " and build this report again (docs/judges.md)."
                 },
                 Some(c) => {
