@@ -1,7 +1,8 @@
-//! `sage scenario ...`: validate, paths, route, graph.
+//! `sage scenario ...`: validate, paths, route, graph, draft, schema, diff.
 
 use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
+use sage_core::prompts::draft::Step;
 use sage_core::scenario::{KeyKind, Scope, Value};
 use sage_core::sop::{self, Values};
 use std::path::{Path, PathBuf};
@@ -42,9 +43,10 @@ pub enum ScenarioCommand {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
-    /// Draft a scenario from a policy document with a model: the validator's messages go back
-    /// to the model until the draft validates or the rounds are spent; every part cites the
-    /// policy sentences it comes from. Writes OUT (when it validates) and OUT.draft.json (every
+    /// Draft a scenario from a policy document with a model, in three steps (the keys, the
+    /// stages, the routes) each checked before the next: the validator's messages go back to the
+    /// model until the step validates or its rounds are spent; every part cites the policy
+    /// sentences it comes from. Writes OUT (when it validates) and OUT.draft.json (every
     /// round), prints the route table, the uncovered sentences and the uncited parts
     /// (docs/scenario-format.md, "Drafting from a policy"). Exit code 1 when no draft validated.
     Draft {
@@ -59,13 +61,21 @@ pub enum ScenarioCommand {
         /// Where to write the scenario YAML.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
-        /// Most rounds (a first draft, then repairs).
+        /// Most rounds of each step (a first answer, then repairs).
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
         rounds: u32,
         /// The most the rounds may cost, in US dollars.
         #[arg(long, value_name = "USD")]
         max_cost_usd: Option<f64>,
+        /// Draft the whole scenario in one step (for a capable model) instead of three (the
+        /// keys, the stages, the routes), each with its own rounds.
+        #[arg(long)]
+        one_shot: bool,
     },
+    /// Print the JSON Schema of the scenario file format (for an editor, e.g. the YAML language
+    /// server's `# yaml-language-server: $schema=...`); the validator checks what a schema
+    /// cannot (references, coverage, reachability).
+    Schema,
     /// Compare two scenarios route by route: the routes one has and the other lacks, and each
     /// region of assignments they route to another action (or along another path), with an
     /// assignment to show. Exit code 0 when they route every assignment alike, 1 when not.
@@ -94,6 +104,19 @@ pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
         ScenarioCommand::Paths { file, json } => paths(&file, json),
         ScenarioCommand::Route { file, set, json } => route(&file, &set, json),
         ScenarioCommand::Diff { a, b, json } => diff(&a, &b, json),
+        ScenarioCommand::Schema => {
+            let schema = sage_core::protocol::scenario_schema::scenario_schema();
+            let mut json = schema.schema.to_json();
+            if let Some(object) = json.as_object_mut() {
+                object.insert(
+                    "$schema".into(),
+                    "https://json-schema.org/draft/2020-12/schema".into(),
+                );
+                object.insert("title".into(), "SAGE-RS scenario".into());
+            }
+            emit(&(serde_json::to_string_pretty(&json)? + "\n"));
+            Ok(ExitCode::SUCCESS)
+        }
         ScenarioCommand::Draft {
             policy,
             model,
@@ -101,7 +124,22 @@ pub fn run(cmd: ScenarioCommand) -> anyhow::Result<ExitCode> {
             out,
             rounds,
             max_cost_usd,
-        } => draft(&policy, &model, &config, &out, rounds, max_cost_usd),
+            one_shot,
+        } => {
+            let steps: &[Step] = if one_shot {
+                &[Step::Whole]
+            } else {
+                &Step::STEPS
+            };
+            draft(
+                &policy,
+                &model,
+                &config,
+                &out,
+                (steps, rounds),
+                max_cost_usd,
+            )
+        }
         ScenarioCommand::Graph { file, format } => {
             let sop = sop::load(&file)?;
             emit(&match format {
@@ -212,7 +250,7 @@ fn draft(
     model: &str,
     config: &Path,
     out: &Path,
-    rounds: u32,
+    (steps, rounds): (&[Step], u32),
     max_cost_usd: Option<f64>,
 ) -> anyhow::Result<ExitCode> {
     use sage_core::prompts::draft;
@@ -245,33 +283,48 @@ fn draft(
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let (log, last, valid) = runtime.block_on(sage_actors::draft::draft(
-        &endpoint,
-        &sentences,
-        rounds,
-        max_cost_usd,
-        &label,
-    ));
+    let sage_actors::draft::Drafted { log, last, valid } = runtime.block_on(
+        sage_actors::draft::draft(&endpoint, &sentences, steps, rounds, max_cost_usd, &label),
+    );
     let log_file = out.with_extension("draft.json");
     std::fs::write(&log_file, serde_json::to_string_pretty(&log)?)
         .with_context(|| format!("writing {}", log_file.display()))?;
+    let per_step: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let n = log.rounds.iter().filter(|r| r.step == *s).count();
+            format!("{} {n}", s.name())
+        })
+        .collect();
     let mut report = format!(
-        "{} rounds with {model} (${:.4}); every round in {}\n",
+        "{} rounds ({}) with {model} (${:.4}); every round in {}\n",
         log.rounds.len(),
+        per_step.join(", "),
         log.cost_usd,
         log_file.display()
     );
     let Some(valid) = valid else {
+        report += "no draft validated";
         if let Some(yaml) = last {
             let rejected = out.with_extension("rejected.yaml");
             std::fs::write(&rejected, yaml)
                 .with_context(|| format!("writing {}", rejected.display()))?;
-            report += &format!("no draft validated; the last one: {}\n", rejected.display());
+            report += &format!("; the last one: {}", rejected.display());
         }
-        if let Some(round) = log.rounds.last() {
-            if let Some(e) = &round.call_error {
-                report += &format!("the model could not be reached: {e}\n");
-            }
+        report += "\n";
+        let last_round = log.rounds.last();
+        if log.budget_spent {
+            report += &format!(
+                "stopped: --max-cost-usd {} spent\n",
+                max_cost_usd.unwrap_or_default()
+            );
+        } else if let Some(e) = last_round.and_then(|r| r.call_error.as_ref()) {
+            report += &format!("the model could not be reached: {e}\n");
+        } else if let Some(round) = last_round {
+            report += &format!(
+                "step {} did not validate; its last answer's problems:\n",
+                round.step.name()
+            );
             for e in &round.errors {
                 report += &format!("  {e}\n");
             }
@@ -301,8 +354,25 @@ fn draft(
             }
         }
     }
+    let page = out.with_extension("html");
+    let commands = [
+        format!("sage scenario paths {label}"),
+        format!("sage scenario diff HAND_WRITTEN.yaml {label}"),
+        format!("sage run --config RUN.yaml    # RUN.yaml: scenarios: [{label}]"),
+    ];
+    let html = sage_report::draft::page(&sage_report::draft::Review {
+        sop: &valid.sop,
+        file: &label,
+        sentences: &sentences,
+        citations: &cited,
+        log: &log,
+        commands: &commands,
+    });
+    std::fs::write(&page, html).with_context(|| format!("writing {}", page.display()))?;
     report += &format!(
-        "\nreview it: sage scenario graph {label} --format mermaid\nrun it: sage run --config RUN.yaml (scenarios: [{label}])\n"
+        "\nreview it (the graph and every citation): {}\n{}\n",
+        page.display(),
+        commands.join("\n")
     );
     emit(&report);
     Ok(ExitCode::SUCCESS)

@@ -16,12 +16,14 @@
 //! * [`stats`]: exact means and Cohen's kappa.
 //! * [`desk`]: the support-desk suite's fold and its sections.
 //! * [`compare`]: two runs compared (`sage report A --compare B`).
+//! * [`draft`]: the review page of a drafted scenario (`sage scenario draft`).
 //! * [`label`]: the page where people label a sample of a run's turns (`labels.html`).
 //! * [`transcript`]: one dialogue's transcript for the terminal (`sage show`).
 
 pub mod charts;
 pub mod compare;
 pub mod desk;
+pub mod draft;
 pub mod explorer;
 pub mod graph;
 pub mod label;

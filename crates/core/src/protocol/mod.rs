@@ -10,6 +10,7 @@ pub mod id;
 pub mod judged;
 pub mod parse;
 pub mod rubric;
+pub mod scenario_schema;
 pub mod schema;
 
 use crate::scenario::{Adversarial, Value};

@@ -23,6 +23,8 @@ use serde_json::Value as Json;
 /// A JSON value whose object keys keep their insertion order (`serde_json::Map` sorts them).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ordered {
+    /// `null`.
+    Null,
     /// `true` or `false`.
     Bool(bool),
     /// An integer.
@@ -47,6 +49,7 @@ impl Ordered {
     /// As a `serde_json` value (object keys sorted).
     pub fn to_json(&self) -> Json {
         match self {
+            Ordered::Null => Json::Null,
             Ordered::Bool(b) => Json::Bool(*b),
             Ordered::Int(i) => Json::from(*i),
             Ordered::Str(s) => Json::String(s.clone()),
@@ -64,6 +67,7 @@ impl Ordered {
 impl Serialize for Ordered {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Ordered::Null => s.serialize_unit(),
             Ordered::Bool(b) => s.serialize_bool(*b),
             Ordered::Int(i) => s.serialize_i64(*i),
             Ordered::Str(text) => s.serialize_str(text),
@@ -82,6 +86,63 @@ impl Serialize for Ordered {
                 map.end()
             }
         }
+    }
+}
+
+/// Reads any JSON or YAML value, keeping the order of object keys (a number that is no whole
+/// number is kept as its text).
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON or YAML value")
+            }
+            fn visit_unit<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Null)
+            }
+            fn visit_none<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Ordered, E> {
+                Ok(Ordered::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Ordered, E> {
+                Ok(Ordered::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Ordered, E> {
+                Ok(i64::try_from(v).map_or_else(|_| Ordered::Str(v.to_string()), Ordered::Int))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Ordered, E> {
+                Ok(Ordered::Str(v.to_string()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Ordered, E> {
+                Ok(Ordered::Str(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Ordered::Arr(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((k, v)) = map.next_entry::<Ordered, Ordered>()? {
+                    let key = match k {
+                        Ordered::Str(s) => s,
+                        Ordered::Int(i) => i.to_string(),
+                        Ordered::Bool(b) => b.to_string(),
+                        _ => return Err(serde::de::Error::custom("a map key that is no scalar")),
+                    };
+                    pairs.push((key, v));
+                }
+                Ok(Ordered::Obj(pairs))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -136,11 +197,11 @@ pub fn bounded_strings(schema: &Ordered, max_chars: i64) -> Ordered {
     }
 }
 
-fn s(text: &str) -> Ordered {
+pub(crate) fn s(text: &str) -> Ordered {
     Ordered::Str(text.to_string())
 }
 
-fn string_schema() -> Ordered {
+pub(crate) fn string_schema() -> Ordered {
     Ordered::Obj(vec![("type".into(), s("string"))])
 }
 
@@ -151,7 +212,7 @@ fn enum_schema(kind: &str, values: Vec<Ordered>) -> Ordered {
     ])
 }
 
-fn string_enum<'a>(values: impl IntoIterator<Item = &'a str>) -> Ordered {
+pub(crate) fn string_enum<'a>(values: impl IntoIterator<Item = &'a str>) -> Ordered {
     enum_schema("string", values.into_iter().map(s).collect())
 }
 

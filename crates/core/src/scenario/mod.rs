@@ -5,6 +5,7 @@
 //! [`crate::sop`], which compiles a `Scenario` into the decision graph.
 
 mod build;
+pub(crate) use build::parse as parse_yaml;
 pub mod bundled;
 pub mod desk;
 pub mod domain;

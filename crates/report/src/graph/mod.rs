@@ -80,6 +80,33 @@ pub fn node_name(sop: &Sop, n: Node) -> &str {
     }
 }
 
+/// The policy sentences a stage or an action cites (`source`; none for the start).
+fn node_source(sop: &Sop, n: Node) -> &[String] {
+    let sc = sop.scenario();
+    match n {
+        Node::Start => &[],
+        Node::Stage(s) => &sc.stages[s].source,
+        Node::Action(a) => &sc.actions[a].source,
+    }
+}
+
+/// The policy sentences the branch of stage `from` labelled `label` cites.
+fn edge_source<'a>(sop: &'a Sop, from: Node, label: &str) -> &'a [String] {
+    match from {
+        Node::Stage(s) => sop.scenario().stages[s]
+            .transitions
+            .iter()
+            .find(|t| t.label == label)
+            .map_or(&[], |t| &t.source),
+        _ => &[],
+    }
+}
+
+/// A tooltip's lines quoting `source` (empty when it cites nothing).
+fn cited(source: &[String]) -> String {
+    source.iter().map(|s| format!("\ncites: “{s}”")).collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Text
 
@@ -870,7 +897,8 @@ pub fn svg(sop: &Sop, used: &GraphUse, index: usize) -> Option<Markup> {
                 path class=(if turns == 0 { "edge untested" } else { "edge" }) data-from=(from) data-to=(to)
                     data-turns=(turns) data-edge=(e.id().index()) d=(paths[e.id().index()].0)
                     stroke-width=(px(stroke)) marker-end={ "url(#" (marker) ")" } {
-                    title { (from) " → " (to) @if !labels[e.id().index()].is_empty() { ": " (e.weight().label) } " (" (turns) " turns)" }
+                    title { (from) " → " (to) @if !labels[e.id().index()].is_empty() { ": " (e.weight().label) } " (" (turns) " turns)"
+                        (cited(edge_source(sop, g[e.source()], &e.weight().label))) }
                 }
             }
             @for e in g.edge_references() {
@@ -933,7 +961,7 @@ fn node_group(sop: &Sop, node: Node, used: &GraphUse, b: Rect, lines: &[Line]) -
             rect x=(px(b.left())) y=(px(b.top())) width=(px(b.w)) height=(px(b.h))
                 rx=(if stage.is_some() { "3" } else { "12" }) {}
             (text_block(lines, b, PAD_Y))
-            title { (name) ": " (stat(&mean)) }
+            title { (name) ": " (stat(&mean)) (cited(node_source(sop, node))) }
         }
     }
 }

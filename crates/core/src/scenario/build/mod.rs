@@ -16,7 +16,7 @@ use crate::scenario::domain::MAX_OPTIONS;
 
 /// Parses a YAML file of the scenario formats. YAML 1.2 booleans only: `yes`, `no`, `on`, `off`,
 /// `y`, `n` stay text (options, descriptions); a duplicate key is an error.
-pub(super) fn parse<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     text: &str,
     file: &str,
 ) -> Result<T, ScenarioError> {

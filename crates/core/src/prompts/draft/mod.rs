@@ -1,17 +1,17 @@
 //! Drafting a scenario from a policy document (`sage scenario draft`): the policy's sentences
-//! (what the draft cites), the drafting prompt and the repair prompt that hands the validator's
-//! messages back with the draft, the YAML taken out of an answer, and what a draft leaves
-//! uncited. Pure.
+//! (what the draft cites), the steps and their prompts ([`Step`]: the repair prompt hands the
+//! validator's messages back with the answer), the draft so far ([`Draft`]), the YAML taken out
+//! of an answer, the log of the rounds, and what a draft leaves uncited. Pure.
 
-use crate::protocol::chat::{ChatMessage, ChatRole};
+mod step;
+
+pub use step::{Draft, Step};
+
 use crate::scoring::fidelity::normalize;
 use crate::sop::Sop;
 
 /// Most bytes of a policy document read.
 pub const MAX_POLICY_BYTES: u64 = 400_000;
-
-/// The scenario the prompt shows as an example of the format.
-const EXAMPLE: &str = include_str!("../../../../scenarios/telecom_package.yaml");
 
 /// The policy's sentences, in order: each paragraph and list item joined into one line (wrapped
 /// prose), then split after `.`, `!` or `?` followed by white space; headings (`#` lines) and
@@ -62,50 +62,6 @@ fn push_sentence(out: &mut Vec<String>, piece: &str) {
     }
 }
 
-/// The first drafting request: the format (with an example scenario) and the numbered policy.
-pub fn draft_messages(sentences: &[String]) -> Vec<ChatMessage> {
-    vec![
-        ChatMessage::new(ChatRole::System, system()),
-        ChatMessage::new(ChatRole::User, policy_block(sentences)),
-    ]
-}
-
-/// A repair request: the policy, the last draft and the validator's messages on it.
-pub fn repair_messages(sentences: &[String], draft: &str, errors: &[String]) -> Vec<ChatMessage> {
-    let mut user = policy_block(sentences);
-    user.push_str("\n\nYour last draft:\n```yaml\n");
-    user.push_str(draft);
-    user.push_str("\n```\n\nThe scenario validator rejected it:\n");
-    for e in errors {
-        user.push_str("- ");
-        user.push_str(e);
-        user.push('\n');
-    }
-    user.push_str(
-        "\nFix every problem above and answer with the whole corrected scenario YAML only.",
-    );
-    vec![
-        ChatMessage::new(ChatRole::System, system()),
-        ChatMessage::new(ChatRole::User, user),
-    ]
-}
-
-/// The system prompt of every drafting round.
-pub fn system() -> String {
-    format!(
-        "You turn a customer-service policy into a SAGE-RS scenario: YAML with `id`, `name`, \
-         `domain`, `description`, `fields` (what the agent classifies from the conversation, \
-         each with `description` and `options`), `variables` (facts from the company's systems), \
-         `actions` (what the agent finally does), `sop` (a start stage and stages that branch on \
-         a field or variable with `branch_on` and `cases`, or go on with `next`, until an \
-         action) and `user` (customer intents with `implies`, and personas). Every case of a \
-         branch must be covered exactly once, every stage reachable, no loops. Cite the policy: \
-         give each stage, each case target written as a map and each action written as a map a \
-         `source` list holding the policy sentences it comes from, copied exactly. Answer with \
-         the YAML only. An example of the format:\n\n```yaml\n{EXAMPLE}```\n"
-    )
-}
-
 fn policy_block(sentences: &[String]) -> String {
     let mut text = String::from("The policy, one sentence per line:\n");
     for (i, s) in sentences.iter().enumerate() {
@@ -126,8 +82,10 @@ pub fn yaml_of(answer: &str) -> &str {
 
 /// One drafting round: the request's policy part, the model's answer, and what the validator
 /// said of it (empty: it validated).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Round {
+    /// The step this round drafted.
+    pub step: Step,
     /// The user message sent (the system prompt is the log's).
     pub request: String,
     /// The model's answer (empty when the call failed).
@@ -146,14 +104,17 @@ pub struct Round {
 pub struct DraftLog {
     /// The model that drafted.
     pub model: String,
-    /// The system prompt of every round.
-    pub system: String,
+    /// The system prompt of each step, by step name.
+    pub systems: std::collections::BTreeMap<String, String>,
     /// Every round, in order.
     pub rounds: Vec<Round>,
     /// Whether the last round's draft validated.
     pub validated: bool,
     /// What every round cost, in US dollars.
     pub cost_usd: f64,
+    /// Whether the drafting stopped because `--max-cost-usd` was spent.
+    #[serde(default)]
+    pub budget_spent: bool,
 }
 
 /// What a draft cites and leaves out.
@@ -233,7 +194,7 @@ mod tests {
     #[test]
     fn the_telecom_policy_prose_reads_as_its_rules() {
         // docs/examples/telecom-policy.md: the worked example's policy (issue 23).
-        let prose = include_str!("../../../../docs/examples/telecom-policy.md");
+        let prose = include_str!("../../../../../docs/examples/telecom-policy.md");
         let s = sentences(prose);
         assert_eq!(s.len(), 16, "{s:#?}");
         assert_eq!(
@@ -249,14 +210,15 @@ mod tests {
     }
 
     #[test]
-    fn a_repair_hands_back_the_draft_and_every_message() {
-        let m = repair_messages(
+    fn a_repair_hands_back_the_answer_and_every_message() {
+        let m = Step::Routes.messages(
             &["One two three.".into()],
-            "id: x",
-            &["e1".into(), "e2".into()],
+            &Draft::default(),
+            Some(("id: x", &["e1".into(), "e2".into()])),
         );
         let user = &m[1].content;
         assert!(user.contains("1. One two three.") && user.contains("id: x"));
         assert!(user.contains("- e1\n- e2\n"), "{user}");
+        assert!(user.contains("Step 3 of 3"), "{user}");
     }
 }
