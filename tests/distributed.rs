@@ -569,6 +569,8 @@ fn role_requests_carry_the_run_and_one_trace_per_dialogue() {
             "127.0.0.1:0",
             "--otlp-endpoint",
             &otlp,
+            "--trace-sample-rate",
+            "1",
             "--remote-roles",
         ],
     );

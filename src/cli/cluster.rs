@@ -115,10 +115,8 @@ pub struct TelemetryArgs {
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, printed).
     #[arg(long, env = "SAGE_METRICS_ADDR", default_value = "0.0.0.0:9464")]
     metrics_addr: SocketAddr,
-    /// OTLP/HTTP endpoint for traces (spans posted to its /v1/traces), e.g.
-    /// http://otel-collector:4318; none: no export.
-    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
-    otlp_endpoint: Option<String>,
+    #[command(flatten)]
+    trace: super::TraceArgs,
     /// Log format (standard error; level from RUST_LOG, default info).
     #[arg(long, env = "SAGE_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormatArg,
@@ -131,7 +129,7 @@ impl TelemetryArgs {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
         };
-        let guard = trace::init(format, "info", self.otlp_endpoint.as_deref(), service)?;
+        let guard = trace::init(format, "info", self.trace.export()?.as_ref(), service)?;
         let health = Health::new();
         super::serve_metrics(self.metrics_addr, health.clone()).await?;
         Ok((guard, health))

@@ -10,7 +10,8 @@ mod rescore;
 mod run;
 mod scenario;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use sage_ports::telemetry::trace::{self, LogFormat};
 use sage_report::transcript::terminal_safe;
 use std::process::ExitCode;
 
@@ -264,5 +265,62 @@ pub fn run_jobs_or_warn(
     sage_ports::store::RunJobs {
         run_id: run_id.to_string(),
         planned,
+    }
+}
+
+/// Span export (docs/metrics.md, "Tracing"): where, how, how many dialogues, and whether the
+/// messages go with the model calls.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// OTLP endpoint for traces (with `http/protobuf`, spans are posted to its /v1/traces),
+    /// e.g. http://otel-collector:4318; none: no export.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// The OTLP transport: `http/protobuf` (`grpc` is not built in yet).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", default_value = "http/protobuf",
+          value_parser = trace::OtlpProtocol::parse)]
+    otlp_protocol: trace::OtlpProtocol,
+    /// The share of dialogues traced, 0 to 1, chosen by dialogue id (the same in every process
+    /// and every rerun).
+    #[arg(long, env = "SAGE_TRACE_SAMPLE_RATE", default_value_t = 0.1, value_parser = sample_rate)]
+    trace_sample_rate: f64,
+    /// Put the messages sent and received on the model-call spans (they may hold customer data).
+    #[arg(long, env = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")]
+    trace_content: bool,
+}
+
+fn sample_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("`{text}`: expected a share from 0 to 1, e.g. 0.1")),
+    }
+}
+
+impl TraceArgs {
+    /// The export to set up, none without an endpoint.
+    pub fn export(&self) -> anyhow::Result<Option<trace::TraceExport>> {
+        Ok(self
+            .otlp_endpoint
+            .as_ref()
+            .map(|endpoint| trace::TraceExport {
+                endpoint: endpoint.clone(),
+                protocol: self.otlp_protocol,
+                sample_rate: self.trace_sample_rate,
+                capture_content: self.trace_content,
+            }))
+    }
+
+    /// Starts span export for `sage run` (within the runtime; keep the guard until the run
+    /// ends), when an endpoint is given.
+    pub fn start(&self, service: &str) -> anyhow::Result<Option<trace::TraceGuard>> {
+        let Some(export) = self.export()? else {
+            return Ok(None);
+        };
+        Ok(Some(trace::init(
+            LogFormat::Text,
+            "warn",
+            Some(&export),
+            service,
+        )?))
     }
 }

@@ -60,6 +60,8 @@ pub struct RunArgs {
     suite: Suite,
     #[command(flatten)]
     budgets: BudgetArgs,
+    #[command(flatten)]
+    trace: super::TraceArgs,
 }
 
 /// The cost budget flags of `sage run` and `sage sweep`.
@@ -223,6 +225,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     );
     let progress = (!args.quiet).then(|| super::progress_bar(jobs.len(), "dialogues"));
     let embedded = super::system(async {
+        // Dropped at the end of this block, inside the runtime: the last spans are flushed.
+        let _trace = args.trace.start("sage-run")?;
         super::serve_run_metrics(args.metrics_addr).await?;
         Ok::<_, anyhow::Error>(run_embedded(&config, &sops, &jobs, &run_dir, progress).await?)
     })?;

@@ -9,10 +9,11 @@ use sage_core::protocol::{
 use sage_core::scoring;
 use sage_core::scoring::rejudge::{agent_chat, no_judge_answered};
 use sage_core::sop::Sop;
-use sage_ports::telemetry::DialogueMetrics;
+use sage_ports::telemetry::{DialogueMetrics, genai};
 use sage_ports::transport::Transport;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Consecutive turns the agent may be unreachable before the dialogue ends.
 pub const MAX_SERVICE_FAILURES: u32 = 3;
@@ -135,7 +136,11 @@ pub async fn run_dialogue(
         sop: sop.as_deref(),
         variables: &variables,
     };
+    // The span of the turn waiting to learn whether it is the final one.
+    let mut pending_span = tracing::Span::none();
     for turn in 1..=job.max_turns {
+        // Each turn a span under the dialogue's; the roles' model calls under it.
+        let span = genai::turn_span(&job, turn);
         let user = transport
             .user(UserRequest {
                 job: job.clone(),
@@ -143,6 +148,7 @@ pub async fn run_dialogue(
                 history: history.clone(),
                 last_action: last_action.clone(),
             })
+            .instrument(span.clone())
             .await;
         // The turn before waited to learn whether it is the final one: it is when the
         // customer ends the dialogue now (no extra call: the judges read the same history).
@@ -152,8 +158,12 @@ pub async fn run_dialogue(
             if matches!(&user, Ok(u) if u.infra_error.is_none() && u.message.is_none()) {
                 let before = Arc::new(history[..len].to_vec());
                 let chat = agent_chat(&last.outcome).to_string();
-                panel.judge(last, before, &chat).await;
+                panel
+                    .judge(last, before, &chat)
+                    .instrument(pending_span.clone())
+                    .await;
             }
+            genai::record_turn(&pending_span, last);
             metrics.turn(last);
         }
         let user = match user {
@@ -196,6 +206,7 @@ pub async fn run_dialogue(
                 history: history.clone(),
                 user_message: user_message.clone(),
             })
+            .instrument(span.clone())
             .await;
         // An agent that cannot be reached: the turn is an infrastructure error; after
         // `MAX_SERVICE_FAILURES` in a row the dialogue ends (it would only burn user calls).
@@ -218,6 +229,7 @@ pub async fn run_dialogue(
                 });
                 let mut failed = infra_turn(turn, user_message, error, calls);
                 failed.customer_retry = customer_retry;
+                genai::record_turn(&span, &failed);
                 push(&mut turns, &metrics, failed);
                 service_failures += 1;
                 if service_failures >= MAX_SERVICE_FAILURES {
@@ -247,7 +259,10 @@ pub async fn run_dialogue(
         // customer call to tell.
         let judged_now = job.judge_turns.judges(turn, turn == job.max_turns);
         if judged_now {
-            panel.judge(&mut record, history.clone(), &agent_chat).await;
+            panel
+                .judge(&mut record, history.clone(), &agent_chat)
+                .instrument(span.clone())
+                .await;
         }
         if let ServiceOutcome::Valid { turn } = &record.outcome {
             last_action = Some(turn.action.clone());
@@ -262,8 +277,10 @@ pub async fn run_dialogue(
         });
         if !judged_now && job.judge_turns.final_turn() {
             pending = Some(history.len() - 2);
+            pending_span = span;
             turns.push(record);
         } else {
+            genai::record_turn(&span, &record);
             push(&mut turns, &metrics, record);
         }
     }

@@ -47,11 +47,15 @@ macro_rules! role_handler {
             type Result = ResponseFuture<$rep>;
             fn handle(&mut self, msg: Ask<$req, $rep>, _: &mut Context<Self>) -> Self::Result {
                 let logic = self.0.clone();
-                Box::pin(async move {
-                    let reply = logic.$method(msg.0).await;
-                    metrics().observe_calls($role, &reply.calls);
-                    reply
-                })
+                let span = msg.2;
+                Box::pin(
+                    async move {
+                        let reply = logic.$method(msg.0).await;
+                        metrics().observe_calls($role, &reply.calls);
+                        reply
+                    }
+                    .instrument(span),
+                )
             }
         }
     };
@@ -222,20 +226,19 @@ impl Handler<RunDialogue> for DialogueActor {
         let simulated = self.simulated.contains(&msg.job.service_model);
         let structured = self.structured.get(&msg.job.service_model).copied();
         let span = if sage_ports::telemetry::trace::exporting() {
-            tracing::info_span!(
-                "dialogue",
-                run = %msg.job.run_id,
-                dialogue = %msg.job.dialogue_id,
-                model = %msg.job.service_model
-            )
+            sage_ports::telemetry::genai::dialogue_span(&msg.job)
         } else {
             tracing::Span::none()
         };
         Box::pin(
             async move {
+                let started = std::time::SystemTime::now();
                 let mut record =
                     dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await;
                 record.structured_output = structured;
+                sage_ports::telemetry::genai::record_dialogue(&tracing::Span::current(), &record);
+                // A dialogue the sample rate left out is traced all the same when it erred.
+                sage_ports::telemetry::genai::keep_errored(&record, started);
                 record
             }
             .instrument(span),

@@ -188,7 +188,19 @@ impl Endpoint {
     ///
     /// The record of a cache hit has `cached: true`, zero attempts, and zero usage and cost
     /// (nothing was spent; the cached response in `result` still carries its original usage).
+    ///
+    /// When spans are exported, the call is a GenAI client span (`chat {model}`,
+    /// [`super::span`]) with its failed attempts as events.
     pub async fn call(&self, request: &ChatRequest) -> Called {
+        use tracing::Instrument;
+        let span = super::span::call_span(&self.config, request);
+        let called = self.attempts(request, &span).instrument(span.clone()).await;
+        super::span::record_call(&span, &self.config, &called);
+        called
+    }
+
+    /// The body of [`Endpoint::call`]; `span` gets an event per failed attempt.
+    async fn attempts(&self, request: &ChatRequest, span: &tracing::Span) -> Called {
         let started = Instant::now();
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
         // Simulated backends play from `request.sim`, which is not part of the key: never cached.
@@ -250,6 +262,12 @@ impl Endpoint {
                 Ok(response) => break Ok(response),
                 Err(error) => match retry::next_delay(&self.config.retries, attempts, &error) {
                     Some(delay) => {
+                        super::span::attempt_failed(
+                            span,
+                            attempts,
+                            &error.to_string(),
+                            Some(delay.as_millis() as u64),
+                        );
                         tracing::debug!(
                             model = %self.config.name,
                             attempt = attempts,
@@ -259,7 +277,10 @@ impl Endpoint {
                         );
                         tokio::time::sleep(delay).await;
                     }
-                    None => break Err(error),
+                    None => {
+                        super::span::attempt_failed(span, attempts, &error.to_string(), None);
+                        break Err(error);
+                    }
                 },
             }
         };

@@ -18,6 +18,7 @@ pub mod openai;
 pub mod probe;
 mod retry;
 pub mod sim;
+pub mod span;
 
 pub use endpoint::{Called, Endpoint};
 pub use limit::{Limiter, Limiters, LimitsNow, RateHeaders, Turn};

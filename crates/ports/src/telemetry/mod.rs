@@ -1,6 +1,8 @@
 //! Telemetry port: the process's Prometheus metrics and their HTTP endpoints ([`metrics`],
-//! [`server`]), and logging/tracing with optional OTLP export ([`trace`]).
+//! [`server`]), logging/tracing with optional OTLP export ([`trace`]), and model calls as
+//! GenAI spans ([`genai`]).
 
+pub mod genai;
 pub mod metrics;
 pub mod server;
 pub mod trace;

@@ -13,13 +13,14 @@ use sage_core::protocol::{
 };
 use std::marker::PhantomData;
 
-/// A request to a role actor, answered with `Rep`.
-pub struct Ask<Req, Rep>(pub Req, pub PhantomData<fn() -> Rep>);
+/// A request to a role actor, answered with `Rep`, with the span it was asked in (the turn's:
+/// the role's model calls are its children, as across processes through `traceparent`).
+pub struct Ask<Req, Rep>(pub Req, pub PhantomData<fn() -> Rep>, pub tracing::Span);
 
 impl<Req, Rep> Ask<Req, Rep> {
-    /// Wraps a request.
+    /// Wraps a request, in the current span.
     pub fn new(request: Req) -> Self {
-        Ask(request, PhantomData)
+        Ask(request, PhantomData, tracing::Span::current())
     }
 }
 
