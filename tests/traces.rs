@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 struct Phoenix {
     child: Child,
     addr: String,
+    grpc_port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -42,13 +43,13 @@ impl Phoenix {
             venv.display()
         );
         let dir = tempfile::tempdir().expect("dir");
-        let port = free_port();
+        let (port, grpc_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("phoenix.log")).expect("log");
         let child = Command::new(&bin)
             .arg("serve")
             .env("PHOENIX_HOST", "127.0.0.1")
             .env("PHOENIX_PORT", port.to_string())
-            .env("PHOENIX_GRPC_PORT", free_port().to_string())
+            .env("PHOENIX_GRPC_PORT", grpc_port.to_string())
             .env("PHOENIX_WORKING_DIR", dir.path())
             .env("PHOENIX_TELEMETRY_ENABLED", "false")
             .stdout(Stdio::null())
@@ -58,6 +59,7 @@ impl Phoenix {
         let phoenix = Phoenix {
             child,
             addr: format!("127.0.0.1:{port}"),
+            grpc_port,
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(180);
@@ -257,9 +259,20 @@ fn config(dir: &Path, model: &str, dialogues: usize) -> String {
 }
 
 /// `sage run --config CONFIG` as `run_id` under `dir/embedded`, exporting to `phoenix` at
-/// `rate`: the run's records.
-fn traced_run(dir: &Path, phoenix: &Phoenix, config: &str, run_id: &str, rate: &str) -> Vec<Value> {
+/// `rate` (over OTLP/HTTP, or gRPC when `grpc`): the run's records.
+fn traced_run(
+    dir: &Path,
+    phoenix: &Phoenix,
+    config: &str,
+    (run_id, rate): (&str, &str),
+    grpc: bool,
+) -> Vec<Value> {
     let out = dir.join("embedded");
+    let (endpoint, protocol) = if grpc {
+        (format!("http://127.0.0.1:{}", phoenix.grpc_port), "grpc")
+    } else {
+        (phoenix.endpoint(), "http/protobuf")
+    };
     sage_ok(&[
         "run",
         "--config",
@@ -270,19 +283,20 @@ fn traced_run(dir: &Path, phoenix: &Phoenix, config: &str, run_id: &str, rate: &
         run_id,
         "--quiet",
         "--otlp-endpoint",
-        &phoenix.endpoint(),
+        &endpoint,
+        "--otlp-protocol",
+        protocol,
         "--trace-sample-rate",
         rate,
     ]);
     records(&out.join(run_id))
 }
-
 #[test]
 fn an_embedded_run_and_a_sweep_are_one_trace_per_dialogue_in_phoenix() {
     let phoenix = Phoenix::start();
     let dir = common::cluster::test_dir();
     let config = config(dir.path(), "sim-strong", 3);
-    let embedded = traced_run(dir.path(), &phoenix, &config, "traced", "1");
+    let embedded = traced_run(dir.path(), &phoenix, &config, ("traced", "1"), false);
     let n = expected_spans(&embedded);
     let spans = phoenix.wait_spans(n);
     assert_eq!(spans.len(), n, "every span of the run, once");
@@ -383,7 +397,7 @@ fn sampling_keeps_the_dialogues_their_ids_name_and_every_errored_one() {
     let phoenix = Phoenix::start();
     let dir = common::cluster::test_dir();
     let config = config(dir.path(), "sim-weak", 16);
-    let all = traced_run(dir.path(), &phoenix, &config, "sampled", "0.5");
+    let all = traced_run(dir.path(), &phoenix, &config, ("sampled", "0.5"), false);
     let id = |r: &Value| r["job"]["dialogue_id"].as_str().unwrap().to_string();
     let errored = |r: &Value| {
         let record: sage::protocol::DialogueRecord =
@@ -432,4 +446,17 @@ fn sampling_keeps_the_dialogues_their_ids_name_and_every_errored_one() {
         .map(|s| attr(s, "sage.dialogue_id").as_str().unwrap().to_string())
         .collect();
     assert_eq!(kept_for_error, rebuilt);
+}
+
+/// The same trace over OTLP/gRPC (`--otlp-protocol grpc`, Phoenix's gRPC port).
+#[test]
+fn a_run_exported_over_grpc_is_one_trace_per_dialogue() {
+    let phoenix = Phoenix::start();
+    let dir = common::cluster::test_dir();
+    let config = config(dir.path(), "sim-strong", 2);
+    let records = traced_run(dir.path(), &phoenix, &config, ("grpc", "1"), true);
+    let n = expected_spans(&records);
+    let spans = phoenix.wait_spans(n);
+    assert_eq!(spans.len(), n, "every span of the run, once, over gRPC");
+    check_traces(&spans, &records);
 }

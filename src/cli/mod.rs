@@ -272,11 +272,12 @@ pub fn run_jobs_or_warn(
 /// messages go with the model calls.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// OTLP endpoint for traces (with `http/protobuf`, spans are posted to its /v1/traces),
-    /// e.g. http://otel-collector:4318; none: no export.
+    /// OTLP endpoint for traces, e.g. http://otel-collector:4318 (`http/protobuf`: spans are
+    /// posted to its /v1/traces) or http://otel-collector:4317 (`grpc`); none: no export.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
-    /// The OTLP transport: `http/protobuf` (`grpc` is not built in yet).
+    /// The OTLP transport: `http/protobuf` (to the endpoint's /v1/traces, port 4318 by
+    /// convention) or `grpc` (port 4317).
     #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", default_value = "http/protobuf",
           value_parser = trace::OtlpProtocol::parse)]
     otlp_protocol: trace::OtlpProtocol,

@@ -1,6 +1,7 @@
 //! Logging and tracing: `tracing` to standard error (text or JSON, filtered by `RUST_LOG`), and,
 //! when an OTLP endpoint is configured, spans exported through tracing-opentelemetry (OTLP
-//! over HTTP, protobuf, to `{endpoint}/v1/traces`). The W3C trace-context propagator is installed so a dialogue's trace crosses
+//! over HTTP, protobuf, to `{endpoint}/v1/traces`, or over gRPC, as `OTEL_EXPORTER_OTLP_PROTOCOL`
+//! says). The W3C trace-context propagator is installed so a dialogue's trace crosses
 //! processes in message headers (see `transport::nats`).
 
 use opentelemetry::trace::TracerProvider as _;
@@ -41,8 +42,7 @@ pub enum OtlpProtocol {
     /// `http/protobuf`: protobuf posted to `{endpoint}/v1/traces` (port 4318 by convention).
     #[default]
     HttpProtobuf,
-    /// `grpc` (port 4317 by convention): not built yet; refused with a message naming
-    /// `http/protobuf`.
+    /// `grpc` (port 4317 by convention): OTLP/gRPC through tonic, on a runtime of its own.
     Grpc,
 }
 
@@ -136,6 +136,79 @@ fn traces_url(endpoint: &str) -> String {
     }
 }
 
+/// A span exporter on a Tokio runtime of its own (one worker thread): the batch processor
+/// exports from a plain thread, and the gRPC exporter (tonic) needs a reactor there. Dropped
+/// without blocking, wherever the last reference goes.
+#[derive(Debug)]
+struct OnRuntime<E> {
+    inner: E,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl OnRuntime<opentelemetry_otlp::SpanExporter> {
+    /// The OTLP/gRPC exporter to `endpoint` (e.g. `http://otel-collector:4317`).
+    fn grpc(endpoint: &str) -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sage-otlp-grpc")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("the gRPC exporter's runtime: {e}"))?;
+        let inner = {
+            let _inside = runtime.enter();
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint)
+                .build()
+                .map_err(|e| e.to_string())?
+        };
+        Ok(OnRuntime {
+            inner,
+            runtime: Some(runtime),
+        })
+    }
+}
+
+impl<E: opentelemetry_sdk::trace::SpanExporter> opentelemetry_sdk::trace::SpanExporter
+    for OnRuntime<E>
+{
+    fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> impl std::future::Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
+        let result = match &self.runtime {
+            Some(runtime) => runtime.block_on(self.inner.export(batch)),
+            None => Ok(()),
+        };
+        std::future::ready(result)
+    }
+
+    fn shutdown_with_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _inside = self.runtime.as_ref().map(|r| r.enter());
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _inside = self.runtime.as_ref().map(|r| r.enter());
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl<E> Drop for OnRuntime<E> {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Installs the process's subscriber: log lines at `default_level` and above unless `RUST_LOG`
 /// says otherwise. With `otlp_endpoint`, spans go to that collector under `service_name`; must
 /// then be called inside a tokio runtime. A second call in one process keeps the first
@@ -165,27 +238,27 @@ pub fn init(
         return Ok(TraceGuard(None));
     };
     let endpoint = export.endpoint.as_str();
-    if export.protocol == OtlpProtocol::Grpc {
-        return Err(TraceError {
-            endpoint: endpoint.to_string(),
-            message: "OTLP over gRPC is not built in yet; use `http/protobuf` (the collector's \
-                      port 4318)"
-                .into(),
-        });
-    }
     // The exporter's HTTP client is reqwest's, built with `rustls-no-provider`.
     crate::ensure_crypto_provider();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_endpoint(traces_url(endpoint))
-        .build()
-        .map_err(|e| TraceError {
-            endpoint: endpoint.to_string(),
-            message: e.to_string(),
-        })?;
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
+    let failed = |message: String| TraceError {
+        endpoint: endpoint.to_string(),
+        message,
+    };
+    let builder = SdkTracerProvider::builder();
+    let builder = match export.protocol {
+        OtlpProtocol::HttpProtobuf => builder.with_batch_exporter(
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_endpoint(traces_url(endpoint))
+                .build()
+                .map_err(|e| failed(e.to_string()))?,
+        ),
+        OtlpProtocol::Grpc => {
+            builder.with_batch_exporter(OnRuntime::grpc(endpoint).map_err(failed)?)
+        }
+    };
+    let provider = builder
         .with_sampler(DialogueSampler)
         .with_resource(
             opentelemetry_sdk::Resource::builder()
