@@ -266,19 +266,21 @@ fn traced_run(
     config: &str,
     (run_id, rate): (&str, &str),
     grpc: bool,
+    extra: &[&str],
 ) -> Vec<Value> {
     let out = dir.join("embedded");
+    let out_arg = out.display().to_string();
     let (endpoint, protocol) = if grpc {
         (format!("http://127.0.0.1:{}", phoenix.grpc_port), "grpc")
     } else {
         (phoenix.endpoint(), "http/protobuf")
     };
-    sage_ok(&[
+    let mut args = vec![
         "run",
         "--config",
         config,
         "--out",
-        &out.display().to_string(),
+        &out_arg,
         "--run-id",
         run_id,
         "--quiet",
@@ -288,19 +290,29 @@ fn traced_run(
         protocol,
         "--trace-sample-rate",
         rate,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    sage_ok(&args);
     records(&out.join(run_id))
 }
+
 #[test]
 fn an_embedded_run_and_a_sweep_are_one_trace_per_dialogue_in_phoenix() {
     let phoenix = Phoenix::start();
     let dir = common::cluster::test_dir();
     let config = config(dir.path(), "sim-strong", 3);
-    let embedded = traced_run(dir.path(), &phoenix, &config, ("traced", "1"), false);
+    let embedded = traced_run(dir.path(), &phoenix, &config, ("traced", "1"), false, &[]);
     let n = expected_spans(&embedded);
     let spans = phoenix.wait_spans(n);
     assert_eq!(spans.len(), n, "every span of the run, once");
     check_traces(&spans, &embedded);
+    // Without --trace-content no message leaves the process.
+    assert!(
+        spans
+            .iter()
+            .all(|s| attr(s, "gen_ai.input.messages").is_null()
+                && attr(s, "llm.input_messages.0.message.content").is_null())
+    );
     look_in_the_browser(&phoenix, &spans, &embedded[0]);
 
     // A sweep: the dialogues are played by a worker process, stored by an aggregator.
@@ -397,7 +409,14 @@ fn sampling_keeps_the_dialogues_their_ids_name_and_every_errored_one() {
     let phoenix = Phoenix::start();
     let dir = common::cluster::test_dir();
     let config = config(dir.path(), "sim-weak", 16);
-    let all = traced_run(dir.path(), &phoenix, &config, ("sampled", "0.5"), false);
+    let all = traced_run(
+        dir.path(),
+        &phoenix,
+        &config,
+        ("sampled", "0.5"),
+        false,
+        &[],
+    );
     let id = |r: &Value| r["job"]["dialogue_id"].as_str().unwrap().to_string();
     let errored = |r: &Value| {
         let record: sage::protocol::DialogueRecord =
@@ -454,9 +473,94 @@ fn a_run_exported_over_grpc_is_one_trace_per_dialogue() {
     let phoenix = Phoenix::start();
     let dir = common::cluster::test_dir();
     let config = config(dir.path(), "sim-strong", 2);
-    let records = traced_run(dir.path(), &phoenix, &config, ("grpc", "1"), true);
+    let records = traced_run(dir.path(), &phoenix, &config, ("grpc", "1"), true, &[]);
     let n = expected_spans(&records);
     let spans = phoenix.wait_spans(n);
     assert_eq!(spans.len(), n, "every span of the run, once, over gRPC");
     check_traces(&spans, &records);
+}
+
+/// A real model backend (an OpenAI-compatible mock that refuses the first call with HTTP 429):
+/// the agent's call span says `openai`, carries the refusal as a `gen_ai.rate_limited` event and
+/// its two attempts, and, with `--trace-content`, the messages sent and the answer.
+#[test]
+fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let phoenix = Phoenix::start();
+    let dir = common::cluster::test_dir();
+    let runtime = common::mock::runtime();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        chat()
+            .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "0"))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        chat()
+            .respond_with(common::mock::completion(common::mock::AGENT_ANSWER))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        server
+    });
+    let config = dir.path().join("run.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "models:\n  - {{name: agent, provider: openai, base_url: '{}/v1', model: mock-model, \
+             retries: {{max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}}}}\n  \
+             - {{name: user, provider: simulated, sim: {{kind: user}}}}\n  \
+             - {{name: judge, provider: simulated, sim: {{kind: judge}}}}\n\
+             service_models: [agent]\nuser_model: user\njudge_models: [judge]\nscenarios: [scenarios/telecom_package.yaml]\n\
+             dialogues_per_scenario: 1\nmin_per_route: 0\nmax_turns: 1\n",
+            server.uri()
+        ),
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let records = traced_run(
+        dir.path(),
+        &phoenix,
+        &config,
+        ("real", "1"),
+        false,
+        &["--trace-content"],
+    );
+    let spans = phoenix.wait_spans(expected_spans(&records));
+    check_traces(&spans, &records);
+    let agent: Vec<&Value> = spans
+        .iter()
+        .filter(|s| attr(s, "gen_ai.request.model") == "mock-model")
+        .collect();
+    assert_eq!(agent.len(), 1, "one agent call");
+    let call = agent[0];
+    assert_eq!(call["name"], "chat mock-model");
+    assert_eq!(attr(call, "gen_ai.provider.name"), "openai");
+    assert_eq!(attr(call, "sage.attempts"), 2);
+    assert_eq!(attr(call, "sage.refused"), 1);
+    let events: Vec<&str> = call["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(events, ["gen_ai.rate_limited"], "{call}");
+    let sent = attr(call, "gen_ai.input.messages")
+        .as_str()
+        .expect("the messages sent");
+    assert!(
+        sent.contains("\"role\":\"system\"") && sent.contains("ChangeOrder"),
+        "{sent}"
+    );
+    let answer = attr(call, "gen_ai.output.messages")
+        .as_str()
+        .expect("the answer");
+    assert!(
+        answer.contains("I will change your package right away."),
+        "{answer}"
+    );
+    drop(server);
 }
