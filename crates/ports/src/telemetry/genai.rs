@@ -1,16 +1,15 @@
-//! Dialogues, turns and model calls as spans that GenAI-aware trace viewers read
-//! (docs/metrics.md, "Tracing"). The model-call spans are made where the calls are
-//! (`llm::span`); this module holds what they share with the rest: each model call a
-//! `chat {model}` client span following the
-//! OpenTelemetry semantic conventions for generative AI (`gen_ai.operation.name`,
-//! `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, ...), with the
-//! OpenInference names beside them (`openinference.span.kind: LLM`, `llm.token_count.*`: what
-//! Arize Phoenix reads) and SAGE-RS's own (`sage.role`, `sage.dialogue_id`, `sage.turn`,
-//! `sage.cost_usd`, ...); retries and HTTP 429s as span events; the messages only when asked
-//! (`--trace-content`), since they may hold customer data.
+//! Dialogues and turns as spans that GenAI-aware trace viewers read (docs/metrics.md,
+//! "Tracing"), and what the model-call spans share with them: the attributes of a call's
+//! record ([`call_attributes`], [`error_type`]). The model-call spans themselves are made where
+//! the calls are (`llm::span`): `chat {model}` client spans following the OpenTelemetry
+//! semantic conventions for generative AI, with OpenInference's names beside them
+//! (`openinference.span.kind`, `llm.token_count.*`: what Arize Phoenix reads) and SAGE-RS's own
+//! (`sage.*`).
 //!
-//! A dialogue the sample rate leaves out ([`super::trace::sampled`]) but that erred is traced
-//! all the same, rebuilt from its record ([`keep_errored`]).
+//! The dialogue span is a trace's root ([`dialogue_span`], [`record_dialogue`]); each turn a
+//! child ([`turn_span`], [`record_turn`]: the agent's outcome, the reference, the scores). A
+//! dialogue the sample rate leaves out ([`super::trace::sampled`]) but that erred is traced all
+//! the same, rebuilt from its record ([`keep_errored`]).
 
 use super::trace::{DIALOGUE_ID, KEPT, exporting, sampled};
 use opentelemetry::trace::SpanKind;
