@@ -481,8 +481,9 @@ fn a_run_exported_over_grpc_is_one_trace_per_dialogue() {
 }
 
 /// A real model backend (an OpenAI-compatible mock that refuses the first call with HTTP 429):
-/// the agent's call span says `openai`, carries the refusal as a `gen_ai.rate_limited` event and
-/// its two attempts, and, with `--trace-content`, the messages sent and the answer.
+/// the agent's call span says `openai`, carries the refusal as a `gen_ai.rate_limited` event,
+/// its two attempts and its prompt-cache reads, and, with `--trace-content`, the messages sent
+/// and the answer.
 #[test]
 fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
     use wiremock::matchers::{method, path};
@@ -499,8 +500,16 @@ fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
             .with_priority(1)
             .mount(&server)
             .await;
+        // 100 prompt tokens, 60 of them read from the provider's prompt cache.
+        let answer = ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "id": "x", "object": "chat.completion", "model": "mock-model",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": common::mock::AGENT_ANSWER}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                "prompt_tokens_details": {"cached_tokens": 60}}
+        }));
         chat()
-            .respond_with(common::mock::completion(common::mock::AGENT_ANSWER))
+            .respond_with(answer)
             .with_priority(2)
             .mount(&server)
             .await;
@@ -541,6 +550,8 @@ fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
     assert_eq!(attr(call, "gen_ai.provider.name"), "openai");
     assert_eq!(attr(call, "sage.attempts"), 2);
     assert_eq!(attr(call, "sage.refused"), 1);
+    assert_eq!(attr(call, "gen_ai.usage.input_tokens"), 100);
+    assert_eq!(attr(call, "gen_ai.usage.cache_read.input_tokens"), 60);
     let events: Vec<&str> = call["events"]
         .as_array()
         .expect("events")

@@ -18,7 +18,7 @@ use sage_core::protocol::{CallRecord, DialogueJob, DialogueRecord, ServiceOutcom
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// What a call's record says, as span attributes: usage (so a span's token counts are the
-/// record's), finish reason, cost, cache, attempts, latency, and the error type when it failed.
+/// record's, the prompt-cache reads included), finish reason, cost, cache, attempts, latency, and the error type when it failed.
 pub fn call_attributes(r: &CallRecord) -> Vec<KeyValue> {
     let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
     let mut attributes = vec![
@@ -27,6 +27,15 @@ pub fn call_attributes(r: &CallRecord) -> Vec<KeyValue> {
         KeyValue::new("llm.token_count.prompt", input),
         KeyValue::new("llm.token_count.completion", output),
         KeyValue::new("llm.token_count.total", input + output),
+        // Of the input, what the provider read from its prompt cache.
+        KeyValue::new(
+            "gen_ai.usage.cache_read.input_tokens",
+            r.usage.cached_input_tokens as i64,
+        ),
+        KeyValue::new(
+            "llm.token_count.prompt_details.cache_read",
+            r.usage.cached_input_tokens as i64,
+        ),
         KeyValue::new("sage.cost_usd", r.cost_usd),
         KeyValue::new("sage.cached", r.cached),
         KeyValue::new("sage.attempts", i64::from(r.attempts)),
@@ -134,6 +143,10 @@ fn end_attributes(record: &DialogueRecord) -> Vec<KeyValue> {
         KeyValue::new(
             "gen_ai.usage.output_tokens",
             record.usage.output_tokens as i64,
+        ),
+        KeyValue::new(
+            "gen_ai.usage.cache_read.input_tokens",
+            record.usage.cached_input_tokens as i64,
         ),
         KeyValue::new("sage.cost_usd", record.cost_usd),
     ]
