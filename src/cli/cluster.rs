@@ -129,7 +129,7 @@ impl TelemetryArgs {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
         };
-        let guard = trace::init(format, "info", self.trace.export()?.as_ref(), service)?;
+        let guard = trace::init(format, "info", self.trace.export().as_ref(), service)?;
         let health = Health::new();
         super::serve_metrics(self.metrics_addr, health.clone()).await?;
         Ok((guard, health))

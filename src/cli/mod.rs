@@ -299,22 +299,21 @@ fn sample_rate(text: &str) -> Result<f64, String> {
 
 impl TraceArgs {
     /// The export to set up, none without an endpoint.
-    pub fn export(&self) -> anyhow::Result<Option<trace::TraceExport>> {
-        Ok(self
-            .otlp_endpoint
+    pub fn export(&self) -> Option<trace::TraceExport> {
+        self.otlp_endpoint
             .as_ref()
             .map(|endpoint| trace::TraceExport {
                 endpoint: endpoint.clone(),
                 protocol: self.otlp_protocol,
                 sample_rate: self.trace_sample_rate,
                 capture_content: self.trace_content,
-            }))
+            })
     }
 
     /// Starts span export for `sage run` (within the runtime; keep the guard until the run
     /// ends), when an endpoint is given.
     pub fn start(&self, service: &str) -> anyhow::Result<Option<trace::TraceGuard>> {
-        let Some(export) = self.export()? else {
+        let Some(export) = self.export() else {
             return Ok(None);
         };
         Ok(Some(trace::init(

@@ -225,11 +225,8 @@ impl Handler<RunDialogue> for DialogueActor {
         let sops = self.sops.clone();
         let simulated = self.simulated.contains(&msg.job.service_model);
         let structured = self.structured.get(&msg.job.service_model).copied();
-        let span = if sage_ports::telemetry::trace::exporting() {
-            sage_ports::telemetry::genai::dialogue_span(&msg.job)
-        } else {
-            tracing::Span::none()
-        };
+        // None when spans are not exported.
+        let span = sage_ports::telemetry::genai::dialogue_span(&msg.job);
         Box::pin(
             async move {
                 let started = std::time::SystemTime::now();

@@ -511,4 +511,12 @@ impl DialogueRecord {
                 t.infra_error.is_some() || matches!(t.outcome, ServiceOutcome::InfraError { .. })
             })
     }
+
+    /// The turns whose agent answer was a format error.
+    pub fn format_error_turns(&self) -> usize {
+        self.turns
+            .iter()
+            .filter(|t| matches!(t.outcome, ServiceOutcome::FormatError { .. }))
+            .count()
+    }
 }

@@ -14,35 +14,40 @@
 use super::trace::{DIALOGUE_ID, KEPT, exporting, sampled};
 use opentelemetry::trace::SpanKind;
 use opentelemetry::{Context, KeyValue};
-use sage_core::protocol::{CallRecord, DialogueJob, DialogueRecord, ServiceOutcome, TurnRecord};
+use sage_core::protocol::{
+    CallRecord, DialogueJob, DialogueRecord, ServiceOutcome, TurnRecord, Usage,
+};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// What a call's record says, as span attributes: usage (so a span's token counts are the
-/// record's, the prompt-cache reads included), finish reason, cost, cache, attempts, latency, and the error type when it failed.
-pub fn call_attributes(r: &CallRecord) -> Vec<KeyValue> {
-    let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
-    let mut attributes = vec![
+/// Token usage as span attributes, in the GenAI conventions' names and OpenInference's: input,
+/// output, and of the input what the provider read from its prompt cache.
+fn usage_attributes(usage: &Usage) -> Vec<KeyValue> {
+    let (input, output) = (usage.input_tokens as i64, usage.output_tokens as i64);
+    let cache_read = usage.cached_input_tokens as i64;
+    vec![
         KeyValue::new("gen_ai.usage.input_tokens", input),
         KeyValue::new("gen_ai.usage.output_tokens", output),
+        KeyValue::new("gen_ai.usage.cache_read.input_tokens", cache_read),
         KeyValue::new("llm.token_count.prompt", input),
         KeyValue::new("llm.token_count.completion", output),
         KeyValue::new("llm.token_count.total", input + output),
-        // Of the input, what the provider read from its prompt cache.
-        KeyValue::new(
-            "gen_ai.usage.cache_read.input_tokens",
-            r.usage.cached_input_tokens as i64,
-        ),
-        KeyValue::new(
-            "llm.token_count.prompt_details.cache_read",
-            r.usage.cached_input_tokens as i64,
-        ),
+        KeyValue::new("llm.token_count.prompt_details.cache_read", cache_read),
+    ]
+}
+
+/// What a call's record says, as span attributes: usage (so a span's token counts are the
+/// record's, the prompt-cache reads included), finish reason, cost, cache, attempts, latency,
+/// and the error type when it failed.
+pub fn call_attributes(r: &CallRecord) -> Vec<KeyValue> {
+    let mut attributes = usage_attributes(&r.usage);
+    attributes.extend([
         KeyValue::new("sage.cost_usd", r.cost_usd),
         KeyValue::new("sage.cached", r.cached),
         KeyValue::new("sage.attempts", i64::from(r.attempts)),
         KeyValue::new("sage.latency_ms", r.latency_ms as i64),
         KeyValue::new("sage.refused", i64::from(r.refused)),
         KeyValue::new("sage.limit_wait_ms", r.limit_wait_ms as i64),
-    ];
+    ]);
     if let Some(reason) = &r.finish_reason {
         attributes.push(KeyValue::new(
             "gen_ai.response.finish_reasons",
@@ -120,36 +125,20 @@ pub fn record_dialogue(span: &tracing::Span, record: &DialogueRecord) {
     }
 }
 
-/// The turns of a record whose agent answer was a format error.
-fn format_errors(record: &DialogueRecord) -> usize {
-    record
-        .turns
-        .iter()
-        .filter(|t| matches!(t.outcome, ServiceOutcome::FormatError { .. }))
-        .count()
-}
-
-/// How a dialogue ended, as span attributes.
+/// How a dialogue ended, as span attributes (its usage summed over every call).
 fn end_attributes(record: &DialogueRecord) -> Vec<KeyValue> {
-    vec![
+    let mut attributes = usage_attributes(&record.usage);
+    attributes.extend([
         KeyValue::new("sage.end", format!("{:?}", record.end)),
         KeyValue::new("sage.turns", record.turns.len() as i64),
-        KeyValue::new("sage.format_error_turns", format_errors(record) as i64),
+        KeyValue::new(
+            "sage.format_error_turns",
+            record.format_error_turns() as i64,
+        ),
         KeyValue::new("sage.infra_error", record.had_infra_error()),
-        KeyValue::new(
-            "gen_ai.usage.input_tokens",
-            record.usage.input_tokens as i64,
-        ),
-        KeyValue::new(
-            "gen_ai.usage.output_tokens",
-            record.usage.output_tokens as i64,
-        ),
-        KeyValue::new(
-            "gen_ai.usage.cache_read.input_tokens",
-            record.usage.cached_input_tokens as i64,
-        ),
         KeyValue::new("sage.cost_usd", record.cost_usd),
-    ]
+    ]);
+    attributes
 }
 
 /// The span of turn `turn` of a dialogue (none when spans are not exported).
@@ -221,7 +210,7 @@ fn turn_attributes(turn: &TurnRecord) -> Vec<KeyValue> {
 
 /// Whether `record` is kept whatever the rate: an infrastructure or a format error in it.
 pub fn errored(record: &DialogueRecord) -> bool {
-    record.had_infra_error() || format_errors(record) > 0
+    record.had_infra_error() || record.format_error_turns() > 0
 }
 
 /// Sends the trace of a dialogue that the sample rate left out but that had an error
