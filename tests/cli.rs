@@ -58,7 +58,7 @@ fn paths_lists_routes_with_assignments() {
         text.starts_with("telecom_package: 12 routes; 36 field-value combinations\n"),
         "{text}"
     );
-    assert!(text.contains("step1 > step2 > step3 > step6 > step4 -> ChangeOrder"));
+    assert!(text.contains("step1>step2>step3>step6>step4 -> ChangeOrder"));
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn scenario_diff_lists_the_routes_and_regions_two_scenarios_route_apart() {
     );
     // The three transfers are gone; each of their regions now ends in the contract change.
     assert!(
-        text.contains(&format!("only in {telecom}:\n  step1 > step2 > step3")),
+        text.contains(&format!("only in {telecom}:\n  step1>step2>step3")),
         "{text}"
     );
     assert_eq!(text.matches("-> TransHuman\n").count(), 3 + 3, "{text}");
@@ -223,7 +223,7 @@ fn route_with_booleans_and_outputs() {
     ]);
     assert_eq!(
         stdout(&human),
-        "path: step1 -> step2\naction: GUIDE\nPLAN: none\n"
+        "path: step1>step2\naction: GUIDE\nPLAN: none\n"
     );
 }
 

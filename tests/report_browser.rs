@@ -905,7 +905,7 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         .expect("the case link");
     assert_eq!(
         href,
-        Value::String(sage::report::explorer::case_anchor(&case))
+        Value::String(sage::report::explorer::case_anchor_from(&case, &id))
     );
     tab.eval("document.querySelector('#dialogue-view a.case-link').click()")
         .expect("follow the case link");
@@ -920,6 +920,9 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
     let heads = tab
         .eval("[...document.querySelectorAll('#dialogue-view table.case-turns th[data-model]')].map(t => t.dataset.model)")
         .expect("heads");
+    let rows = tab
+        .eval("[...document.querySelectorAll('#dialogue-view table.case-verdicts tr[data-model]')].map(t => t.dataset.model)")
+        .expect("rows");
     let mut same_case: Vec<(String, String)> = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
@@ -933,11 +936,16 @@ fn the_explorer_shows_the_transcript_beside_the_list_with_every_turns_record() {
         .collect();
     same_case.sort();
     assert!(same_case.len() > 1, "the case has several models");
-    let want: Vec<&str> = same_case.iter().map(|(_, m)| m.as_str()).collect();
-    assert_eq!(
-        heads,
-        serde_json::json!(want),
-        "every model's dialogue of the case"
+    let mut want: Vec<&str> = same_case.iter().map(|(_, m)| m.as_str()).collect();
+    let mut listed: Vec<String> = serde_json::from_value(rows).expect("rows");
+    listed.sort();
+    want.sort();
+    assert_eq!(listed, want, "a row per model of the case");
+    let heads: Vec<String> = serde_json::from_value(heads).expect("heads");
+    let from = record["job"]["service_model"].as_str().expect("model");
+    assert!(
+        heads.len() >= 2 && heads.iter().any(|m| m == from),
+        "the dialogue it came from beside the best and the worst: {heads:?}"
     );
     shot_at(&tab, "#dialogue-view", "sage-case", (1440, 900));
     assert_offline(&tab, &report);

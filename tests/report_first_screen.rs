@@ -61,22 +61,6 @@ fn mean(metric: &Value) -> Option<f64> {
     metric.get("mean").and_then(Value::as_f64)
 }
 
-/// The model names ranked as the leaderboard must: by OA, best first, ties by name, models
-/// without an OA last.
-fn ranked(summary: &Value) -> Vec<String> {
-    let mut list: Vec<(String, f64)> = models(summary)
-        .iter()
-        .map(|m| {
-            (
-                m["model"].as_str().expect("name").to_string(),
-                mean(&m["all"]["overall"]).unwrap_or(f64::NEG_INFINITY),
-            )
-        })
-        .collect();
-    list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    list.into_iter().map(|(m, _)| m).collect()
-}
-
 /// Which of `values` are a column's best (the test's own statement of docs/report.md's rule):
 /// the highest (`higher`) or lowest, all that tie; none with fewer than two values or when all
 /// are equal.
@@ -190,7 +174,7 @@ fn the_leaderboard_ranks_by_oa_and_marks_each_columns_best() {
     let rows = tab
         .eval("[...document.querySelectorAll('#leaderboard-table tbody tr[data-model]')].map(r => r.dataset.model)")
         .expect("rows");
-    let ranked = ranked(&summary);
+    let ranked = common::ranked(&summary);
     assert_eq!(rows, serde_json::json!(ranked), "rows by OA, best first");
     assert_eq!(
         tab.eval("document.querySelector('#leaderboard-table th[data-sort=overall]').getAttribute('aria-sort')")
@@ -294,7 +278,7 @@ fn the_scenario_matrix_equals_the_summary_and_the_legend_spells_out_every_headin
     let summary = summary();
     let browser = Browser::launch();
     let tab = open(&browser);
-    let ranked = ranked(&summary);
+    let ranked = common::ranked(&summary);
     let rows = tab
         .eval("[...document.querySelectorAll('#scenario-matrix tbody tr[data-model]')].map(r => r.dataset.model)")
         .expect("rows");
@@ -647,17 +631,7 @@ fn crowded_run() -> PathBuf {
         ),
     )
     .expect("config");
-    common::sage_ok(&[
-        "run",
-        "--config",
-        config.to_str().expect("utf-8"),
-        "--run-id",
-        "crowded",
-        "--out",
-        dir.to_str().expect("utf-8"),
-        "--quiet",
-    ]);
-    dir.join("crowded/report.html")
+    common::run_config(&config, &dir, "crowded").join("report.html")
 }
 
 #[test]

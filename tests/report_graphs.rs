@@ -362,7 +362,8 @@ fn boxes_and_cells_take_the_legend_colour_of_their_logic_for_every_model() {
 /// Per routes table of the section (scrolled so that its header is stuck 4 px past where it
 /// would sit): the rectangles of the page's sticky bar, the model bar and the header, the
 /// header's `top` (where it sticks), and whether the centre of each cell of the first row hits
-/// that cell.
+/// that cell. The per-model tables scroll in boxes of their own (their headers stick inside
+/// them): each box scrolled to just below the model bar, the same rectangles and hits.
 const STUCK: &str = r#"
 (async () => {
   const toc = document.getElementById('toc');
@@ -371,8 +372,9 @@ const STUCK: &str = r#"
   const out = [];
   for (const t of document.querySelectorAll('#sop-graphs table.routes, #sop-graphs table.route-models')) {
     const th = t.querySelector('th');
-    const stick = parseFloat(getComputedStyle(th).top);
-    scrollTo(0, t.getBoundingClientRect().top + scrollY - stick + 4);
+    const boxed = t.closest('div.table-box');
+    const stick = boxed ? bar.getBoundingClientRect().bottom + 4 : parseFloat(getComputedStyle(th).top);
+    scrollTo(0, (boxed || t).getBoundingClientRect().top + scrollY - stick + (boxed ? 0 : 4));
     await frame();
     const rect = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
     const row = t.rows[1];
@@ -382,7 +384,7 @@ const STUCK: &str = r#"
       return c.contains(e);
     });
     out.push({table: t.className, scenario: t.dataset.scenario, toc: rect(toc), bar: rect(bar),
-      header: rect(th), stick, table_top: t.getBoundingClientRect().top, hits});
+      header: rect(th), stick, table_top: t.getBoundingClientRect().top, hits, boxed: !!boxed});
   }
   return out;
 })()
@@ -401,10 +403,20 @@ fn the_first_row_of_every_routes_table_shows_and_clicks_under_the_stuck_headers(
     );
     let n = |v: &Value| v.as_f64().expect("a number");
     for t in tables {
-        // The header is stuck to the window where its style says (the table went on up under
-        // it)...
-        assert!((n(&t["header"]["top"]) - n(&t["stick"])).abs() < 0.5, "{t}");
-        assert!(n(&t["table_top"]) < n(&t["header"]["top"]) - 3.0, "{t}");
+        if t["boxed"] == false {
+            // The header is stuck to the window where its style says (the table went on up
+            // under it)...
+            assert!((n(&t["header"]["top"]) - n(&t["stick"])).abs() < 0.5, "{t}");
+            assert!(n(&t["table_top"]) < n(&t["header"]["top"]) - 3.0, "{t}");
+        } else {
+            // ...or heads its box, right below the model bar.
+            assert!((n(&t["header"]["top"]) - n(&t["stick"])).abs() < 2.0, "{t}");
+        }
+        assert_eq!(
+            t["boxed"],
+            t["table"] == "data route-models",
+            "the per-model tables, only they, are boxed: {t}"
+        );
         // ...below the model bar, itself below the page's bar: nothing covers anything.
         assert!(n(&t["bar"]["top"]) >= n(&t["toc"]["bottom"]) - 0.5, "{t}");
         assert!(
@@ -571,12 +583,15 @@ fn a_routes_worst_case_opens_across_every_model() {
         READY,
     )
     .unwrap_or_else(|e| panic!("{href:?} opens its case: {e}"));
-    let shown = tab
-        .eval("[...document.querySelectorAll('#dialogue-view table.case-turns th[data-model]')].map(t => t.dataset.model)")
+    let rows = tab
+        .eval("[...document.querySelectorAll('#dialogue-view table.case-verdicts tr[data-model]')].map(t => t.dataset.model)")
         .expect("models");
-    let mut shown: Vec<String> = serde_json::from_value(shown).expect("names");
-    shown.sort();
+    let mut rows: Vec<String> = serde_json::from_value(rows).expect("names");
+    rows.sort();
     let mut want = models(folder);
     want.sort();
-    assert_eq!(shown, want, "every model of the run plays the case");
+    assert_eq!(
+        rows, want,
+        "every model of the run plays the case, a row each"
+    );
 }

@@ -273,11 +273,12 @@ fn hostile_sage_records_stay_text() {
         "{text}"
     );
 
-    // The case across models: the hostile model's column.
+    // The case across models, opened from the hostile model's dialogue: its column.
     let case = id.replace(&format!("/{MODEL}/"), "/");
     tab.eval(&format!(
-        "location.hash = '#case=' + encodeURIComponent({})",
-        js(&case)
+        "location.hash = '#case=' + encodeURIComponent({}) + ';dialogue:' + encodeURIComponent({})",
+        js(&case),
+        js(&id)
     ))
     .expect("hash");
     tab.wait_for(

@@ -116,15 +116,15 @@ fn a_run_writes_a_self_contained_report_and_ends_with_its_path() {
             "explorer"
         ]
     );
-    for chart in [
-        "execution-gap",
-        "turn-depth",
-        "adversarial",
-        "format-errors",
-        "chat-dimensions",
+    for (chart, class) in [
+        ("execution-gap", "chart"),
+        ("turn-depth", "chart lines"),
+        ("adversarial", "chart lines"),
+        ("format-errors", "chart"),
+        ("chat-dimensions", "chart"),
     ] {
         assert!(
-            html.contains(&format!("<svg class=\"chart\" data-chart=\"{chart}\"")),
+            html.contains(&format!("<svg class=\"{class}\" data-chart=\"{chart}\"")),
             "{chart}"
         );
     }
@@ -245,12 +245,15 @@ fn with_repeats_pass_k_columns_and_per_model_routes_linked_to_the_explorer() {
         }
     }
 
-    // The graphs' model selector lists every model after "all models".
+    // The graphs' model selector lists every model after "all models", in the leaderboard's
+    // order.
     let select = &html[html
         .find("<select data-graph-model>")
         .expect("the selector")..];
     let select = &select[..select.find("</select>").expect("its end")];
-    assert_eq!(attrs(select, "value")[1..], models[..]);
+    let ranked = attrs(table, "data-model");
+    assert_eq!(ranked.len(), models.len());
+    assert_eq!(attrs(select, "value")[1..], ranked[..]);
     // Every stage and action says its Logic per model.
     let nodes = html.matches("<g class=\"node").count() + html.matches("<g class=\"action").count();
     assert_eq!(

@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 use sage_core::prompts::draft::Step;
 use sage_core::scenario::{KeyKind, Scope, Value};
+use sage_core::scoring::summary::route_key;
 use sage_core::sop::{self, Values};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -228,15 +229,7 @@ fn route_table(sop: &sop::Sop) -> String {
             .join(" ")
     };
     for (i, rc) in sop.routes().iter().enumerate() {
-        let r = &rc.route;
-        let outputs: String = r.outputs.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-        text += &format!(
-            "{:>4}. {} -> {}{}\n",
-            i + 1,
-            r.path.join(" > "),
-            r.action,
-            outputs
-        );
+        text += &format!("{:>4}. {}\n", i + 1, route_key(&rc.route));
         text += &format!("      fields: {}\n", values(&rc.fields));
         if !rc.variables.is_empty() {
             text += &format!("      variables: {}\n", values(&rc.variables));
@@ -425,7 +418,7 @@ fn route(file: &Path, sets: &[String], json: bool) -> anyhow::Result<ExitCode> {
     if json {
         emit(&(serde_json::to_string(&r)? + "\n"));
     } else {
-        let mut text = format!("path: {}\naction: {}\n", r.path.join(" -> "), r.action);
+        let mut text = format!("path: {}\naction: {}\n", r.path.join(">"), r.action);
         for (k, v) in &r.outputs {
             text += &format!("{k}: {v}\n");
         }
@@ -455,10 +448,7 @@ fn diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCode> {
         emit(&text);
         return Ok(code);
     }
-    let route = |r: &sop::Route| {
-        let outputs: String = r.outputs.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-        format!("{} -> {}{outputs}", r.path.join(" > "), r.action)
-    };
+    let route = route_key;
     let values = |m: &sop::Assignment| {
         m.iter()
             .map(|(k, v)| format!("{k}={v}"))

@@ -276,3 +276,151 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("dir");
     dir
 }
+
+/// Names of models under test as a sweep of real ones would call them (a `/` of a provider's
+/// id written `--`: a model's name is a results path part): the first 27, then more.
+pub const SWEEP_MODELS: [&str; 60] = [
+    "gpt-4o-2024-08-06",
+    "gpt-4o-mini-2024-07-18",
+    "claude-3-5-sonnet-20241022",
+    "claude-3-5-haiku-20241022",
+    "meta-llama--Llama-3.3-70B-Instruct-Turbo",
+    "meta-llama--Meta-Llama-3.1-8B-Instruct",
+    "Qwen--Qwen2.5-72B-Instruct",
+    "Qwen--Qwen2.5-7B-Instruct",
+    "deepseek-ai--DeepSeek-V3",
+    "deepseek-ai--DeepSeek-R1-Distill-Llama-70B",
+    "gemini-1.5-pro-002",
+    "gemini-2.0-flash-001",
+    "mistralai--Mistral-Large-Instruct-2411",
+    "mistralai--Mistral-Small-24B-Instruct-2501",
+    "o1-mini-2024-09-12",
+    "o3-mini-2025-01-31",
+    "gpt-4.1-2025-04-14",
+    "gpt-4.1-nano-2025-04-14",
+    "claude-3-7-sonnet-20250219",
+    "google--gemma-2-27b-it",
+    "google--gemma-3-12b-it",
+    "microsoft--phi-4",
+    "01-ai--Yi-1.5-34B-Chat",
+    "CohereForAI--c4ai-command-r-plus-08-2024",
+    "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF",
+    "ibm-granite--granite-3.1-8b-instruct",
+    "internlm--internlm2_5-20b-chat",
+    "Qwen--Qwen3-32B",
+    "THUDM--glm-4-9b-chat",
+    "baichuan-inc--Baichuan2-13B-Chat",
+    "moonshotai--Kimi-K2-Instruct",
+    "MiniMaxAI--MiniMax-Text-01",
+    "mistralai--Mixtral-8x22B-Instruct-v0.1",
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct",
+    "grok-2-1212",
+    "ai21labs--AI21-Jamba-1.5-Large",
+    "allenai--OLMo-2-1124-13B-Instruct",
+    "tiiuae--falcon-180B-chat",
+    "Qwen--QwQ-32B",
+    "deepseek-ai--DeepSeek-R1",
+    "gpt-4.5-preview-2025-02-27",
+    "claude-3-opus-20240229",
+    "gemini-2.5-pro-preview-03-25",
+    "mistralai--Ministral-8B-Instruct-2410",
+    "meta-llama--Llama-3.2-3B-Instruct",
+    "google--gemma-3-27b-it",
+    "microsoft--Phi-3.5-mini-instruct",
+    "nvidia--Llama-3.3-Nemotron-Super-49B-v1",
+    "Qwen--Qwen2.5-Coder-32B-Instruct",
+    "HuggingFaceTB--SmolLM2-1.7B-Instruct",
+    "01-ai--Yi-Lightning",
+    "CohereForAI--aya-expanse-32b",
+    "upstage--solar-pro-preview-instruct",
+    "Snowflake--snowflake-arctic-instruct",
+    "databricks--dbrx-instruct",
+    "amazon-nova-pro-v1",
+    "reka-core-20240501",
+    "ibm-granite--granite-3.3-8b-instruct",
+    "LGAI-EXAONE--EXAONE-3.5-32B-Instruct",
+    "stepfun-ai--Step-2-16k",
+];
+
+/// Writes a sweep's run configuration: the first `n` of [`SWEEP_MODELS`] as simulated agents,
+/// each a little weaker than the one before (classification, action, format errors), the
+/// simulated customer and three judges, on `scenarios` (paths), `dialogues` cases per scenario
+/// and one per route at least.
+pub fn write_sweep_config(
+    dir: &Path,
+    n: usize,
+    scenarios: &[&str],
+    dialogues: usize,
+    seed: u64,
+) -> PathBuf {
+    let mut text = String::from("models:\n");
+    let names = &SWEEP_MODELS[..n];
+    for (i, name) in names.iter().enumerate() {
+        let f = i as f64 / (n.max(2) - 1) as f64;
+        text.push_str(&format!(
+            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: balanced, skills: {{classification_accuracy: {:.3}, action_derivation: {:.3}, format_error_rate: {:.3}}}}}}}\n",
+            0.97 - 0.35 * f,
+            0.95 - 0.40 * f,
+            0.01 + 0.08 * f
+        ));
+    }
+    text.push_str(
+        "  - {name: sim-user, provider: simulated, sim: {kind: user}}
+  - {name: sim-judge-1, provider: simulated, sim: {kind: judge}}
+  - {name: sim-judge-2, provider: simulated, sim: {kind: judge, noise: 0.03}}
+  - {name: sim-judge-3, provider: simulated, sim: {kind: judge, noise: 0.06}}
+",
+    );
+    text.push_str(&format!(
+        "service_models: [{}]
+user_model: sim-user
+judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
+scenarios: [{}]
+dialogues_per_scenario: {dialogues}
+min_per_route: 1
+max_turns: 8
+seed: {seed}
+",
+        names.join(", "),
+        scenarios.join(", ")
+    ));
+    let path = dir.join(format!("sweep-{n}.yaml"));
+    std::fs::write(&path, text).expect("config");
+    path
+}
+
+/// Runs `sage run --config CONFIG --out OUT --run-id ID --quiet` (it must succeed): the run's
+/// folder.
+pub fn run_config(config: &Path, out: &Path, run_id: &str) -> PathBuf {
+    sage_ok(&[
+        "run",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--run-id",
+        run_id,
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    out.join(run_id)
+}
+
+/// The model names of a summary.json ranked as the leaderboard must: by OA, best first, ties
+/// by name, models without an OA last.
+pub fn ranked(summary: &serde_json::Value) -> Vec<String> {
+    let mut list: Vec<(String, f64)> = summary["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .map(|m| {
+            (
+                m["model"].as_str().expect("name").to_string(),
+                m["all"]["overall"]["mean"]
+                    .as_f64()
+                    .unwrap_or(f64::NEG_INFINITY),
+            )
+        })
+        .collect();
+    list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    list.into_iter().map(|(m, _)| m).collect()
+}

@@ -146,6 +146,41 @@ pub fn raw(x: f64) -> String {
     format!("{x}")
 }
 
+/// The size of a chart's text, pixels (`svg.chart{font-size:11px}`).
+const TEXT_PX: f64 = 11.0;
+
+/// The widest a model's name is drawn in a chart, pixels: a longer one is cut with `…` (its
+/// whole name in its tooltip). 44 characters of a typical model id fit.
+pub const MAX_NAME_W: f64 = 300.0;
+
+/// The width of the widest of `names` as a chart draws it (at most [`MAX_NAME_W`]).
+fn names_width<'a>(names: impl IntoIterator<Item = &'a str>) -> f64 {
+    names
+        .into_iter()
+        .map(|n| crate::graph::text_width(n, TEXT_PX, false))
+        .fold(0.0, f64::max)
+        .min(MAX_NAME_W)
+}
+
+/// A model's name as a chart's `<text>` holds it: whole when it fits [`MAX_NAME_W`], else cut
+/// with `…`; with the whole name as its tooltip either way.
+fn name_text(name: &str) -> Markup {
+    let shown = if crate::graph::text_width(name, TEXT_PX, false) <= MAX_NAME_W {
+        name.to_string()
+    } else {
+        let mut cut = String::new();
+        for ch in name.chars() {
+            if crate::graph::text_width(&format!("{cut}{ch}…"), TEXT_PX, false) > MAX_NAME_W {
+                break;
+            }
+            cut.push(ch);
+        }
+        cut.push('…');
+        cut
+    };
+    html! { title { (name) } (shown) }
+}
+
 /// One value drawn: its mean, its 95% interval when it has one, and what it is a mean of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
@@ -250,7 +285,8 @@ pub fn bar_panels(
     panels: &[BarPanel],
     axis: &Axis<'_>,
 ) -> Markup {
-    let label_w = 190.0;
+    // Room for the longest name, its gap and its marker.
+    let label_w = (names_width(models.iter().map(|m| m.name)) + 30.0).max(120.0);
     let gap = 36.0;
     let panel_w =
         ((760.0 - gap * panels.len() as f64) / panels.len().max(1) as f64).clamp(110.0, 240.0);
@@ -271,7 +307,7 @@ pub fn bar_panels(
             text.axis-title data-axis="y" x=(c(label_w - 8.0)) y="28" text-anchor="end" { "model" }
             @for (i, m) in models.iter().enumerate() {
                 @let y = row_y(i) + bar_h / 2.0;
-                text x=(c(label_w - 22.0)) y=(c(y + 4.0)) text-anchor="end" { (m.name) }
+                text.model-name data-model=(m.name) x=(c(label_w - 22.0)) y=(c(y + 4.0)) text-anchor="end" { (name_text(m.name)) }
                 path d=(marker_path(model_style(m.index).marker, label_w - 13.0, y, 4.0))
                     fill=(model_colour(m.index)) {}
             }
@@ -385,7 +421,9 @@ pub fn line_panels(
         .map(|(_, lines)| lines.iter().map(|l| (l.model.as_str(), l.index)).collect())
         .unwrap_or_default();
     let width = left + (panel_w + gap) * panels.len().max(1) as f64 - gap + 16.0;
-    let columns = (((width - left) / LEGEND_W) as usize).max(1);
+    // A legend column holds the longest name (cut at [`MAX_NAME_W`]) with its swatch.
+    let legend_w = (names_width(models.iter().map(|(m, _)| *m)) + 40.0).max(120.0);
+    let columns = (((width - left) / legend_w) as usize).max(1);
     let legend_y = y0 + panel_h + 54.0;
     let legend_rows = models.len().div_ceil(columns).max(1) as f64;
     let key_y = legend_y + 16.0 * legend_rows + 4.0;
@@ -394,20 +432,35 @@ pub fn line_panels(
     let on = |m: &str| coloured.is_none_or(|c| c.iter().any(|x| x == m));
     let steps = x.labels.len().max(2) as f64 - 1.0;
     let step = (panel_w - 30.0) / steps;
-    // Nudge each model's points sideways (at most a quarter of the step for all of them).
-    let nudge = (step * 0.25 / models.len().max(1) as f64).min(6.0);
+    // The coloured models' points are nudged sideways so that their whiskers do not hide each
+    // other (at most a quarter of the step for all of them); the grey ones sit on the tick,
+    // without whiskers, so that a crowd of them reads as one band rather than a smear.
+    let slots: Vec<Option<usize>> = {
+        let mut next = 0;
+        models
+            .iter()
+            .map(|(m, _)| {
+                on(m).then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect()
+    };
+    let coloured = slots.iter().flatten().count();
+    let nudge = (step * 0.25 / coloured.max(1) as f64).min(6.0);
     let py = |v: f64| y0 + panel_h - panel_h * (v.max(0.0) / max).min(1.0);
     let plots_w = (panel_w + gap) * panels.len() as f64 - gap;
     html! {
-        svg.chart data-chart=(chart) viewBox={ "0 0 " (c(width)) " " (c(height)) }
+        svg.chart.lines data-chart=(chart) viewBox={ "0 0 " (c(width)) " " (c(height)) }
             width=(c(width)) height=(c(height)) role="img" {
             text.axis-title data-axis="y" x="14" y=(c(y0 + panel_h / 2.0)) text-anchor="middle"
                 transform={ "rotate(-90 14 " (c(y0 + panel_h / 2.0)) ")" } { (y.title) }
             @for (p, (title, lines)) in panels.iter().enumerate() {
                 @let x0 = left + (panel_w + gap) * p as f64;
                 @let px = |i: usize, model: usize| {
-                    let slot = model as f64 - (models.len() as f64 - 1.0) / 2.0;
-                    x0 + 15.0 + step * i as f64 + slot * nudge
+                    let offset = slots[model].map_or(0.0, |s| s as f64 - (coloured as f64 - 1.0) / 2.0);
+                    x0 + 15.0 + step * i as f64 + offset * nudge
                 };
                 text.panel-title x=(c(x0 + panel_w / 2.0)) y="14" text-anchor="middle" { (title) }
                 @for q in 0..=4 {
@@ -456,15 +509,15 @@ pub fn line_panels(
             text.axis-title data-axis="x" x=(c(left + plots_w / 2.0)) y=(c(y0 + panel_h + 34.0))
                 text-anchor="middle" { (x.title) }
             @for (i, (m, index)) in models.iter().enumerate() {
-                @let lx = left + LEGEND_W * (i % columns) as f64;
+                @let lx = left + legend_w * (i % columns) as f64;
                 @let ly = legend_y + 16.0 * (i / columns) as f64;
                 @let s = model_style(*index);
                 g.legend.bg[!on(m)] data-model=(m) {
                     line x1=(c(lx)) y1=(c(ly - 4.0)) x2=(c(lx + 22.0)) y2=(c(ly - 4.0)) stroke=(s.colour)
                         stroke-width="2" stroke-dasharray=[s.dash] {}
                     path d=(marker_path(s.marker, lx + 11.0, ly - 4.0, 3.5)) fill=(s.colour) {}
-                    text x=(c(lx + 27.0)) y=(c(ly)) { (m) }
-                    title { (m) ": click to colour or grey its line" }
+                    text x=(c(lx + 27.0)) y=(c(ly)) { (name_text(m)) }
+                    title { (m) ": point at it to highlight its line; click to colour or grey it" }
                 }
             }
             g.key {
@@ -479,8 +532,27 @@ pub fn line_panels(
     }
 }
 
-/// Line charts' legends: a click on `g.legend[data-model]` toggles class `bg` (grey, behind)
-/// on that model's line, points, whiskers and legend entry in that chart.
+/// The control above a line chart that highlights one model over the others in grey:
+/// `select[data-chart-pick=CHART]`, its first option the chart's default view (`default`), then
+/// the models (`models`, the leaderboard's order). Pointing at a model's line or legend entry
+/// highlights it too ([`SCRIPT`]).
+pub fn pick_control(chart: &str, default: &str, models: &[&str]) -> Markup {
+    html! {
+        label.chart-pick {
+            "Highlight "
+            select data-chart-pick=(chart) {
+                option value="" { (default) }
+                @for m in models { option value=(m) { (m) } }
+            }
+        }
+    }
+}
+
+/// Line charts' models: a click on `g.legend[data-model]` toggles class `bg` (grey, behind) on
+/// that model's line, points, whiskers and legend entry in that chart; pointing at a model's
+/// line, point or legend entry, or picking it in the chart's `select[data-chart-pick]`,
+/// highlights it (class `hl`, its whiskers shown) over every other model in grey
+/// (`svg.hl-on`).
 pub const SCRIPT: &str = include_str!("js/charts.js");
 
 /// Style of the charts: axis titles, hollow points, whiskers over bars, the grey lines and
@@ -492,18 +564,19 @@ svg.chart .mark.few,svg.chart g.key .few{fill:var(--bg)}
 svg.chart g.key{color:var(--fg);fill:var(--fg)}
 svg.chart .whisker.on-bar{stroke:var(--fg);stroke-width:1.2;fill:none}
 svg.chart g.legend{cursor:pointer}
-svg.chart g.legend.bg line{stroke:#b8bec9;stroke-dasharray:none}
-svg.chart g.legend.bg path{fill:#b8bec9}
-svg.chart g.legend.bg text{fill:var(--muted)}
-svg.chart polyline.bg{stroke:#b8bec9;stroke-width:1;stroke-dasharray:none;opacity:.7}
-svg.chart .whisker.bg{stroke:#b8bec9;opacity:.5}
-svg.chart .mark.bg{fill:#b8bec9;stroke:#b8bec9;opacity:.7}
+svg.chart g.legend.bg:not(.hl) line,svg.chart.hl-on g.legend:not(.hl) line{stroke:#b8bec9;stroke-dasharray:none}
+svg.chart g.legend.bg:not(.hl) path,svg.chart.hl-on g.legend:not(.hl) path{fill:#b8bec9}
+svg.chart g.legend.bg:not(.hl) text,svg.chart.hl-on g.legend:not(.hl) text{fill:var(--muted)}
+svg.chart g.legend.hl text{font-weight:bold}
+svg.chart polyline.bg:not(.hl),svg.chart.hl-on polyline.line:not(.hl){stroke:#b8bec9;stroke-width:1;stroke-dasharray:none;opacity:.7}
+svg.chart polyline.hl{stroke-width:3}
+svg.chart.lines .whisker.bg:not(.hl),svg.chart.hl-on.lines .whisker:not(.hl){display:none}
+svg.chart.lines .mark.bg:not(.hl),svg.chart.hl-on.lines .mark:not(.hl){fill:#b8bec9;stroke:#b8bec9;opacity:.7}
+label.chart-pick{display:block;margin:4px 0;font-size:13px}
+label.chart-pick select{max-width:100%}
 svg.swatch{vertical-align:middle;margin-right:4px}
 @media (prefers-color-scheme:dark){svg [fill="#000000"]{fill:#e6e9ef}svg [stroke="#000000"]{stroke:#e6e9ef}}
 "##;
-
-/// Width of one model in a line chart's legend.
-const LEGEND_W: f64 = 170.0;
 
 #[cfg(test)]
 mod tests {

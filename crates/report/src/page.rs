@@ -109,6 +109,14 @@ table.data{border-collapse:collapse;margin:8px 0;font-size:13px}
 table.data th,table.data td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 table.data th{background:var(--panel);position:sticky;top:var(--sticky-top,32px)}
 table.data td.num,table.data th.num{text-align:right;font-variant-numeric:tabular-nums}
+div.table-box{max-width:100%;max-height:80vh;overflow:auto;margin:8px 0;border:1px solid var(--line)}
+div.table-box table.data{margin:0}
+div.table-box table.data th{top:0;z-index:2}
+div.table-box table.data tr>:first-child{position:sticky;left:0;z-index:1;background:var(--bg);box-shadow:inset -1px 0 var(--line)}
+div.table-box table.data th:first-child{z-index:3;background:var(--panel)}
+table.data th.rotated{vertical-align:bottom;white-space:nowrap;padding:6px 3px}
+table.data th.rotated span{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600}
+code.route{overflow-wrap:normal}
 .good{color:var(--good)}.bad{color:var(--bad)}.warn{color:var(--warn)}
 .ci{color:var(--muted);font-size:11px}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;background:var(--panel);border:1px solid var(--line);font-size:11px}

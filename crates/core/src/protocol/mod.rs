@@ -434,6 +434,67 @@ pub struct TurnRecord {
     pub customer_retry: Option<CustomerRetry>,
 }
 
+/// A turn against the reference, as the report reads it: whether the agent followed the
+/// reference path and action the rule engine derived from the judges' consensus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TurnVerdict {
+    /// Judged, and the agent's path and action are the reference's.
+    Followed,
+    /// Judged, and the agent's path or action differs from the reference's.
+    Left,
+    /// The agent's answer did not parse (a format error on a judged turn).
+    FormatError,
+    /// The customer, the agent or the judges could not be reached: not scored.
+    InfraError,
+    /// The judges were not asked about this turn (`judge_turns`): no reference.
+    NotJudged,
+    /// Judged, but the rule engine gave no reference route (the consensus fits no route).
+    NoReference,
+}
+
+impl TurnVerdict {
+    /// One letter per verdict, as the report's rows carry them: `o` followed, `x` left,
+    /// `f` format error, `i` infrastructure error, `-` not judged, `n` no reference.
+    pub fn letter(self) -> char {
+        match self {
+            TurnVerdict::Followed => 'o',
+            TurnVerdict::Left => 'x',
+            TurnVerdict::FormatError => 'f',
+            TurnVerdict::InfraError => 'i',
+            TurnVerdict::NotJudged => '-',
+            TurnVerdict::NoReference => 'n',
+        }
+    }
+
+    /// Whether the agent left the reference here: a path or action other than the reference's,
+    /// or a format error where a reference existed.
+    pub fn left(self) -> bool {
+        matches!(self, TurnVerdict::Left | TurnVerdict::FormatError)
+    }
+}
+
+impl TurnRecord {
+    /// The turn against its reference ([`TurnVerdict`]).
+    pub fn verdict(&self) -> TurnVerdict {
+        let reference = match &self.reference {
+            Some(Ok(route)) => Some(route),
+            _ => None,
+        };
+        match &self.outcome {
+            ServiceOutcome::InfraError { .. } => TurnVerdict::InfraError,
+            _ if self.judges.is_none() && self.infra_error.is_none() => TurnVerdict::NotJudged,
+            ServiceOutcome::FormatError { .. } if reference.is_some() => TurnVerdict::FormatError,
+            _ if self.infra_error.is_some() => TurnVerdict::InfraError,
+            ServiceOutcome::FormatError { .. } => TurnVerdict::NoReference,
+            ServiceOutcome::Valid { turn } => match reference {
+                None => TurnVerdict::NoReference,
+                Some(r) if r.path == turn.path && r.action == turn.action => TurnVerdict::Followed,
+                Some(_) => TurnVerdict::Left,
+            },
+        }
+    }
+}
+
 /// How a dialogue ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1366,3 +1366,42 @@ fn derived_groups_equal_a_direct_fold_of_their_turns() {
         ["t1", "t5", "t10", "t15", "final"]
     );
 }
+
+#[test]
+fn a_turn_verdict_says_how_it_stood_against_its_reference() {
+    use crate::protocol::TurnVerdict;
+    let reference = |path: &[&str], action: &str| Some(Ok(route(path, action, &[])));
+    let judges = || panel(&[(BTreeMap::new(), scores(9, 9, 9, 9, 9))]);
+    let mut followed = valid(1, (1.0, 1.0, 1.0), "ok", judges());
+    followed.reference = reference(&["step1"], "Refund");
+    assert_eq!(followed.verdict(), TurnVerdict::Followed);
+    let mut other_action = followed.clone();
+    other_action.reference = reference(&["step1"], "Reject");
+    assert_eq!(other_action.verdict(), TurnVerdict::Left);
+    let mut other_path = followed.clone();
+    other_path.reference = reference(&["step1", "step2"], "Refund");
+    assert_eq!(other_path.verdict(), TurnVerdict::Left);
+    let mut no_route = followed.clone();
+    no_route.reference = Some(Err("no route".into()));
+    assert_eq!(no_route.verdict(), TurnVerdict::NoReference);
+    let mut not_judged = followed.clone();
+    not_judged.judges = None;
+    not_judged.reference = None;
+    assert_eq!(not_judged.verdict(), TurnVerdict::NotJudged);
+    let mut broken = format_error(2, judges());
+    broken.reference = reference(&["step1"], "Refund");
+    assert_eq!(broken.verdict(), TurnVerdict::FormatError);
+    assert!(broken.verdict().left() && other_path.verdict().left());
+    assert!(!followed.verdict().left() && !not_judged.verdict().left());
+    // The judges unreachable on a format error: an infrastructure error, not scored.
+    let mut unjudged = format_error(3, judges());
+    unjudged.judges = None;
+    unjudged.infra_error = Some("judges down".into());
+    assert_eq!(unjudged.verdict(), TurnVerdict::InfraError);
+    assert_eq!(infra(4).verdict(), TurnVerdict::InfraError);
+    let letters: String = [&followed, &other_action, &not_judged, &broken, &no_route]
+        .iter()
+        .map(|t| t.verdict().letter())
+        .collect();
+    assert_eq!(letters, "ox-fn");
+}

@@ -104,6 +104,16 @@ pub fn case_anchor(case: &str) -> String {
     format!("#case={}", encode_uri_component(case))
 }
 
+/// [`case_anchor`] opened from one of its dialogues (a transcript's link): the case view shows
+/// that dialogue beside the case's best and worst (`#case=CASE;dialogue:ID`, both encoded).
+pub fn case_anchor_from(case: &str, dialogue: &str) -> String {
+    format!(
+        "{};dialogue:{}",
+        case_anchor(case),
+        encode_uri_component(dialogue)
+    )
+}
+
 /// The case of a dialogue: its id without the model part (`telecom_package/0007/sim-strong/r0`
 /// is case `telecom_package/0007/r0`; a desk conversation `c12/agent/r1` is case `c12/r1`), the
 /// same for every model's dialogue of that case and repeat. An id without `/MODEL/` is its own
@@ -385,6 +395,11 @@ impl<S: Suite> Explorer<S> {
         &self.suite
     }
 
+    /// The suite, to set what it shows (e.g. the models' order).
+    pub fn suite_mut(&mut self) -> &mut S {
+        &mut self.suite
+    }
+
     /// Folds a record in, whose line starts at byte `at` of the results file (what
     /// [`Records::read`] is given to read it back).
     pub fn add(&mut self, record: &S::Record, at: u64) {
@@ -629,7 +644,10 @@ pub const CSS: &str = r#"
 .explorer-table tbody tr{cursor:pointer}
 .explorer-table tbody tr:hover,.explorer-table tbody tr.open{background:var(--panel)}
 .explorer-table td.cut{max-width:13em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.explorer-table td.id{max-width:19em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.explorer-table td.id{max-width:19em}
+.explorer-table .id-cell{display:flex;align-items:baseline;gap:4px;max-width:19em}
+.explorer-table .id-cell a{overflow:hidden;text-overflow:ellipsis;white-space:nowrap;min-width:0}
+.explorer-table .id-cell .tag{flex:none;white-space:nowrap}
 .explorer-view{border-top:2px solid var(--accent);padding-top:8px;scroll-margin-top:40px;overflow-wrap:break-word}
 .explorer-view .show{display:block;margin:6px 0}
 @media (min-width:1200px){

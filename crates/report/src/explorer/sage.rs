@@ -304,6 +304,8 @@ pub struct SageRow {
     turns: u32,
     /// Per route its scored turns' references reached (`SCENARIO: KEY`), their mean Logic.
     reached: Vec<(Arc<str>, f64)>,
+    /// Each turn against its reference, one [`sage_core::protocol::TurnVerdict::letter`] per turn.
+    verdicts: Box<str>,
 }
 
 /// The SAGE suite of the explorer ([`super::Explorer`]): rows, filters, transcripts.
@@ -311,12 +313,41 @@ pub struct SageRow {
 pub struct SageExplorer {
     /// The strings the rows share (models, scenarios, routes, personas).
     strings: super::Interner,
+    /// The models in the leaderboard's order: the `models` table (the model filter, the case
+    /// view's rows) follows it.
+    ranked: Vec<String>,
+}
+
+impl SageExplorer {
+    /// Lists the models in this order (the leaderboard's, best first) wherever the explorer
+    /// orders them; a model not named here comes after, by name.
+    pub fn rank_models(&mut self, ranked: Vec<String>) {
+        self.ranked = ranked;
+    }
 }
 
 /// Sorted distinct values and each value's index.
 fn table<'a>(values: impl Iterator<Item = &'a str>) -> (Vec<&'a str>, BTreeMap<&'a str, usize>) {
     let set: BTreeSet<&str> = values.collect();
     let list: Vec<&str> = set.into_iter().collect();
+    let index = list.iter().enumerate().map(|(i, s)| (*s, i)).collect();
+    (list, index)
+}
+
+/// Distinct values in the order of `ranked` (those it names), then the others sorted, and
+/// each value's index.
+fn ranked_table<'a>(
+    values: impl Iterator<Item = &'a str>,
+    ranked: &'a [String],
+) -> (Vec<&'a str>, BTreeMap<&'a str, usize>) {
+    let (sorted, _) = table(values);
+    let mut list: Vec<&str> = ranked
+        .iter()
+        .map(String::as_str)
+        .filter(|m| sorted.binary_search(m).is_ok())
+        .collect();
+    let named: BTreeSet<&str> = list.iter().copied().collect();
+    list.extend(sorted.into_iter().filter(|m| !named.contains(m)));
     let index = list.iter().enumerate().map(|(i, s)| (*s, i)).collect();
     (list, index)
 }
@@ -386,6 +417,12 @@ impl Suite for SageExplorer {
             flags,
             turns: record.turns.len() as u32,
             reached,
+            verdicts: record
+                .turns
+                .iter()
+                .map(|t| t.verdict().letter())
+                .collect::<String>()
+                .into(),
         };
         let standing = Standing {
             group: format!("{}\u{1f}{}", job.service_model, job.scenario),
@@ -408,7 +445,7 @@ impl Suite for SageExplorer {
     }
 
     fn index(&self, rows: &[&SageRow]) -> Index {
-        let (models, m) = table(rows.iter().map(|r| &*r.model));
+        let (models, m) = ranked_table(rows.iter().map(|r| &*r.model), &self.ranked);
         let (scenarios, s) = table(rows.iter().map(|r| &*r.scenario));
         let (routes, t) = table(rows.iter().map(|r| &*r.route));
         let (reached, x) = table(
@@ -434,6 +471,7 @@ impl Suite for SageExplorer {
                         .iter()
                         .map(|(l, v)| serde_json::json!([x[&**l], v]))
                         .collect::<Vec<_>>(),
+                    &*r.verdicts,
                 ]))
             })
             .collect();
@@ -527,6 +565,19 @@ pub const CSS: &str = r#"
 #dialogue-view table.data th,#dialogue-view table.data td{padding:2px 6px}
 #dialogue-view table.calls td,#dialogue-view table.calls th{padding:1px 6px}
 #dialogue-view .scores .tag{margin-right:4px}
+#dialogue-view .case-overview{margin:6px 0 14px}
+#dialogue-view .case-overview .table-box{max-height:60vh}
+#dialogue-view table.case-verdicts td.model label{white-space:nowrap;cursor:pointer}
+#dialogue-view table.case-verdicts td.model a{font-size:12px}
+#dialogue-view table.case-verdicts th.turn-n{min-width:1.9em}
+.verdict{text-align:center;font-weight:700}
+#dialogue-view table.case-verdicts td.verdict{padding:2px 3px}
+.verdict.v-followed{color:var(--good)}
+.verdict.v-left{color:var(--bad);background:rgba(198,40,40,.12)}
+.verdict.v-format{color:var(--bad);background:rgba(198,40,40,.24)}
+.verdict.v-infra{color:var(--warn)}
+.verdict.v-unjudged,.verdict.v-noref{color:var(--muted);font-weight:400}
+#dialogue-view .case-scroll{overflow-x:auto;max-width:100%}
 #dialogue-view table.case-turns .turn{margin:0}
 #dialogue-view table.case-turns .facts{margin:4px 0;font-size:12px}
 #dialogue-view table.compare th,#dialogue-view table.compare td{overflow-wrap:normal}

@@ -998,7 +998,7 @@ svg.logic-legend rect.untested{fill:none;stroke:var(--fg);stroke-dasharray:3 2}
 table.route-models td.worst{outline:2px solid var(--fg);outline-offset:-3px;font-weight:700}
 table.route-models .selected{box-shadow:inset 0 0 0 2px var(--accent)}
 table.route-models td a,table.routes td a{color:inherit}
-table.route-models th[data-model]{overflow-wrap:anywhere}
+table.route-models td:first-child{color:var(--fg);min-width:18em;max-width:30em}
 table.routes tr.model-untested td{color:var(--muted)}
 details.route-models>summary{cursor:pointer;color:var(--muted);margin:4px 0}
 div.graph-scroll{overflow-x:auto;max-width:100%}

@@ -30,8 +30,7 @@
   function cells(r, st, ctx) {
     var t = ctx.tables;
     return [
-      el("td", { "class": "id", title: r[0] }, [el("a", { "class": "conv", href: ctx.anchor(r[0]) }, [r[0]]),
-        r[1] < 0 ? el("span", { "class": "tag" }, ["not embedded"]) : null]),
+      ctx.idCell(r),
       tags(r, t),
       el("td", { "class": "cut", title: t.models[r[4]] }, [t.models[r[4]]]),
       el("td", { "class": "cut", title: t.cases[r[5]] }, [t.cases[r[5]]]),

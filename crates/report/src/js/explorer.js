@@ -45,7 +45,8 @@
     var matching = [], shown = 0;
 
     function anchor(id) { return "#" + key + "=" + encodeURIComponent(id); }
-    function caseAnchor(c) { return "#case=" + encodeURIComponent(c); }
+    // A case's link; `from`: the dialogue it was opened from (shown beside the best and worst).
+    function caseAnchor(c, from) { return "#case=" + encodeURIComponent(c) + (from ? ";" + key + ":" + encodeURIComponent(from) : ""); }
     function value(f) { return f.type === "checkbox" ? (f.checked ? "1" : "") : f.value; }
     // The filters set: name -> value (a select's option value, a number, "1").
     function state() {
@@ -55,7 +56,13 @@
     }
     var ctx = {
       el: el, anchor: anchor, caseAnchor: caseAnchor, tables: tables, key: key, state: state,
-      show: function (id) { return el("code", { "class": "show" }, [idx.show + " " + shellQuote(id)]); }
+      show: function (id) { return el("code", { "class": "show" }, [idx.show + " " + shellQuote(id)]); },
+      // A row's id cell: the id linked (cut with an ellipsis when long) and its tags, whole.
+      idCell: function (r, tags) {
+        var kids = [el("a", { href: anchor(r[0]) }, [r[0]])].concat(tags || []);
+        if (r[1] < 0) kids.push(el("span", { "class": "tag" }, ["not embedded"]));
+        return el("td", { "class": "id", title: r[0] }, [el("div", { "class": "id-cell" }, kids)]);
+      }
     };
 
     function apply() {
@@ -189,30 +196,55 @@
       }).catch(failed);
     }
 
-    // Every model's dialogue of one case, side by side.
-    function openCase(c) {
+    // Every model's dialogue of one case: the suite's overview of them all (caseMatrix, one
+    // row per model, in the suite's order: caseOrder), and a few transcripts side by side
+    // (renderCase): those the suite picks by default (caseDefault: e.g. the best, the worst
+    // and the one it was opened from) or, without a caseDefault, every one; the overview's
+    // rows add and remove transcripts.
+    function openCase(c, from) {
       root.classList.add("case-open");
       reset("data-case", c);
       var list = [];
       rows.forEach(function (r, i) { if (r[3] === c) list.push(i); });
-      view.appendChild(el("h3", null, ["Case " + c + ": every model"]));
+      if (suite.caseOrder) list.sort(function (a, b) { return (suite.caseOrder(rows[a]) - suite.caseOrder(rows[b])) || (a - b); });
+      view.appendChild(el("h3", null, ["Case " + c + ": every model (" + list.length + ")"]));
       if (!list.length) {
         view.appendChild(el("p", { "class": "err" }, ["No " + suite.noun + " of case " + c + " is in this page (see the note above the filters)."]));
         view.scrollIntoView();
         return;
       }
-      var missing = list.filter(function (i) { return rows[i][1] < 0; });
-      var have = list.filter(function (i) { return rows[i][1] >= 0; });
-      if (missing.length) {
-        var p = el("p", { "class": "not-embedded" }, ["Not embedded in this page: "]);
-        missing.forEach(function (i, n) { if (n) p.appendChild(document.createTextNode(", ")); p.appendChild(ctx.show(rows[i][0])); });
-        view.appendChild(p);
+      var caseRows = list.map(function (i) { return rows[i]; });
+      var chosen = suite.caseDefault ? suite.caseDefault(caseRows, from, ctx) : caseRows.map(function (r) { return r[0]; });
+      var side = el("div", { "class": "case-side" }), drawn = 0;
+      function draw() {
+        var gen = ++drawn;
+        side.textContent = "";
+        var pick = list.filter(function (i) { return chosen.indexOf(rows[i][0]) >= 0; });
+        var missing = pick.filter(function (i) { return rows[i][1] < 0; });
+        var have = pick.filter(function (i) { return rows[i][1] >= 0; });
+        if (missing.length) {
+          var p = el("p", { "class": "not-embedded" }, ["Not embedded in this page: "]);
+          missing.forEach(function (i, n) { if (n) p.appendChild(document.createTextNode(", ")); p.appendChild(ctx.show(rows[i][0])); });
+          side.appendChild(p);
+        }
+        return Promise.all(have.map(load)).then(function (ds) {
+          // A later choice (or another case) drew meanwhile: this one is stale.
+          if (view.getAttribute("data-case") !== c || gen !== drawn) return;
+          suite.renderCase(side, ds, have.map(function (i) { return rows[i]; }), ctx);
+          view.setAttribute("data-shown", String(ds.length));
+        }).catch(failed);
       }
+      if (suite.caseMatrix) {
+        view.appendChild(suite.caseMatrix(caseRows, chosen, ctx, function (id) {
+          var at = chosen.indexOf(id);
+          if (at >= 0) chosen.splice(at, 1); else chosen.push(id);
+          draw();
+        }));
+      }
+      view.appendChild(side);
       view.scrollIntoView();
-      Promise.all(have.map(load)).then(function (ds) {
-        if (view.getAttribute("data-case") !== c) return;
-        suite.renderCase(view, ds, have.map(function (i) { return rows[i]; }), ctx);
-      }).catch(failed);
+      // Scrolled again once drawn: the page above may have moved meanwhile.
+      draw().then(function () { if (view.getAttribute("data-case") === c) view.scrollIntoView(); });
     }
 
     // Sets the filters from `#explore=` pairs; returns the row to open, if any.
@@ -246,7 +278,12 @@
     function route() {
       var h = location.hash, pre = "#" + key + "=";
       if (h.indexOf(pre) === 0) { var id = decode(h.slice(pre.length)); if (id !== null) open(id); }
-      else if (h.indexOf("#case=") === 0) { var c = decode(h.slice(6)); if (c !== null) openCase(c); }
+      else if (h.indexOf("#case=") === 0) {
+        // #case=CASE[;dialogue:ID], each part encoded (`;` and `:` escaped in them).
+        var parts = h.slice(6).split(";"), c = decode(parts[0]), from = null;
+        parts.slice(1).forEach(function (part) { if (part.indexOf(key + ":") === 0) from = decode(part.slice(key.length + 1)); });
+        if (c !== null) openCase(c, from);
+      }
       else if (h.indexOf("#explore=") === 0) {
         var before = fragment();
         var row = fromFragment(h.slice(9));

@@ -1,7 +1,9 @@
 // The SAGE dialogue explorer (docs/report.md): its filters, columns and transcript, mounted on
 // the shared engine (explorer.js). A row: [id, chunk, position, case, model, scenario, target
-// route, adversarial level, persona, end, mean Overall, flags, turns, [[reached route, Logic]]]
-// (names as indexes into the tables). Every score is shown on the 0-100 scale.
+// route, adversarial level, persona, end, mean Overall, flags, turns, [[reached route, Logic]],
+// verdicts] (names as indexes into the tables; the models in the leaderboard's order; verdicts:
+// a letter per turn, o followed the reference, x left it, f format error, i infrastructure
+// error, - not judged, n no reference). Every score is shown on the 0-100 scale.
 (function () {
   "use strict";
   if (!window.Explorer) return;
@@ -9,6 +11,18 @@
   var SELECTS = { model: 4, scenario: 5, route: 6, adversarial: 7, persona: 8, end: 9 };
   var DIMS = [["Linguistic quality", "20%", "Lang."], ["Anthropomorphism and emotion", "25%", "Empathy"], ["Content utility", "25%", "Utility"], ["User satisfaction", "15%", "Satisf."], ["Instruction compliance", "15%", "Compl."]];
   var ROLES = ["agent", "customer", "judges", "other"];
+  // What each verdict letter says: its mark, its class and its words.
+  var VERDICTS = {
+    "o": ["✓", "followed", "followed the reference path and action"],
+    "x": ["✗", "left", "left the reference path or action"],
+    "f": ["F", "format", "format error: the answer did not parse"],
+    "i": ["!", "infra", "infrastructure error: not scored"],
+    "-": ["·", "unjudged", "not judged (judge_turns): no reference"],
+    "n": ["?", "noref", "no reference route for the judges' classification"]
+  };
+  // Whether the agent left the reference at the k-th turn of row r (a path or an action other
+  // than the reference's, or a format error where there was a reference).
+  function left(r, k) { var v = (r[14] || "")[k]; return v === "x" || v === "f"; }
 
   function fmt(x) { return x === null || x === undefined ? "—" : (Math.round(x * 100) / 100).toString(); }
   function show(v) { return v === null || v === undefined ? "—" : v; }
@@ -36,9 +50,7 @@
     var scenario = t.scenarios[r[5]], route = t.routes[r[6]].slice(scenario.length + 2);
     var logic = reached === null ? null : routeLogic(r, reached);
     return [
-      el("td", { "class": "id", title: r[0] }, [el("a", { href: ctx.anchor(r[0]) }, [r[0]]),
-        flags ? el("span", { "class": "tag" }, [flags.trim()]) : null,
-        r[1] < 0 ? el("span", { "class": "tag" }, ["not embedded"]) : null]),
+      ctx.idCell(r, flags ? [el("span", { "class": "tag" }, [flags.trim()])] : []),
       el("td", { "class": "num", "data-col": "overall" }, [fmt(r[10])]),
       el("td", { "class": "num", "data-route-logic": reached === null ? null : String(logic) }, [reached === null ? "" : fmt(logic)]),
       el("td", { "class": "num" }, [r[12]]),
@@ -57,7 +69,7 @@
     view.appendChild(el("p", null, [
       t.models[r[4]] + " · " + t.routes[r[6]] + " · " + t.levels[r[7]] + " · " + t.personas[r[8]] + " · ended: " + t.ends[r[9]] + " · Overall " + fmt(r[10]) + " · ",
       el("a", { href: ctx.anchor(r[0]) }, ["link"]), " · ",
-      el("a", { href: ctx.caseAnchor(r[3]), "class": "case-link" }, ["this case, every model"])
+      el("a", { href: ctx.caseAnchor(r[3], r[0]), "class": "case-link" }, ["this case, every model"])
     ]));
   }
 
@@ -110,9 +122,10 @@
     // The reference classification: the judges' consensus (the customer's truth when equal).
     var consensus = !judged ? null : t.q ? (t.q.length ? t.q : null) : (judges.length ? d.g : null);
     var head2 = [["", null], ["Agent", "what the agent answered"]];
+    var judgeName = function (i) { return "judge " + (i + 1) + (d.jm && d.jm[i] ? " (" + d.jm[i] + ")" : ""); };
     if (judged) {
       head2.push(["Reference", "the judges' consensus, and the route the rule engine derives from it"]);
-      judges.forEach(function (_, i) { head2.push(["Judge " + (i + 1), d.jm && d.jm[i] ? d.jm[i] : null]); });
+      head2.push(["Judges", "each judge's value where it differs from the consensus (" + judges.map(function (_, i) { return judgeName(i); }).join(", ") + ")"]);
       head2.push(["Truth", "the customer's true values (the job's)"]);
     }
     var trs = [el("tr", null, head2.map(function (h) { return el("th", { title: h[1] }, [h[0]]); }))];
@@ -121,11 +134,17 @@
       var cells = [el("th", null, [name]), el("td", { "class": consensus && t.a && agent !== ref ? "diff" : null }, [show(agent)])];
       if (judged) {
         cells.push(el("td", null, [show(ref)]));
-        judges.forEach(function (j) {
+        // The judges in one cell: "all agree", or each one that gave another value (or none).
+        var votes = el("td", { "class": "votes" }, []);
+        judges.forEach(function (j, n) {
           var c = j.e ? null : (j.c || consensus);
           var v = c ? c[i] : null;
-          cells.push(el("td", { "class": consensus && c && v !== ref ? "diff" : null }, [j.e ? "error" : show(v)]));
+          if (!j.e && consensus && v === ref) return;
+          if (votes.childNodes.length) votes.appendChild(document.createTextNode(", "));
+          votes.appendChild(el("span", { "class": j.e || !consensus ? null : "diff", "data-judge": String(n), title: judgeName(n) }, ["J" + (n + 1) + " " + (j.e ? "error" : show(v))]));
         });
+        if (!votes.childNodes.length) votes.appendChild(el("span", { "class": "muted" }, [judges.length ? "all " + judges.length + " agree" : "—"]));
+        cells.push(votes);
         cells.push(el("td", { "class": consensus && d.g[i] !== ref ? "diff" : null }, [show(d.g[i])]));
       }
       trs.push(el("tr", { "data-field": name }, cells));
@@ -133,13 +152,13 @@
     var r = t.r || {}, rp = r.p || [], hasRef = !!t.r && !r.e;
     var pathCell = el("td", null, []);
     (t.p || []).forEach(function (s, i) {
-      if (i) pathCell.appendChild(document.createTextNode(" > "));
+      if (i) { pathCell.appendChild(document.createTextNode(">")); pathCell.appendChild(el("wbr")); }
       pathCell.appendChild(el("span", { "class": hasRef && rp.indexOf(s) < 0 ? "diff" : null }, [s]));
     });
     if (hasRef && t.p && t.p.join(">") !== rp.join(">") && !pathCell.querySelector(".diff")) pathCell.className = "diff";
-    var pad = judges.length + 2;
+    var pad = 3;
     var refCell = function (text) { return judged ? el("td", { colspan: pad }, [text]) : null; };
-    trs.push(el("tr", { "data-field": "path" }, [el("th", null, ["Path"]), pathCell, refCell(r.e ? "no reference: " + r.e : rp.join(" > "))]));
+    trs.push(el("tr", { "data-field": "path" }, [el("th", null, ["Path"]), pathCell, refCell(r.e ? "no reference: " + r.e : rp.join(">"))]));
     trs.push(el("tr", { "data-field": "action" }, [el("th", null, ["Action"]),
       el("td", { "class": hasRef && t.x && t.x !== r.x ? "diff" : null }, [t.x || "—"]), refCell(r.x || "—")]));
     if ((t.o && t.o.length) || (r.o && r.o.length)) {
@@ -168,24 +187,17 @@
     if (!r || r.e) return null;
     return (r.p || []).join(">") + " -> " + r.x + (r.o && r.o.length ? " [" + r.o.join(", ") + "]" : "");
   }
-  // A turn where the agent left the reference: a format error, or a path or action that differ.
-  function differs(t) {
-    if (t.z) return false;
-    if (t.k === 1) return !!t.r;
-    if (t.k !== 0 || !t.r || t.r.e) return false;
-    return (t.p || []).join(">") !== (t.r.p || []).join(">") || t.x !== t.r.x;
-  }
 
   function render(view, d, r, st, ctx) {
     var reached = reachedOf(st);
     var routeName = reached === null ? null : ctx.tables.reached[reached];
     var scenario = ctx.tables.scenarios[r[5]];
     var broke = null, target = null;
-    d.t.forEach(function (t) {
+    d.t.forEach(function (t, k) {
       var v = turnView(d, t);
       var onRoute = routeName !== null && routeName !== undefined && refKey(t.r) !== null && scenario + ": " + refKey(t.r) === routeName;
       if (onRoute) v.classList.add("on-route");
-      if (differs(t)) {
+      if (left(r, k)) {
         v.classList.add("differs");
         if (!broke) broke = v;
         if (onRoute && !target) target = v;
@@ -209,23 +221,77 @@
   }
 
   // One turn in the case view: what was said and chosen, against the reference, its Overall.
-  function caseCell(t) {
-    var r = t.r || {}, hasRef = !!t.r && !r.e, off = differs(t);
+  function caseCell(t, off) {
+    var r = t.r || {}, hasRef = !!t.r && !r.e;
     var kids = [
       el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u]),
       el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""])
     ];
     if (t.e) kids.push(el("p", { "class": "err" }, [t.e]));
-    var facts = el("p", { "class": "facts" }, ["Path ", el("span", { "class": hasRef && (t.p || []).join(">") !== (r.p || []).join(">") ? "diff" : null }, [(t.p || []).join(" > ") || "—"]),
+    var facts = el("p", { "class": "facts" }, ["Path ", el("span", { "class": hasRef && (t.p || []).join(">") !== (r.p || []).join(">") ? "diff" : null }, [(t.p || []).join(">") || "—"]),
       " · action ", el("span", { "class": hasRef && t.x !== r.x ? "diff" : null }, [t.x || "—"])]);
-    if (hasRef) facts.appendChild(document.createTextNode(" (reference: " + (r.p || []).join(" > ") + " -> " + r.x + ")"));
+    if (hasRef) facts.appendChild(document.createTextNode(" (reference: " + (r.p || []).join(">") + " -> " + r.x + ")"));
     kids.push(facts);
     if (t.z) kids.push(el("span", { "class": "tag not-judged" }, ["not judged"]));
     else if (t.s) kids.push(el("span", { "class": "tag", "data-score": "overall", "data-value": String(t.s[5]) }, ["Overall " + fmt(t.s[5])]));
     return el("div", { "class": "turn" + (off ? " differs" : "") + (t.z ? " not-judged" : ""), "data-turn": String(t.n) }, kids);
   }
 
-  // Every model's dialogue of one case: a column per dialogue, a row per turn.
+  // The case's dialogues shown side by side by default: the best and the worst by Overall, and
+  // the one the case was opened from.
+  function caseDefault(rs, from) {
+    var scored = rs.filter(function (r) { return r[10] !== null; });
+    var pick = [];
+    function add(r) { if (r && pick.indexOf(r[0]) < 0) pick.push(r[0]); }
+    var best = null, worst = null;
+    scored.forEach(function (r) {
+      if (!best || r[10] > best[10]) best = r;
+      if (!worst || r[10] < worst[10]) worst = r;
+    });
+    add(best);
+    add(worst);
+    rs.forEach(function (r) { if (r[0] === from) add(r); });
+    if (!pick.length && rs.length) add(rs[0]);
+    return pick;
+  }
+
+  // One row per model (the leaderboard's order): its Overall, how it ended, and each turn's
+  // verdict against the reference; a row's box adds or removes its transcript beside the others.
+  function caseMatrix(rs, chosen, ctx, toggle) {
+    var t = ctx.tables, n = 0;
+    rs.forEach(function (r) { n = Math.max(n, (r[14] || "").length); });
+    var head = [el("th", null, ["Model (leaderboard order)"]), el("th", { "class": "num" }, ["Overall"]), el("th", null, ["End"])];
+    for (var i = 1; i <= n; i++) head.push(el("th", { "class": "num turn-n", title: "turn " + i }, [String(i)]));
+    var trs = [el("tr", null, head)];
+    rs.forEach(function (r) {
+      var box = el("input", { type: "checkbox", "aria-label": "show " + t.models[r[4]] + " side by side" });
+      box.checked = chosen.indexOf(r[0]) >= 0;
+      box.addEventListener("change", function () { toggle(r[0]); });
+      var cells = [
+        el("td", { "class": "model" }, [el("label", { title: t.models[r[4]] }, [box, " ", t.models[r[4]]]),
+          " ", el("a", { href: ctx.anchor(r[0]), title: "its transcript" }, ["open"])]),
+        el("td", { "class": "num" }, [fmt(r[10])]),
+        el("td", null, [t.ends[r[9]]])
+      ];
+      var v = r[14] || "";
+      for (var k = 0; k < n; k++) {
+        var w = VERDICTS[v[k]];
+        cells.push(w ? el("td", { "class": "verdict v-" + w[1], "data-verdict": v[k], title: "turn " + (k + 1) + ": " + w[2] }, [w[0]])
+          : el("td", { "class": "verdict" }, []));
+      }
+      trs.push(el("tr", { "data-model": t.models[r[4]], "data-dialogue": r[0] }, cells));
+    });
+    var key = el("p", { "class": "note case-key" }, ["Each turn against the reference: "]);
+    ["o", "x", "f", "-", "i", "n"].forEach(function (k, i) {
+      if (i) key.appendChild(document.createTextNode("; "));
+      key.appendChild(el("span", { "class": "verdict v-" + VERDICTS[k][1] }, [VERDICTS[k][0]]));
+      key.appendChild(document.createTextNode(" " + VERDICTS[k][2]));
+    });
+    key.appendChild(document.createTextNode(". Tick a model to read its transcript side by side below (shown: the best, the worst and the one you came from)."));
+    return el("div", { "class": "case-overview" }, [key, el("div", { "class": "table-box" }, [el("table", { "class": "data case-verdicts" }, trs)])]);
+  }
+
+  // The chosen dialogues of one case side by side: a column per dialogue, a row per turn.
   function renderCase(view, ds, rs, ctx) {
     var n = 0;
     ds.forEach(function (d) { d.t.forEach(function (t) { n = Math.max(n, t.n); }); });
@@ -236,15 +302,17 @@
     var trs = [head];
     for (var i = 1; i <= n; i++) {
       var cells = [el("th", { "class": "turn-n" }, [String(i)])];
-      ds.forEach(function (d) {
-        var t = null;
-        d.t.forEach(function (x) { if (x.n === i) t = x; });
-        var v = t ? caseCell(t) : null;
+      ds.forEach(function (d, c) {
+        var v = null;
+        d.t.forEach(function (x, k) { if (x.n === i) v = caseCell(x, left(rs[c], k)); });
         cells.push(el("td", null, [v || el("span", { "class": "muted" }, ["—"])]));
       });
       trs.push(el("tr", { "data-turn": String(i) }, cells));
     }
-    view.appendChild(el("div", { "class": "case-scroll" }, [el("table", { "class": "data case-turns" }, trs)]));
+    var table = el("table", { "class": "data case-turns", "data-columns": String(ds.length) }, trs);
+    // Every transcript at least 260 px wide: more of them scroll sideways in their box.
+    table.style.minWidth = (60 + 260 * ds.length) + "px";
+    view.appendChild(el("div", { "class": "case-scroll" }, [table]));
   }
 
   window.Explorer.mount({
@@ -257,6 +325,7 @@
         return reached !== null ? routeLogic(r, reached) : r[10];
       }
     },
-    cells: cells, header: header, render: render, renderCase: renderCase
+    cells: cells, header: header, render: render, renderCase: renderCase,
+    caseOrder: function (r) { return r[4]; }, caseDefault: caseDefault, caseMatrix: caseMatrix
   });
 })();

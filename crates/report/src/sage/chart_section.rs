@@ -59,7 +59,7 @@ impl SageReport {
                 span data-chart-focus=(f.len()) {
                     (models.len()) " models: the " (charts::FOCUS_EACH) " best and "
                     (charts::FOCUS_EACH) " worst by OA in colour (" (f.join(", "))
-                    "), the others grey; click a model in the legend to colour or grey its line."
+                    "), the others grey; point at a model or pick it below to highlight it, click it in the legend to colour or grey its line."
                 }
             }
         };
@@ -78,6 +78,18 @@ impl SageReport {
                         .collect(),
                 })
                 .collect()
+        };
+        let names: Vec<&str> = models.iter().map(|m| m.model.as_str()).collect();
+        let pick = |chart: &str| {
+            let default = match &focus {
+                Some(_) => format!(
+                    "the {} best and {} worst in colour",
+                    charts::FOCUS_EACH,
+                    charts::FOCUS_EACH
+                ),
+                None => "every model in colour".to_string(),
+            };
+            charts::pick_control(chart, &default, &names)
         };
         let depths = ["t1", "t5", "t10", "t15", "final"];
         let turn_depth = charts::line_panels(
@@ -180,6 +192,7 @@ impl SageReport {
                 "hollow when fewer than " (charts::FEW_TURNS) " turns are behind them."
                 (focus_note)
             }
+            (pick("turn-depth"))
             (turn_depth)
             h3 { "Adversarial degradation" }
             p.note {
@@ -187,6 +200,7 @@ impl SageReport {
                 "Logic falls. Hollow points: fewer than " (charts::FEW_TURNS) " turns."
                 (focus_note)
             }
+            (pick("adversarial"))
             (adversarial)
             h3 { "Format errors by kind" }
             p.note {

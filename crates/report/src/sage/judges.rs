@@ -69,6 +69,7 @@ impl SageReport {
             @if !splits.is_empty() {
                 details {
                     summary { "The split turns, linked to their transcripts" }
+                    div.table-box {
                     table.data.splits {
                         tr {
                             th { "Dialogue" } th.num { "Turn" } th { "Model" } th { "Field" }
@@ -89,15 +90,16 @@ impl SageReport {
                             }
                         }
                     }
+                    }
                 }
             }
-            (self.people_html())
+            (self.people_html(summary))
             (fidelity_html(summary))
         }
     }
 
     /// The judges against people (`sage judges calibrate`), or how to get there.
-    fn people_html(&self) -> Markup {
+    fn people_html(&self, summary: &Summary) -> Markup {
         html! {
             h3 { "Judges against people" }
             @match &self.calibration {
@@ -136,7 +138,7 @@ impl SageReport {
                             th { "Model" } th.num { "Logic, judges" } th.num { "Logic, corrected by people" }
                             th.num { "Labelled turns" }
                         }
-                        @for l in &c.logic {
+                        @for l in leaderboard::in_leaderboard_order(summary, &c.logic, |l| &l.model) {
                             tr data-model=(l.model) {
                                 td { (l.model) }
                                 td.num { (num(l.ppi.naive)) " ± " (num(l.ppi.naive_half_width)) }
@@ -169,7 +171,10 @@ fn fidelity_html(summary: &Summary) -> Markup {
                 "that repeat an earlier one. A model's low Logic beside a high off-intent share is "
                 "the customer's doing as much as the model's."
             }
-            @for (rows, by) in [(&f.by_customer, "Level"), (&f.by_agent, "Model under test")] {
+            @let by_agent = leaderboard::in_leaderboard_order(summary, &f.by_agent, |r| {
+                r.service_model.as_deref().unwrap_or_default()
+            });
+            @for (rows, by) in [(f.by_customer.iter().collect::<Vec<_>>(), "Level"), (by_agent, "Model under test")] {
                 @let guarded = rows.iter().any(|r| r.retried > 0);
                 table.data.fidelity data-by=(by) {
                     tr {

@@ -192,6 +192,35 @@ pub(super) fn rows(summary: &Summary) -> Vec<(usize, &ModelSummary)> {
         .collect()
 }
 
+/// Each model's place in the leaderboard (0 the best): every view that lists models follows it
+/// ([`in_leaderboard_order`]).
+pub(super) fn places(summary: &Summary) -> std::collections::HashMap<&str, usize> {
+    ranked(summary)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| (m.model.as_str(), i))
+        .collect()
+}
+
+/// `items` sorted by their model's place in the leaderboard (`model` gives it; models not in it
+/// last), the order among the same model's items kept.
+pub(super) fn in_leaderboard_order<T>(
+    summary: &Summary,
+    items: impl IntoIterator<Item = T>,
+    model: impl Fn(&T) -> &str,
+) -> Vec<T> {
+    let places = places(summary);
+    let mut items: Vec<T> = items.into_iter().collect();
+    items.sort_by_key(|t| places.get(model(t)).copied().unwrap_or(usize::MAX));
+    items
+}
+
+/// A model's swatch, name and `tags`, the name wrapping at its hyphens when long (never inside
+/// a word).
+fn model_line(index: usize, model: &str, tags: Markup) -> Markup {
+    html! { span.model-line { (swatch(index)) span { span.model-name { (model) } (tags) } } }
+}
+
 /// The Table-1 leaderboard: one row per model, by OA (best first), each metric of
 /// `models[].all` with its interval; `data-value` holds the unrounded mean, class `best` marks
 /// each column's best ([`best_of`]). With repeats, columns pass^1 .. pass^k
@@ -209,6 +238,8 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
         .map(|k| best_rows(&models, Better::Higher, |m| pass(m, *k).map(|p| p.pass)))
         .collect();
     html! {
+        // Many models or many columns: the table scrolls in its own box, the names stay.
+        div.table-box {
         table #leaderboard-table.data {
             thead {
                 tr {
@@ -230,14 +261,15 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                 @for (r, (index, m)) in rows.iter().enumerate() {
                     tr data-model=(m.model) {
                         td data-metric="model" data-value=(m.model) {
-                            (swatch(*index)) span.model-name { (m.model) }
-                            @if m.simulated { " " span.tag.sim { "simulated" } }
-                            @if let Some(form) = m.structured_output {
-                                " "
-                                span.tag.structured title={ "asked with a JSON Schema of its answer (structured_output: " (form.as_str()) ")" } {
-                                    "structured"
+                            (model_line(*index, &m.model, html! {
+                                @if m.simulated { " " span.tag.sim { "simulated" } }
+                                @if let Some(form) = m.structured_output {
+                                    " "
+                                    span.tag.structured title={ "asked with a JSON Schema of its answer (structured_output: " (form.as_str()) ")" } {
+                                        "structured"
+                                    }
                                 }
-                            }
+                            }))
                         }
                         td.num data-metric="dialogues" data-value=(m.dialogues) { (m.dialogues) }
                         @for (c, column) in LEADERBOARD.iter().enumerate() {
@@ -261,6 +293,7 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                     }
                 }
             }
+        }
         }
         p.note {
             "Every scored turn of each model, ranked by OA; ± half the 95% bootstrap interval (the "
@@ -289,6 +322,7 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
         .map(|s| best_rows(&models, Better::Higher, |m| oa(m, &s.id).map(|x| x.mean)))
         .collect();
     html! {
+        div.table-box {
         table #scenario-matrix.data {
             thead {
                 tr {
@@ -306,7 +340,7 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
             tbody {
                 @for (r, (index, m)) in rows.iter().enumerate() {
                     tr data-model=(m.model) {
-                        td data-metric="model" data-value=(m.model) { (swatch(*index)) span.model-name { (m.model) } }
+                        td data-metric="model" data-value=(m.model) { (model_line(*index, &m.model, html! {})) }
                         @for (c, column) in scenarios.iter().enumerate() {
                             @let s = column.id.as_str();
                             @let dialogues = m.by_scenario.get(s).map_or(0, |g| g.dialogues);
@@ -325,6 +359,7 @@ pub fn scenario_matrix(summary: &Summary, names: &dyn Fn(&str) -> String) -> Mar
                 }
             }
         }
+    }
     }
 }
 
@@ -384,7 +419,9 @@ pub(super) const LEADERBOARD_CSS: &str = r#"
 #leaderboard th[aria-sort=ascending]::after{content:" ▲"}
 #leaderboard th[aria-sort=descending]::after{content:" ▼"}
 #leaderboard td.best{font-weight:bold}
-#leaderboard td.num,#leaderboard .model-name{white-space:nowrap}
+#leaderboard td.num{white-space:nowrap}
+#leaderboard .model-line{display:flex;align-items:baseline;gap:2px;min-width:13em;max-width:20em}
+#leaderboard .model-line svg.swatch{flex:none}
 #leaderboard-table td.num .ci{display:block}
 #leaderboard-table th,#leaderboard-table td{padding:3px 6px}
 #leaderboard-table th.num{max-width:6.5em}

@@ -406,6 +406,11 @@ impl SageReport {
         spool: &mut X,
         show: &str,
     ) -> std::io::Result<Embedded> {
+        let ranked = sage_core::scoring::leaderboard::ranked(summary)
+            .into_iter()
+            .map(|m| m.model.clone())
+            .collect();
+        self.explorer.suite_mut().rank_models(ranked);
         let parts = explorer::PageParts {
             title: format!("SAGE run {}", self.info.run_id),
             styles: styles(),

@@ -10,7 +10,11 @@ impl SageReport {
     }
 
     pub(super) fn graphs_html(&self, summary: &Summary) -> Markup {
-        let models: Vec<&String> = summary.models.iter().map(|m| &m.model).collect();
+        // The leaderboard's order, best first, in the selector and the per-model tables.
+        let models: Vec<&String> = sage_core::scoring::leaderboard::ranked(summary)
+            .into_iter()
+            .map(|m| &m.model)
+            .collect();
         let scenarios: Vec<&String> = self
             .info
             .scenarios
@@ -119,6 +123,18 @@ pub fn route_anchor(scenario: &str, key: &str, model: Option<&str>) -> String {
     explorer::explore_anchor(&filters)
 }
 
+/// A route key as code that wraps after each `>` (between stages), never inside a name.
+fn route_code(key: &str) -> Markup {
+    html! {
+        code.route {
+            @for (i, part) in key.split('>').enumerate() {
+                @if i > 0 { ">" wbr; }
+                (part)
+            }
+        }
+    }
+}
+
 /// The classes of a numeric cell coloured by mean Logic `logic` (none: plain).
 fn logic_cell(logic: Option<f64>, extra: &str) -> String {
     let mut class = String::from("num");
@@ -155,7 +171,7 @@ fn route_row(scenario: &str, key: &str, u: &RouteUse, targeted: usize) -> Markup
             data-logic-by-model=(logic_by_model) data-dialogues-by-model=(dialogues_by_model)
             data-turns-by-model=(turns_by_model) {
             td {
-                code { (key) }
+                (route_code(key))
                 @if u.dialogues == 0 { " " span.tag.bad { "untested" } }
             }
             td.num { (targeted) }
@@ -197,15 +213,20 @@ pub(super) fn route_models_table(
 ) -> Markup {
     html! {
         details.route-models open {
-            summary { "Mean Logic per route and model (outlined: the route's worst model; a value links to its dialogues there, worst first)" }
-            table.data.route-models data-scenario=(scenario) {
-                tr {
-                    th { "Route" }
-                    @for m in models { th.num data-model=(m) { (m) } }
-                }
-                @for k in keys {
-                    @if let Some(u) = used.get(k) {
-                        (route_models_row(scenario, k, u, models))
+            summary { "Mean Logic per route and model, models in the leaderboard's order (outlined: the route's worst model; a value links to its dialogues there, worst first)" }
+            // Wide with many models: it scrolls in its own box, the routes column stays.
+            div.table-box {
+                table.data.route-models data-scenario=(scenario) {
+                    tr {
+                        th { "Route" }
+                        @for m in models {
+                            th.num.rotated data-model=(m) title=(m) { span { (m) } }
+                        }
+                    }
+                    @for k in keys {
+                        @if let Some(u) = used.get(k) {
+                            (route_models_row(scenario, k, u, models))
+                        }
                     }
                 }
             }
@@ -223,7 +244,7 @@ fn route_models_row(scenario: &str, key: &str, u: &RouteUse, models: &[&String])
     let worst = (present.len() >= 2).then(|| present.iter().copied().fold(f64::MAX, f64::min));
     html! {
         tr data-route-key=(key) {
-            td { code { (key) } }
+            td { (route_code(key)) }
             @for (m, v) in models.iter().zip(values) {
                 @match v {
                     Some(v) => td class=(logic_cell(Some(v), if worst == Some(v) { " worst" } else { "" }))

@@ -9,7 +9,7 @@ impl SageReport {
         let info = &self.info;
         let c = &info.config;
         let mut roles: IndexMap<&str, Vec<&str>> = IndexMap::new();
-        for m in &c.service_models {
+        for m in leaderboard::in_leaderboard_order(summary, &c.service_models, |m| m) {
             roles.entry(m).or_default().push("under test");
         }
         roles.entry(&c.user_model).or_default().push("customer");
@@ -99,7 +99,7 @@ impl SageReport {
                         th.num { "Input tokens" } th.num { "Of which cached" } th.num { "Output tokens" }
                         th.num { "Cost (USD)" } th.num { "Tokens / scored turn" } th.num { "Cost / scored turn (USD)" }
                     }
-                    @for m in &summary.models {
+                    @for m in leaderboard::in_leaderboard_order(summary, &summary.models, |m| &m.model) {
                         @for (role, t) in &m.calls.by_role {
                             @let per_turn = m.calls.per_scored_turn.get(role);
                             tr data-model=(m.model) data-role=(role) {
@@ -119,7 +119,7 @@ impl SageReport {
                 } @else {
                     table.data.infra {
                         tr { th { "Model under test" } th.num { "Turns" } th.num { "Dialogues ended by one" } }
-                        @for (model, n) in &self.infra_turns {
+                        @for (model, n) in leaderboard::in_leaderboard_order(summary, &self.infra_turns, |(m, _)| m) {
                             @let ended = summary.models.iter().find(|m| &m.model == model)
                                 .and_then(|m| m.end_reasons.get("infra_error").copied()).unwrap_or(0);
                             tr data-model=(model) { td { (model) } td.num { (n) } td.num { (ended) } }

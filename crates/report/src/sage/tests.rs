@@ -155,7 +155,7 @@ fn routes_per_model_count_dialogues_and_mark_the_worst_model() {
     let table = route_models_table("sc", &keys, routes, &[&m1, &m2, &m3]).into_string();
     assert!(table.starts_with("<details class=\"route-models\" open>"));
     // s1 -> Stop: m1 40, m2 0 (the worst, outlined), m3 no turn there.
-    assert!(table.contains("<tr data-route-key=\"s1 -&gt; Stop\"><td><code>s1 -&gt; Stop</code></td><td class=\"num logic-4\" data-model=\"m1\" data-value=\"40\" data-reached=\"1\"><a href=\"#explore=scenario:sc;reached:sc%3A%20s1%20-%3E%20Stop;sort:worst;model:m1\">40</a></td><td class=\"num logic-0 worst\" data-model=\"m2\" data-value=\"0\" data-reached=\"1\""), "{table}");
+    assert!(table.contains("<tr data-route-key=\"s1 -&gt; Stop\"><td><code class=\"route\">s1 -&gt;<wbr> Stop</code></td><td class=\"num logic-4\" data-model=\"m1\" data-value=\"40\" data-reached=\"1\"><a href=\"#explore=scenario:sc;reached:sc%3A%20s1%20-%3E%20Stop;sort:worst;model:m1\">40</a></td><td class=\"num logic-0 worst\" data-model=\"m2\" data-value=\"0\" data-reached=\"1\""), "{table}");
     assert!(table.contains(
         "<td class=\"num\" data-model=\"m3\" data-value=\"\" data-reached=\"0\">—</td></tr>"
     ));
@@ -187,7 +187,7 @@ fn a_structured_agent_is_tagged_in_the_leaderboard() {
         Some(sage_core::plan::model::StructuredOutput::JsonSchema);
     let html = leaderboard_html(&summary).into_string();
     assert!(
-        html.contains("<span class=\"model-name\">m1</span> <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></td>"),
+        html.contains("<span class=\"model-name\">m1</span> <span class=\"tag sim\">simulated</span> <span class=\"tag structured\" title=\"asked with a JSON Schema of its answer (structured_output: json_schema)\">structured</span></span></span></td>"),
         "{html}"
     );
 }
@@ -344,11 +344,14 @@ fn transcripts_are_gzip_chunks_of_json_lines() {
     // persona 0, end 0, mean overall of the scored turns (100 + 20) / 2, flags format and
     // infra, 3 turns, and the routes it reached with the mean Logic of its turns there:
     // route 0 (s1>s2 -> Done) at 100, route 1 (s1 -> Stop) at 0 (the format error; the
-    // infrastructure error is not scored).
+    // infrastructure error is not scored); last, each turn against its reference: the agent's
+    // path `s1` left `s1>s2` (x), the infrastructure error (i), the format error (f).
     // The tables are sorted: reached route 0 is `s1 -> Stop`, 1 `s1>s2 -> Done`.
-    let row = "[\"sc/0002/m2/r0\",0,1,\"sc/0002/r0\",1,0,0,0,0,0,60.0,3,3,[[0,0.0],[1,100.0]]]";
+    let row =
+        "[\"sc/0002/m2/r0\",0,1,\"sc/0002/r0\",1,0,0,0,0,0,60.0,3,3,[[0,0.0],[1,100.0]],\"xif\"]";
     assert!(html.contains(row), "{row}");
-    let row = "[\"sc/0001/m1/r0\",0,0,\"sc/0001/r0\",0,0,0,0,0,0,68.0,0,3,[[0,40.0],[1,70.0]]]";
+    let row =
+        "[\"sc/0001/m1/r0\",0,0,\"sc/0001/r0\",0,0,0,0,0,0,68.0,0,3,[[0,40.0],[1,70.0]],\"xxx\"]";
     assert!(html.contains(row), "{row}");
     assert!(html.contains("\"reached\":[\"sc: s1 -> Stop\",\"sc: s1>s2 -> Done\"]"));
     assert!(html.contains("<option value=\"0\">sc: s1 -&gt; Stop</option>"));
