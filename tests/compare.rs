@@ -651,7 +651,7 @@ fn runs_that_pair_under_half_get_a_loud_warning() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr),
     );
-    let warning = "only 80 of the 240 dialogues of `more` (33%) and of the 80 of `base` (100%) pair (same id, same case): the runs hold different dialogues (160 only in `more`, 0 only in `base`, 0 ids in both with a different case: other cases per scenario, scenarios, models or repeats?). So `sim-strong`, `sim-weak` were compared unpaired: over all their dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: compare two runs of one configuration to pair every dialogue.\n";
+    let warning = "only 80 of the 240 dialogues of `more` (33%) and of the 80 of `base` (100%) pair (same id, same case): the runs hold different dialogues (160 only in `more`, 0 only in `base`, 0 ids in both with a different case: other cases per scenario, scenarios, models or repeats?). So every model (`sim-strong`, `sim-weak`) was compared unpaired: over all their dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: compare two runs of one configuration to pair every dialogue.\n";
     assert!(
         stdout.starts_with(&format!("WARNING: {warning}")),
         "{stdout}"
@@ -724,7 +724,7 @@ fn the_pairing_warning_names_different_seeds() {
     assert_eq!((c.shared, c.mismatched), (1, 3));
     assert_eq!(
         c.pairing_warning().unwrap(),
-        "only 1 of the 4 dialogues of `a` (25%) and of the 4 of `b` (25%) pair (same id, same case): the runs have different seeds (7 and 8) and the seed draws the cases, so most dialogue ids name another case in each run (3 ids are in both with a different case). So `m` was compared unpaired: over all its dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: rerun `a`'s configuration with `--seed 8` to pair every dialogue."
+        "only 1 of the 4 dialogues of `a` (25%) and of the 4 of `b` (25%) pair (same id, same case): the runs have different seeds (7 and 8) and the seed draws the cases, so most dialogue ids name another case in each run (3 ids are in both with a different case). So every model (`m`) was compared unpaired: over all its dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: rerun `a`'s configuration with `--seed 8` to pair every dialogue."
     );
     assert!(c.text().starts_with("WARNING: only 1 of the 4 dialogues"));
 }
@@ -1224,7 +1224,7 @@ fn reruns_with_new_seeds_are_compared_unpaired_and_show_no_difference() {
         assert!(significant.is_empty(), "pair {k}: {significant:?}");
         let warning = doc["pairing"]["warning"].as_str().unwrap();
         assert!(
-            warning.contains("So `sim-strong`, `sim-weak` were compared unpaired"),
+            warning.contains("So every model (`sim-strong`, `sim-weak`) was compared unpaired"),
             "{warning}"
         );
         assert!(!warning.contains("small, unplanned part"), "{warning}");

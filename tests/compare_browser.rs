@@ -454,15 +454,17 @@ const LONG_NAMES: [&str; 27] = [
     "lmsys--vicuna-13b-v1.5",
 ];
 
-/// A run of the 27 [`LONG_NAMES`] (simulated agents, strong and weak in turn) on one scenario,
+/// A run of the 27 [`LONG_NAMES`] (simulated agents, each deriving its action right a little
+/// more often than the one before) on one scenario,
 /// `cases` cases, seed `seed`.
 fn long_names_config(dir: &Path, cases: usize, seed: u64) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut text = String::from("models:\n");
     for (i, name) in LONG_NAMES.iter().enumerate() {
-        let profile = if i % 2 == 0 { "strong" } else { "weak" };
+        // Skills that differ from model to model, as real models' do.
+        let skill = 0.45 + 0.02 * i as f64;
         text.push_str(&format!(
-            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: {profile}}}}}\n"
+            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: strong, skills: {{action_derivation: {skill:.2}}}}}}}\n"
         ));
     }
     text.push_str(&format!(

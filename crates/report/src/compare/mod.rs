@@ -1179,8 +1179,16 @@ impl Comparison {
             )
         };
         let list: Vec<String> = unpaired.iter().map(|m| format!("`{m}`")).collect();
+        let every = list.len() == self.models().count();
+        // Every model: named when they are few (27 names would bury the sentence).
+        let who = match (every, list.len()) {
+            (true, n) if n > 4 => format!("every model ({n})"),
+            (true, _) => format!("every model ({})", list.join(", ")),
+            (false, _) => list.join(", "),
+        };
+        let one = list.len() == 1;
         Some(format!(
-            "only {} of the {} dialogues of `{}` ({:.0}%) and of the {} of `{}` ({:.0}%) pair (same id, same case): {why}. So {} {} compared unpaired: over all {} dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: {remedy} to pair every dialogue.",
+            "only {} of the {} dialogues of `{}` ({:.0}%) and of the {} of `{}` ({:.0}%) pair (same id, same case): {why}. So {who} {} compared unpaired: over all {} dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: {remedy} to pair every dialogue.",
             self.shared,
             self.current_dialogues,
             self.current,
@@ -1188,9 +1196,8 @@ impl Comparison {
             self.baseline_dialogues,
             self.baseline,
             share(self.baseline_dialogues),
-            list.join(", "),
-            if list.len() == 1 { "was" } else { "were" },
-            if list.len() == 1 { "its" } else { "their" },
+            if one || every { "was" } else { "were" },
+            if one { "its" } else { "their" },
         ))
     }
 
