@@ -390,18 +390,13 @@ fn p_values_are_calibrated_when_nothing_changes() {
             })
             .collect()
     };
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
     let (replications, cases) = (300, MIN_PAIRED);
     let mut rejected = [0usize; 2];
     for (shift, rejected) in [0.0, -15.0].into_iter().zip(&mut rejected) {
         for rep in 0..replications {
             let mut fold = CompareFold::new(
-                info("now"),
-                info("before"),
+                tp_run("now"),
+                tp_run("before"),
                 Bootstrap {
                     seed: rep as u64,
                     ..Bootstrap::default()
@@ -733,12 +728,7 @@ fn the_pairing_warning_names_different_seeds() {
 /// same, and it pairs.
 #[test]
 fn a_case_pairs_whatever_order_its_values_are_listed_in() {
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(info("a"), info("b"), Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("a"), tp_run("b"), Bootstrap::default()).unwrap();
     let mut before = dialogue("tp/0001/m/r0", "m", &[70.0], true);
     let mut after = dialogue("tp/0001/m/r0", "m", &[60.0], true);
     for (name, value) in [("A", "x"), ("B", "y")] {
@@ -799,17 +789,7 @@ fn runs_sharing_nothing_are_refused() {
         "{err}"
     );
     // A shared scenario but no shared dialogue (other models): refused too.
-    let current = RunInfo {
-        id: "a".into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let baseline = RunInfo {
-        id: "b".into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(current, baseline, Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("a"), tp_run("b"), Bootstrap::default()).unwrap();
     fold.add_baseline(&dialogue("tp/0001/m/r0", "m", &[70.0], true));
     fold.add_current(&dialogue("tp/0001/n/r0", "n", &[60.0], true));
     let err = fold.finish().unwrap_err().to_string();
@@ -944,6 +924,15 @@ fn the_paired_bootstrap_on_a_hand_example() {
     assert_eq!((d.delta, d.ci_low, d.ci_high), (0.0, 0.0, 0.0));
 }
 
+/// A run `id` of seed 1 and one scenario, `tp`, as the hand-made records' comparisons name it.
+fn tp_run(id: &str) -> RunInfo {
+    RunInfo {
+        id: id.into(),
+        seed: 1,
+        scenarios: vec![("tp".into(), "h".into())],
+    }
+}
+
 fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecord {
     let route = |action: &str| Route {
         path: vec!["s1".into()],
@@ -1034,12 +1023,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
 /// resample, so the interval is [-10, -10] (to rounding); dialogue 3 also stopped passing.
 #[test]
 fn a_constant_drop_has_a_degenerate_interval() {
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(info("now"), info("before"), Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("now"), tp_run("before"), Bootstrap::default()).unwrap();
     let base: [&[f64]; 6] = [
         &[70.0, 90.0],
         &[50.0, 60.0],
@@ -1090,15 +1074,7 @@ fn a_constant_drop_has_a_degenerate_interval() {
             "route:tp:s1 -> Done"
         ]
     );
-    let page = c
-        .page(
-            &Links {
-                current: "report.html".into(),
-                baseline: "../before/report.html".into(),
-            },
-            &FlipTranscripts::new(),
-        )
-        .render();
+    let page = page_of(&c);
     assert!(page.contains(
         "<details class=\"flip\" data-dialogue=\"tp/0003/m/r0\" data-flip=\"pass-to-fail\">"
     ));
@@ -1107,6 +1083,19 @@ fn a_constant_drop_has_a_degenerate_interval() {
         "data-model=\"m\" data-verdict=\"exploratory\" data-test=\"paired\" data-delta=\"{}\"",
         d.delta
     )));
+}
+
+/// The page of a comparison of runs `now` (the page's folder) and `before` (beside it),
+/// without transcripts.
+fn page_of(c: &Comparison) -> String {
+    c.page(
+        &Links {
+            current: "report.html".into(),
+            baseline: "../before/report.html".into(),
+        },
+        &FlipTranscripts::new(),
+    )
+    .render()
 }
 
 #[test]
@@ -1168,17 +1157,40 @@ fn seed_runs() -> &'static Path {
     })
 }
 
-/// `sage report CURRENT --compare BASELINE --format json`, parsed.
-fn compare_json(current: &Path, baseline: &Path) -> serde_json::Value {
-    let out = common::sage_ok(&[
+/// `sage report CURRENT --compare BASELINE EXTRA...`, whatever its exit code.
+fn sage_compare(current: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "report",
         current.to_str().unwrap(),
         "--compare",
         baseline.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    serde_json::from_str(&out).expect("one JSON document")
+    ];
+    args.extend(extra);
+    common::sage(&args)
+}
+
+/// The exit code of `sage report CURRENT --compare BASELINE --fail-on-regression`.
+fn gate(current: &Path, baseline: &Path) -> Option<i32> {
+    sage_compare(current, baseline, &["--fail-on-regression"])
+        .status
+        .code()
+}
+
+/// `sage report CURRENT --compare BASELINE EXTRA...`'s standard output (it must succeed).
+fn compare_ok(current: &Path, baseline: &Path, extra: &[&str]) -> String {
+    let out = sage_compare(current, baseline, extra);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `sage report CURRENT --compare BASELINE --format json`, parsed.
+fn compare_json(current: &Path, baseline: &Path) -> serde_json::Value {
+    serde_json::from_str(&compare_ok(current, baseline, &["--format", "json"]))
+        .expect("one JSON document")
 }
 
 /// A group's `verdict`, as a string.
@@ -1265,12 +1277,7 @@ fn a_weaker_model_in_a_rerun_with_another_seed_is_found_unpaired() {
         assert!(matches!(verdict_of(g), "unchanged" | "exploratory"), "{g}");
     }
     // The terminal says which test each row used.
-    let text = common::sage_ok(&[
-        "report",
-        weaker.to_str().unwrap(),
-        "--compare",
-        base.to_str().unwrap(),
-    ]);
+    let text = compare_ok(&weaker, &base, &[]);
     let per_model = text.find("\nPer model").unwrap();
     let first = text[per_model..].lines().nth(4).unwrap();
     assert!(
@@ -1281,36 +1288,44 @@ fn a_weaker_model_in_a_rerun_with_another_seed_is_found_unpaired() {
     );
     assert!(first.contains("40 / 40"), "{first}");
     assert!(text.contains("Unpaired (the other models)"), "{text}");
-    let gated = common::sage(&[
-        "report",
-        weaker.to_str().unwrap(),
-        "--compare",
-        base.to_str().unwrap(),
-        "--fail-on-regression",
-    ]);
-    assert_eq!(gated.status.code(), Some(3));
+    assert_eq!(gate(&weaker, &base), Some(3));
 }
 
 // ------------------------------------------------------------- rescore and rejudge
 
-/// `path`'s report.html is the page `sage report DIR --html` rebuilds, to the byte.
-fn assert_report_html_rebuilds(dir: &Path) {
-    let written = std::fs::read(dir.join("report.html")).expect("report.html written");
-    common::sage_ok(&["report", dir.to_str().unwrap(), "--html"]);
-    let rebuilt = std::fs::read(dir.join("report.html")).unwrap();
+/// `sage COMMAND BASE FLAG VALUE --out OUT` (a rescore or a rejudge of BASE into OUT): its
+/// last lines say where its report.html is, and that page is the one `sage report OUT --html`
+/// rebuilds, to the byte.
+fn regrade(command: &str, base: &Path, (flag, value): (&str, &Path), out: &Path) {
+    let printed = common::sage_ok(&[
+        command,
+        base.to_str().unwrap(),
+        flag,
+        value.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let line = format!("report: {}", out.join("report.html").display());
+    assert!(
+        printed.lines().rev().take(3).any(|l| l == line),
+        "{line} not among the last lines of:\n{printed}"
+    );
+    let written = std::fs::read(out.join("report.html")).expect("report.html written");
+    common::sage_ok(&["report", out.to_str().unwrap(), "--html"]);
+    let rebuilt = std::fs::read(out.join("report.html")).unwrap();
     assert!(
         written == rebuilt,
         "report.html differs from the rebuilt one"
     );
 }
 
-/// The line `report: DIR/report.html` among a command's last lines.
-fn assert_says_report(printed: &str, dir: &Path) {
-    let line = format!("report: {}", dir.join("report.html").display());
-    assert!(
-        printed.lines().rev().take(3).any(|l| l == line),
-        "{line} not among the last lines of:\n{printed}"
-    );
+/// The `dialogue_id` of each element of a JSON list.
+fn ids(list: &serde_json::Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["dialogue_id"].as_str().unwrap())
+        .collect()
 }
 
 /// A rescore against a corrected scenario (Telecom's discontent customer said goodbye to
@@ -1320,49 +1335,15 @@ fn assert_says_report(printed: &str, dir: &Path) {
 #[test]
 fn a_rescore_is_compared_for_its_regraded_dialogues() {
     let dir = common::fresh_dir("compare_rescore");
-    let out = dir.display().to_string();
-    common::sage_ok(&[
-        "run",
-        "--dialogues",
-        "4",
-        "--max-turns",
-        "6",
-        "--out",
-        &out,
-        "--run-id",
-        "base",
-        "--quiet",
-    ]);
-    let base = dir.join("base");
-    let text = std::fs::read_to_string("scenarios/telecom_package.yaml").unwrap();
-    let edited = text.replace(
-        "Discontent: {action: TransHuman}",
-        "Discontent: {action: GoodBye}",
-    );
-    assert_ne!(text, edited);
-    let file = dir.join("telecom_corrected.yaml");
-    std::fs::write(&file, edited).unwrap();
+    let base = runs().join("base");
+    let file = common::telecom_discontent(&dir, "telecom_corrected", "GoodBye");
     let corrected = dir.join("corrected");
-    let printed = common::sage_ok(&[
-        "rescore",
-        base.to_str().unwrap(),
-        "--scenario",
-        file.to_str().unwrap(),
-        "--out",
-        corrected.to_str().unwrap(),
-    ]);
-    assert_says_report(&printed, &corrected);
-    assert_report_html_rebuilds(&corrected);
+    regrade("rescore", &base, ("--scenario", &file), &corrected);
     let rescore: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(corrected.join("rescore.json")).unwrap())
             .unwrap();
     assert_eq!(rescore["from_run_id"], "base");
-    let listed: Vec<&str> = rescore["changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["dialogue_id"].as_str().unwrap())
-        .collect();
+    let listed = ids(&rescore["changed"]);
     assert!(!listed.is_empty());
     let mut sorted = listed.clone();
     sorted.sort_unstable();
@@ -1373,13 +1354,7 @@ fn a_rescore_is_compared_for_its_regraded_dialogues() {
     assert_eq!(doc["relation"], "rescore");
     assert_eq!(doc["pairing"]["paired"], doc["current"]["dialogues"]);
     assert_eq!(doc["pairing"]["mismatched"], 0);
-    let changed: Vec<&str> = doc["changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["dialogue_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(changed, listed);
+    assert_eq!(ids(&doc["changed"]), listed);
     for c in doc["changed"].as_array().unwrap() {
         let from_file = rescore["changed"]
             .as_array()
@@ -1421,12 +1396,7 @@ fn a_rescore_is_compared_for_its_regraded_dialogues() {
         (&serde_json::json!(0), &serde_json::json!(0))
     );
 
-    let text = common::sage_ok(&[
-        "report",
-        corrected.to_str().unwrap(),
-        "--compare",
-        base.to_str().unwrap(),
-    ]);
+    let text = compare_ok(&corrected, &base, &[]);
     assert!(
         text.starts_with("`corrected` is `base` graded again (`sage rescore`): the agents' transcripts are the same, only the references changed"),
         "{text}"
@@ -1442,14 +1412,7 @@ fn a_rescore_is_compared_for_its_regraded_dialogues() {
     )));
     assert!(text.contains(&format!("\n{}", listed[0])), "{text}");
     assert!(!text.to_lowercase().contains("regression"), "{text}");
-    let gated = common::sage(&[
-        "report",
-        corrected.to_str().unwrap(),
-        "--compare",
-        base.to_str().unwrap(),
-        "--fail-on-regression",
-    ]);
-    assert_eq!(gated.status.code(), Some(0));
+    assert_eq!(gate(&corrected, &base), Some(0));
 }
 
 /// A rejudge by another (simulated, noisier) panel, compared with its source either way: only
@@ -1465,16 +1428,7 @@ fn a_rejudge_says_the_panel_moved_the_scores() {
     )
     .unwrap();
     let rejudged = dir.join("rough");
-    let printed = common::sage_ok(&[
-        "rejudge",
-        base.to_str().unwrap(),
-        "--config",
-        panel.to_str().unwrap(),
-        "--out",
-        rejudged.to_str().unwrap(),
-    ]);
-    assert_says_report(&printed, &rejudged);
-    assert_report_html_rebuilds(&rejudged);
+    regrade("rejudge", &base, ("--config", &panel), &rejudged);
     for (current, baseline) in [(&rejudged, &base), (&base, &rejudged)] {
         let doc = compare_json(current, baseline);
         assert_eq!(doc["relation"], "rejudge");
@@ -1500,12 +1454,7 @@ fn a_rejudge_says_the_panel_moved_the_scores() {
                 + doc["verdicts"]["higher"].as_u64().unwrap(),
             moved as u64
         );
-        let text = common::sage_ok(&[
-            "report",
-            current.to_str().unwrap(),
-            "--compare",
-            baseline.to_str().unwrap(),
-        ]);
+        let text = compare_ok(current, baseline, &[]);
         assert!(
             text.starts_with(&format!(
                 "`{}` and `{}` hold the same transcripts judged by different panels (`sage rejudge`): only the judge panel changed",
@@ -1516,14 +1465,7 @@ fn a_rejudge_says_the_panel_moved_the_scores() {
         );
         assert!(text.contains("The panel scored lower (q < 0.05"), "{text}");
         assert!(!text.to_lowercase().contains("regression"), "{text}");
-        let gated = common::sage(&[
-            "report",
-            current.to_str().unwrap(),
-            "--compare",
-            baseline.to_str().unwrap(),
-            "--fail-on-regression",
-        ]);
-        assert_eq!(gated.status.code(), Some(0));
+        assert_eq!(gate(current, baseline), Some(0));
     }
 }
 
@@ -1531,12 +1473,7 @@ fn a_rejudge_says_the_panel_moved_the_scores() {
 /// target action was reached at, the last action taken instead, or the infrastructure error.
 #[test]
 fn flips_say_why_each_side_passed_or_failed() {
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(info("now"), info("before"), Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("now"), tp_run("before"), Bootstrap::default()).unwrap();
     fold.add_baseline(&dialogue("tp/0001/m/r0", "m", &[80.0, 90.0], true));
     // Took the target action at turn 1, then another one to the end.
     let mut took = dialogue("tp/0002/m/r0", "m", &[50.0, 60.0, 70.0], false);
@@ -1591,15 +1528,7 @@ fn flips_say_why_each_side_passed_or_failed() {
         doc.flips[1].current_why,
         "infrastructure error at turn 2 (ended infra_error)"
     );
-    let page = c
-        .page(
-            &Links {
-                current: "report.html".into(),
-                baseline: "../before/report.html".into(),
-            },
-            &FlipTranscripts::new(),
-        )
-        .render();
+    let page = page_of(&c);
     assert!(page.contains(
         "<span class=\"why current\">current: infrastructure error at turn 2 (ended infra_error)</span>"
     ));

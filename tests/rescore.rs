@@ -53,14 +53,7 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     // The emotion branch of the Telecom SOP corrected: a discontent customer is now said
     // goodbye to instead of transferred. Exactly the dialogues with a judged turn whose
     // reference ended in the transfer change, and only their Telecom turns.
-    let text = std::fs::read_to_string("scenarios/telecom_package.yaml").expect("scenario");
-    let edited = text.replace(
-        "Discontent: {action: TransHuman}",
-        "Discontent: {action: GoodBye}",
-    );
-    assert_ne!(text, edited, "the scenario's line moved");
-    let file = dir.path().join("telecom_corrected.yaml");
-    std::fs::write(&file, edited).expect("write");
+    let file = common::telecom_discontent(dir.path(), "telecom_corrected", "GoodBye");
     let expected: BTreeSet<String> = common::records_json(&base)
         .iter()
         .filter(|r| r["job"]["scenario"] == "telecom_package")
@@ -135,12 +128,7 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     // A correction that merges two routes (a discontent customer's contract change is made,
     // not transferred) plans other cases from the scenario; the rescored folder still reports
     // every stored dialogue, with no warning.
-    let merged = text.replace(
-        "Discontent: {action: TransHuman}",
-        "Discontent: {action: ChangeOrder}",
-    );
-    let file = dir.path().join("telecom_merged.yaml");
-    std::fs::write(&file, merged).expect("write");
+    let file = common::telecom_discontent(dir.path(), "telecom_merged", "ChangeOrder");
     let fewer = dir.path().join("fewer");
     sage_ok(&[
         "rescore",

@@ -223,11 +223,11 @@ impl Comparison {
                     }
                     tbody {
                         @for c in &self.changed {
-                            tr data-dialogue=(c.dialogue_id) data-model=(c.model) {
-                                td { code { (c.dialogue_id) } }
+                            tr data-dialogue=(c.regraded.dialogue_id) data-model=(c.model) {
+                                td { code { (c.regraded.dialogue_id) } }
                                 td { (c.model) }
-                                td { (turns_text(&c.turns)) }
-                                td { @if c.target_changed { "yes" } @else { "no" } }
+                                td { (turns_text(&c.regraded.turns)) }
+                                td { @if c.regraded.target_changed { "yes" } @else { "no" } }
                                 td.num { (overall_text(c.baseline_overall)) }
                                 td.num { (overall_text(c.current_overall)) }
                             }

@@ -267,10 +267,10 @@ impl<'a> GroupJson<'a> {
 impl<'a> From<&'a ChangedRow> for ChangedJson<'a> {
     fn from(c: &'a ChangedRow) -> ChangedJson<'a> {
         ChangedJson {
-            dialogue_id: &c.dialogue_id,
+            dialogue_id: &c.regraded.dialogue_id,
             model: &c.model,
-            turns: &c.turns,
-            target_changed: c.target_changed,
+            turns: &c.regraded.turns,
+            target_changed: c.regraded.target_changed,
             baseline_overall: c.baseline_overall,
             current_overall: c.current_overall,
         }

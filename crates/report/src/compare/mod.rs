@@ -443,14 +443,11 @@ pub struct Comparison {
 /// A dialogue a rescore graded differently, in both gradings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangedRow {
-    /// Its id.
-    pub dialogue_id: String,
+    /// Its id, the turns whose reference route changed and whether its target did (as
+    /// rescore.json lists it).
+    pub regraded: ChangedDialogue,
     /// The model under test.
     pub model: String,
-    /// The turns whose reference route changed.
-    pub turns: Vec<u32>,
-    /// Whether the case's target route changed.
-    pub target_changed: bool,
     /// Its mean Overall in the baseline (`None` without a scored turn).
     pub baseline_overall: Option<f64>,
     /// Its mean Overall regraded.
@@ -729,10 +726,8 @@ impl CompareFold {
         let regraded = self.regraded.get(&job.dialogue_id);
         if let Some(c) = regraded {
             self.changed.push(ChangedRow {
-                dialogue_id: job.dialogue_id.clone(),
+                regraded: c.clone(),
                 model: job.service_model.clone(),
-                turns: c.turns.clone(),
-                target_changed: c.target_changed,
                 baseline_overall: base.overall,
                 current_overall: mean_overall(&case_sums),
             });
@@ -916,7 +911,7 @@ impl CompareFold {
         let mut flips = std::mem::take(&mut self.flips);
         flips.sort_by(|a, b| (a.kind, &a.dialogue_id).cmp(&(b.kind, &b.dialogue_id)));
         let mut changed = std::mem::take(&mut self.changed);
-        changed.sort_by(|a, b| a.dialogue_id.cmp(&b.dialogue_id));
+        changed.sort_by(|a, b| a.regraded.dialogue_id.cmp(&b.regraded.dialogue_id));
         Ok(Comparison {
             current_seed: self.current.seed,
             baseline_seed: self.baseline.seed,

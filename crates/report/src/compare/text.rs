@@ -185,10 +185,15 @@ impl Comparison {
             .labels(4);
             for c in self.changed.iter().take(TEXT_CHANGED) {
                 table.rows.push(vec![
-                    c.dialogue_id.clone(),
+                    c.regraded.dialogue_id.clone(),
                     c.model.clone(),
-                    turns_text(&c.turns),
-                    if c.target_changed { "yes" } else { "no" }.into(),
+                    turns_text(&c.regraded.turns),
+                    if c.regraded.target_changed {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                    .into(),
                     overall_text(c.baseline_overall),
                     overall_text(c.current_overall),
                 ]);
