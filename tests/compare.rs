@@ -1287,7 +1287,10 @@ fn a_weaker_model_in_a_rerun_with_another_seed_is_found_unpaired() {
         "{first}"
     );
     assert!(first.contains("40 / 40"), "{first}");
-    assert!(text.contains("Unpaired (the other models)"), "{text}");
+    assert!(
+        text.contains("Unpaired (a model with fewer of its dialogues paired)"),
+        "{text}"
+    );
     assert_eq!(gate(&weaker, &base), Some(3));
 }
 

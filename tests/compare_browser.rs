@@ -536,6 +536,22 @@ fn twenty_seven_long_model_names_are_whole_and_the_page_fits_the_window() {
             serde_json::json!([]),
             "{width}: labels over the plot"
         );
+        // The first row of each table is seen, not under its heading (a sticky heading must
+        // stay in place inside the table's scroll box).
+        let covered = tab
+            .eval(
+                "[...document.querySelectorAll('table.data')].filter(t => t.closest('details:not([open])') === null).map(t => { \
+                   const r = t.querySelector('tbody tr'); r.scrollIntoView({block: 'center'}); \
+                   const b = r.getBoundingClientRect(); \
+                   return [t.id, r.contains(document.elementFromPoint(b.left + 10, b.top + b.height / 2))]; \
+                 }).filter(([, seen]) => !seen).map(([id]) => id)",
+            )
+            .expect("first rows");
+        assert_eq!(
+            covered,
+            serde_json::json!([]),
+            "{width}: first rows covered"
+        );
     }
     assert_offline(&tab, &out);
     shot_at(&tab, "section#compare", "compare-27", 1366);

@@ -19,7 +19,7 @@ const COMPARE_CSS: &str = "\
 .warning{border:2px solid var(--bad);background:color-mix(in srgb,var(--bad) 12%,var(--bg));color:var(--fg);padding:10px 14px;border-radius:6px;margin:14px 0;font-size:15px}\
 .warning strong{color:var(--bad)}\
 .relation{border:2px solid var(--accent);padding:10px 14px;border-radius:6px;margin:14px 0;font-size:15px}\
-.scroll{overflow-x:auto;max-width:100%}\
+.scroll{overflow-x:auto;max-width:100%;--sticky-top:0px}\
 svg.forest{max-width:100%;height:auto}\
 span.why{color:var(--muted);font-size:12px;flex-basis:100%}\
 tr.regression td:first-child{box-shadow:inset 3px 0 var(--bad)}\

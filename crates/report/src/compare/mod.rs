@@ -1295,7 +1295,7 @@ impl Comparison {
             .map(|r| r.test)
             .collect::<std::collections::BTreeSet<_>>();
         let paired = "Paired (a model with at least half of its dialogues paired in each run): means over every scored turn of the paired dialogues, and [..] the {conf} interval of a paired cluster bootstrap over the cases.";
-        let unpaired = "Unpaired (the other models): over all the model's dialogues in both runs, Δ the post-stratified difference Σ w_s (m_current,s − m_baseline,s) over the strata s (scenario x target route; an adversarial level's: its scenarios) both runs hold, m the mean over every scored turn of a run's cases in the stratum and w_s its share of both runs' scored turns; [..] the {conf} interval of a bootstrap that resamples each run's cases apart within each stratum.";
+        let unpaired = "Unpaired (a model with fewer of its dialogues paired): over all the model's dialogues in both runs, Δ the post-stratified difference Σ w_s (m_current,s − m_baseline,s) over the strata s (scenario x target route; an adversarial level's: its scenarios) both runs hold, m the mean over every scored turn of a run's cases in the stratum and w_s its share of both runs' scored turns; [..] the {conf} interval of a bootstrap that resamples each run's cases apart within each stratum.";
         let mut how: Vec<&str> = Vec::new();
         if tests.contains(&Test::Paired) {
             how.push(paired);
