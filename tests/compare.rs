@@ -1409,6 +1409,14 @@ fn a_rescore_is_compared_for_its_regraded_dialogues() {
         listed.len()
     )));
     assert!(text.contains("Scored lower under the corrected scenario (q < 0.05"));
+    // Per model, the regraded dialogues' own difference, beside the one over all.
+    let own = text
+        .split("\nPer model, the regraded dialogues only")
+        .nth(1)
+        .expect("the regraded dialogues per model");
+    let regraded_rows: Vec<&str> = own.lines().skip(3).take_while(|l| !l.is_empty()).collect();
+    let groups_changed = groups.iter().filter(|g| g["group"] == "changed").count();
+    assert_eq!(regraded_rows.len(), groups_changed, "{own}");
     assert!(text.contains(&format!(
         "\nRegraded dialogues (their reference routes changed), by id: {}\n",
         listed.len()

@@ -7,7 +7,9 @@
 //! wider than the window. The DOM contract is in docs/report.md ("Compare").
 
 use super::text::{delta_text, dialogues_text, overall_text, p_text, q_text, turns_text};
-use super::{Change, Comparison, FlipKind, FlipTranscripts, Links, Row, Verdict, dialogue_href};
+use super::{
+    Change, Comparison, FlipKind, FlipTranscripts, Links, Relation, Row, Verdict, dialogue_href,
+};
 use super::{FLIPS_LISTED, FLIPS_SHOWN};
 use crate::charts::raw;
 use crate::page::{Page, Section};
@@ -75,41 +77,10 @@ impl Comparison {
                 "Test says); shaded band: the model's noise floor (± half the interval's width), the "
                 "smallest difference this pair of runs can tell from noise."
             }
-            div.scroll {
-            table #compare-models .data {
-                thead {
-                    tr {
-                        th { "Model" } th { "Verdict" } th { "Test" }
-                        th.num title="paired dialogues, or current / baseline when unpaired" { "Dialogues" }
-                        th.num { "OA baseline" } th.num { "OA current" } th.num { "ΔOA" }
-                        th.num { "95% CI" } th.num { "Noise floor" } th.num { "q" }
-                        th.num { "ΔLogic" } th.num { "ΔChat" }
-                    }
-                }
-                tbody {
-                    @for r in self.models() {
-                        tr class=(r.verdict.name()) data-model=(r.model) data-verdict=(self.verdict_name(r.verdict))
-                            data-test=(r.test.name())
-                            data-delta=(raw(r.overall.difference.delta))
-                            data-ci-low=(raw(r.overall.difference.ci_low))
-                            data-ci-high=(raw(r.overall.difference.ci_high))
-                            data-noise-floor=(raw(r.noise_floor()))
-                            data-q=(r.q.map_or_else(String::new, raw)) {
-                            td { (r.model) }
-                            (self.verdict_cell(r))
-                            td.test { (r.test.name()) }
-                            td.num data-value=(r.dialogues) { (dialogues_text(r)) }
-                            (overall_cells(r))
-                            td.num data-metric="noise_floor" data-value=(raw(r.noise_floor())) {
-                                (format!("±{:.2}", r.noise_floor()))
-                            }
-                            td.num data-metric="q" { (q_text(r)) }
-                            (change_cell("logic", r.logic.as_ref()))
-                            (change_cell("chat", r.chat.as_ref()))
-                        }
-                    }
-                }
-            }
+            (self.models_table("compare-models", &self.models().collect::<Vec<_>>()))
+            @if self.relation == Relation::Rescore {
+                h3 { "Per model, the regraded dialogues only" }
+                (self.models_table("compare-regraded", &self.regraded().collect::<Vec<_>>()))
             }
             h3 { "Groups" }
             p {
@@ -193,6 +164,49 @@ impl Comparison {
                                 "Transcripts not embedded (the page holds the first "
                                 (FLIPS_SHOWN) "): open them in each run's report."
                             }
+                        }
+                    }
+                }
+            }
+            }
+        }
+    }
+
+    /// A table of one row per model (`id`: `compare-models`, its `all` rows;
+    /// `compare-regraded`, a rescore's regraded dialogues), in its scroll box.
+    fn models_table(&self, id: &str, rows: &[&Row]) -> Markup {
+        html! {
+            div.scroll {
+            table.data id=(id) {
+                thead {
+                    tr {
+                        th { "Model" } th { "Verdict" } th { "Test" }
+                        th.num title="paired dialogues, or current / baseline when unpaired" { "Dialogues" }
+                        th.num { "OA baseline" } th.num { "OA current" } th.num { "ΔOA" }
+                        th.num { "95% CI" } th.num { "Noise floor" } th.num { "q" }
+                        th.num { "ΔLogic" } th.num { "ΔChat" }
+                    }
+                }
+                tbody {
+                    @for r in rows {
+                        tr class=(r.verdict.name()) data-model=(r.model) data-verdict=(self.verdict_name(r.verdict))
+                            data-test=(r.test.name())
+                            data-delta=(raw(r.overall.difference.delta))
+                            data-ci-low=(raw(r.overall.difference.ci_low))
+                            data-ci-high=(raw(r.overall.difference.ci_high))
+                            data-noise-floor=(raw(r.noise_floor()))
+                            data-q=(r.q.map_or_else(String::new, raw)) {
+                            td { (r.model) }
+                            (self.verdict_cell(r))
+                            td.test { (r.test.name()) }
+                            td.num data-value=(r.dialogues) { (dialogues_text(r)) }
+                            (overall_cells(r))
+                            td.num data-metric="noise_floor" data-value=(raw(r.noise_floor())) {
+                                (format!("±{:.2}", r.noise_floor()))
+                            }
+                            td.num data-metric="q" { (q_text(r)) }
+                            (change_cell("logic", r.logic.as_ref()))
+                            (change_cell("chat", r.chat.as_ref()))
                         }
                     }
                 }
@@ -480,6 +494,60 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row of `model` (the rest of it does not matter to the labels).
+    fn row(model: &str) -> Row {
+        let change = Change {
+            current: 1.0,
+            baseline: 1.0,
+            difference: sage_core::scoring::stats::Difference {
+                delta: 0.0,
+                ci_low: 0.0,
+                ci_high: 0.0,
+            },
+        };
+        Row {
+            model: model.into(),
+            group: super::super::Group::All,
+            test: super::super::Test::Paired,
+            dialogues: 1,
+            cases: 1,
+            sides: Default::default(),
+            verdict: Verdict::Exploratory,
+            overall: change,
+            logic: None,
+            chat: None,
+            p: 1.0,
+            q: None,
+        }
+    }
+
+    #[test]
+    fn the_label_column_fits_the_longest_name_and_a_longer_one_wraps_whole() {
+        let short = row("m");
+        let long = row("meta-llama--Meta-Llama-3.1-405B-Instruct-Turbo");
+        // The column: the longest name's width (at least LABEL_MIN) and a margin.
+        let (width, lines) = labels(&[&short, &long]);
+        let longest = crate::graph::text_width(&long.model, FONT, false);
+        assert!(longest > LABEL_MIN && longest < LABEL_MAX, "{longest}");
+        assert_eq!(width, longest + 16.0);
+        assert_eq!(lines, [vec!["m".to_string()], vec![long.model.clone()]]);
+        assert_eq!(labels(&[&short]).0, LABEL_MIN + 16.0);
+        // Wider than LABEL_MAX: wrapped at its hyphens, every line within, nothing lost.
+        let huge = row(
+            "organization-with-a-long-name--model-family-with-a-long-name-70B-Instruct-Turbo-2024-08-06-preview",
+        );
+        let (width, lines) = labels(&[&short, &huge]);
+        assert_eq!(width, LABEL_MAX + 16.0);
+        assert!(lines[1].len() > 1, "{lines:?}");
+        assert_eq!(lines[1].concat(), huge.model);
+        for line in &lines[1] {
+            assert!(
+                crate::graph::text_width(line, FONT, false) <= LABEL_MAX,
+                "{line}"
+            );
+        }
+    }
 
     #[test]
     fn ticks_are_round_and_few() {

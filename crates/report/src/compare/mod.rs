@@ -1113,7 +1113,12 @@ impl Comparison {
         self.rows.iter().filter(|r| r.group == Group::All)
     }
 
-    /// The other groups (scenario, adversarial level, route), in the same order.
+    /// In a rescore comparison, each model's row over its regraded dialogues, in the same order.
+    pub fn regraded(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.group == Group::Changed)
+    }
+
+    /// The other groups (scenario, adversarial level, route, regraded), in the same order.
     pub fn groups(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| r.group != Group::All)
     }

@@ -4,7 +4,7 @@
 //! unchanged and exploratory, a rescore's regraded dialogues, and the flipped dialogues with
 //! why each side passed or failed.
 
-use super::{Change, Comparison, FlipKind, Row, Test, Verdict};
+use super::{Change, Comparison, FlipKind, Relation, Row, Test, Verdict};
 use sage_core::scoring::leaderboard::Table;
 use sage_core::scoring::stats::Difference;
 use std::fmt::Write;
@@ -62,20 +62,9 @@ pub(super) fn overall_text(x: Option<f64>) -> String {
 }
 
 impl Comparison {
-    /// The comparison for the terminal.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        if let Some(relation) = self.relation_text() {
-            let _ = writeln!(out, "{relation}\n");
-        }
-        if let Some(warning) = self.pairing_warning() {
-            let _ = writeln!(out, "WARNING: {warning}\n");
-        }
-        let _ = writeln!(out, "Comparing {}\n{}", self.header(), self.method_text());
-        for note in &self.notes {
-            let _ = writeln!(out, "note: {note}");
-        }
-        let mut models = Table::with(&[
+    /// A table of one row per model (its `all` or its `regraded dialogues` group).
+    fn model_table<'a>(&self, rows: impl Iterator<Item = &'a Row>) -> Table {
+        let mut table = Table::with(&[
             "Model",
             "Verdict",
             "Test",
@@ -89,8 +78,8 @@ impl Comparison {
             "ΔChat",
         ])
         .labels(3);
-        for r in self.models() {
-            models.rows.push(vec![
+        for r in rows {
+            table.rows.push(vec![
                 r.model.clone(),
                 self.verdict_name(r.verdict).into(),
                 r.test.name().into(),
@@ -104,11 +93,34 @@ impl Comparison {
                 change_text(r.chat.as_ref()),
             ]);
         }
+        table
+    }
+
+    /// The comparison for the terminal.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some(relation) = self.relation_text() {
+            let _ = writeln!(out, "{relation}\n");
+        }
+        if let Some(warning) = self.pairing_warning() {
+            let _ = writeln!(out, "WARNING: {warning}\n");
+        }
+        let _ = writeln!(out, "Comparing {}\n{}", self.header(), self.method_text());
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
         let _ = write!(
             out,
             "\nPer model (ΔOA = current − baseline, points 0-100; noise floor: the smallest |ΔOA| this pair of runs can tell from noise)\n{}",
-            models.text()
+            self.model_table(self.models()).text()
         );
+        if self.relation == Relation::Rescore {
+            let _ = write!(
+                out,
+                "\nPer model, the regraded dialogues only (those whose reference routes the rescore changed)\n{}",
+                self.model_table(self.regraded()).text()
+            );
+        }
         let tested = self.groups().filter(|r| r.tested()).count();
         let _ = writeln!(
             out,
