@@ -14,7 +14,7 @@ use sage::protocol::{
 };
 use sage::report::compare::{
     ALPHA, CompareFold, Comparison, FlipKind, FlipTranscripts, Group, Links, MIN_PAIRED, RunInfo,
-    Verdict, dialogue_href, encode_uri_component, relative_url,
+    Test, Verdict, dialogue_href, encode_uri_component, relative_url,
 };
 use sage::scenario::{Adversarial, Value};
 use sage::scoring::Bootstrap;
@@ -145,6 +145,8 @@ fn a_planted_regression_is_listed_first_and_significant() {
     assert_eq!(first.q, Some(2.0 * first.p));
     assert!(first.q.unwrap() < ALPHA);
     assert_eq!((first.dialogues, first.cases), (40, 40));
+    // Every dialogue pairs: every row is paired.
+    assert!(c.rows.iter().all(|r| r.test == Test::Paired));
     // The logic falls with the actions; the delta is the difference of the two means.
     let d = first.overall.difference;
     assert!(d.ci_low <= d.delta && d.delta <= d.ci_high && d.ci_high < 0.0);
@@ -388,18 +390,13 @@ fn p_values_are_calibrated_when_nothing_changes() {
             })
             .collect()
     };
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
     let (replications, cases) = (300, MIN_PAIRED);
     let mut rejected = [0usize; 2];
     for (shift, rejected) in [0.0, -15.0].into_iter().zip(&mut rejected) {
         for rep in 0..replications {
             let mut fold = CompareFold::new(
-                info("now"),
-                info("before"),
+                tp_run("now"),
+                tp_run("before"),
                 Bootstrap {
                     seed: rep as u64,
                     ..Bootstrap::default()
@@ -457,10 +454,25 @@ fn the_json_comparison_follows_its_schema() {
     assert_eq!(
         keys(&doc),
         [
-            "baseline", "current", "flips", "groups", "method", "notes", "pairing", "schema",
+            "baseline",
+            "changed",
+            "current",
+            "flips",
+            "groups",
+            "method",
+            "notes",
+            "pairing",
+            "relation",
+            "relation_note",
+            "schema",
             "verdicts"
         ]
     );
+    assert_eq!(
+        (&doc["relation"], &doc["relation_note"]),
+        (&serde_json::json!("runs"), &serde_json::Value::Null)
+    );
+    assert_eq!(doc["changed"], serde_json::json!([]));
     assert_eq!(doc["schema"], "sage-compare/1");
     assert_eq!(
         doc["current"],
@@ -489,7 +501,8 @@ fn the_json_comparison_follows_its_schema() {
             "resamples",
             "seed",
             "smallest_p",
-            "tested"
+            "tested",
+            "unpaired_interval"
         ]
     );
     assert_eq!(
@@ -529,8 +542,11 @@ fn the_json_comparison_follows_its_schema() {
                 "model": r.model,
                 "group": r.group.key(),
                 "kind": r.group.kind(),
+                "test": "paired",
                 "paired": r.dialogues,
                 "cases": r.cases,
+                "dialogues": {"current": r.dialogues, "baseline": r.dialogues},
+                "cases_per_run": {"current": r.cases, "baseline": r.cases},
                 "overall": change(&r.overall),
                 "logic": r.logic.as_ref().map(change),
                 "chat": r.chat.as_ref().map(change),
@@ -565,7 +581,7 @@ fn the_json_comparison_follows_its_schema() {
         doc["verdicts"],
         serde_json::json!({"regression": count(Verdict::Regression),
             "improvement": count(Verdict::Improvement), "unchanged": count(Verdict::Unchanged),
-            "exploratory": count(Verdict::Exploratory)})
+            "exploratory": count(Verdict::Exploratory), "lower": 0, "higher": 0})
     );
     let flips = doc["flips"].as_array().unwrap();
     assert_eq!(flips.len(), c.flips.len());
@@ -574,7 +590,8 @@ fn the_json_comparison_follows_its_schema() {
         flips[0],
         serde_json::json!({"dialogue_id": f.dialogue_id, "model": f.model,
             "scenario": f.scenario, "flip": "pass-to-fail",
-            "baseline_end": f.baseline_end.name(), "current_end": f.current_end.name()})
+            "baseline_end": f.baseline_end.name(), "current_end": f.current_end.name(),
+            "baseline_why": f.baseline_why, "current_why": f.current_why})
     );
 
     // --out: the same document in a file, nothing on standard output.
@@ -629,7 +646,7 @@ fn runs_that_pair_under_half_get_a_loud_warning() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr),
     );
-    let warning = "only 80 of the 240 dialogues of `more` (33%) and of the 80 of `base` (100%) pair (same id, same case): the runs hold different dialogues (160 only in `more`, 0 only in `base`, 0 ids in both with a different case: other cases per scenario, scenarios, models or repeats?). The comparison covers a small, unplanned part of each run: compare two runs of one configuration to pair every dialogue, or compare the two leaderboards' intervals instead.\n";
+    let warning = "only 80 of the 240 dialogues of `more` (33%) and of the 80 of `base` (100%) pair (same id, same case): the runs hold different dialogues (160 only in `more`, 0 only in `base`, 0 ids in both with a different case: other cases per scenario, scenarios, models or repeats?). So every model (`sim-strong`, `sim-weak`) was compared unpaired: over all their dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: compare two runs of one configuration to pair every dialogue.\n";
     assert!(
         stdout.starts_with(&format!("WARNING: {warning}")),
         "{stdout}"
@@ -640,6 +657,14 @@ fn runs_that_pair_under_half_get_a_loud_warning() {
     );
     let c = compare(&more, &base);
     assert_eq!(c.pairing_warning().unwrap() + "\n", warning);
+    // Each model compared over all its dialogues: 120 in `more`, 40 in `base`.
+    for r in c.models() {
+        assert_eq!(r.test, Test::Unpaired, "{r:?}");
+        assert_eq!(
+            (r.sides.current_dialogues, r.sides.baseline_dialogues),
+            (120, 40)
+        );
+    }
     // In the JSON and at the top of the page.
     let json = common::sage_ok(&[
         "report",
@@ -694,7 +719,7 @@ fn the_pairing_warning_names_different_seeds() {
     assert_eq!((c.shared, c.mismatched), (1, 3));
     assert_eq!(
         c.pairing_warning().unwrap(),
-        "only 1 of the 4 dialogues of `a` (25%) and of the 4 of `b` (25%) pair (same id, same case): the runs have different seeds (7 and 8) and the seed draws the cases, so most dialogue ids name another case in each run (3 ids are in both with a different case). The comparison covers a small, unplanned part of each run: rerun `a`'s configuration with `--seed 8` to pair every dialogue, or compare the two leaderboards' intervals instead."
+        "only 1 of the 4 dialogues of `a` (25%) and of the 4 of `b` (25%) pair (same id, same case): the runs have different seeds (7 and 8) and the seed draws the cases, so most dialogue ids name another case in each run (3 ids are in both with a different case). So every model (`m`) was compared unpaired: over all its dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: rerun `a`'s configuration with `--seed 8` to pair every dialogue."
     );
     assert!(c.text().starts_with("WARNING: only 1 of the 4 dialogues"));
 }
@@ -703,12 +728,7 @@ fn the_pairing_warning_names_different_seeds() {
 /// same, and it pairs.
 #[test]
 fn a_case_pairs_whatever_order_its_values_are_listed_in() {
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(info("a"), info("b"), Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("a"), tp_run("b"), Bootstrap::default()).unwrap();
     let mut before = dialogue("tp/0001/m/r0", "m", &[70.0], true);
     let mut after = dialogue("tp/0001/m/r0", "m", &[60.0], true);
     for (name, value) in [("A", "x"), ("B", "y")] {
@@ -769,17 +789,7 @@ fn runs_sharing_nothing_are_refused() {
         "{err}"
     );
     // A shared scenario but no shared dialogue (other models): refused too.
-    let current = RunInfo {
-        id: "a".into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let baseline = RunInfo {
-        id: "b".into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(current, baseline, Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("a"), tp_run("b"), Bootstrap::default()).unwrap();
     fold.add_baseline(&dialogue("tp/0001/m/r0", "m", &[70.0], true));
     fold.add_current(&dialogue("tp/0001/n/r0", "n", &[60.0], true));
     let err = fold.finish().unwrap_err().to_string();
@@ -914,6 +924,15 @@ fn the_paired_bootstrap_on_a_hand_example() {
     assert_eq!((d.delta, d.ci_low, d.ci_high), (0.0, 0.0, 0.0));
 }
 
+/// A run `id` of seed 1 and one scenario, `tp`, as the hand-made records' comparisons name it.
+fn tp_run(id: &str) -> RunInfo {
+    RunInfo {
+        id: id.into(),
+        seed: 1,
+        scenarios: vec![("tp".into(), "h".into())],
+    }
+}
+
 fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecord {
     let route = |action: &str| Route {
         path: vec!["s1".into()],
@@ -1004,12 +1023,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
 /// resample, so the interval is [-10, -10] (to rounding); dialogue 3 also stopped passing.
 #[test]
 fn a_constant_drop_has_a_degenerate_interval() {
-    let info = |id: &str| RunInfo {
-        id: id.into(),
-        seed: 1,
-        scenarios: vec![("tp".into(), "h".into())],
-    };
-    let mut fold = CompareFold::new(info("now"), info("before"), Bootstrap::default()).unwrap();
+    let mut fold = CompareFold::new(tp_run("now"), tp_run("before"), Bootstrap::default()).unwrap();
     let base: [&[f64]; 6] = [
         &[70.0, 90.0],
         &[50.0, 60.0],
@@ -1060,23 +1074,28 @@ fn a_constant_drop_has_a_degenerate_interval() {
             "route:tp:s1 -> Done"
         ]
     );
-    let page = c
-        .page(
-            &Links {
-                current: "report.html".into(),
-                baseline: "../before/report.html".into(),
-            },
-            &FlipTranscripts::new(),
-        )
-        .render();
+    let page = page_of(&c);
     assert!(page.contains(
         "<details class=\"flip\" data-dialogue=\"tp/0003/m/r0\" data-flip=\"pass-to-fail\">"
     ));
     assert!(page.contains("href=\"../before/report.html#dialogue=tp%2F0003%2Fm%2Fr0\""));
     assert!(page.contains(&format!(
-        "data-model=\"m\" data-verdict=\"exploratory\" data-delta=\"{}\"",
+        "data-model=\"m\" data-verdict=\"exploratory\" data-test=\"paired\" data-delta=\"{}\"",
         d.delta
     )));
+}
+
+/// The page of a comparison of runs `now` (the page's folder) and `before` (beside it),
+/// without transcripts.
+fn page_of(c: &Comparison) -> String {
+    c.page(
+        &Links {
+            current: "report.html".into(),
+            baseline: "../before/report.html".into(),
+        },
+        &FlipTranscripts::new(),
+    )
+    .render()
 }
 
 #[test]
@@ -1099,4 +1118,470 @@ fn links_are_relative_and_encoded() {
         rel("/x/y", "/r/my run/report.html"),
         "../../r/my%20run/report.html"
     );
+}
+
+// ------------------------------------------------------------- reruns with another seed
+
+/// `sage run` of `config` with `--seed seed` as `name` in `dir`.
+fn run_seeded(dir: &Path, config: &str, name: &str, seed: u64) {
+    let out = dir.display().to_string();
+    common::sage_ok(&[
+        "run",
+        "--config",
+        config,
+        "--seed",
+        &seed.to_string(),
+        "--run-id",
+        name,
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+}
+
+/// Reruns with new seeds, made once: `s1` to `s10`, the same two agents of one configuration
+/// (2 scenarios x 20 cases, seeds 1 to 10), and `weaker` (seed 12), where sim-strong derives
+/// its action right a fifth of the time. Two seeds draw other cases: few dialogues pair.
+fn seed_runs() -> &'static Path {
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = common::fresh_dir("compare_seeds");
+        let two = ["telecom_package", "ecommerce_refund"];
+        let same = config(&dir, "same", "", &two);
+        for seed in 1..=10 {
+            run_seeded(&dir, &same, &format!("s{seed}"), seed);
+        }
+        let weaker = config(&dir, "weaker", "action_derivation: 0.2", &two);
+        run_seeded(&dir, &weaker, "weaker", 12);
+        dir
+    })
+}
+
+/// `sage report CURRENT --compare BASELINE EXTRA...`, whatever its exit code.
+fn sage_compare(current: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "report",
+        current.to_str().unwrap(),
+        "--compare",
+        baseline.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    common::sage(&args)
+}
+
+/// The exit code of `sage report CURRENT --compare BASELINE --fail-on-regression`.
+fn gate(current: &Path, baseline: &Path) -> Option<i32> {
+    sage_compare(current, baseline, &["--fail-on-regression"])
+        .status
+        .code()
+}
+
+/// `sage report CURRENT --compare BASELINE EXTRA...`'s standard output (it must succeed).
+fn compare_ok(current: &Path, baseline: &Path, extra: &[&str]) -> String {
+    let out = sage_compare(current, baseline, extra);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `sage report CURRENT --compare BASELINE --format json`, parsed.
+fn compare_json(current: &Path, baseline: &Path) -> serde_json::Value {
+    serde_json::from_str(&compare_ok(current, baseline, &["--format", "json"]))
+        .expect("one JSON document")
+}
+
+/// A group's `verdict`, as a string.
+fn verdict_of(g: &serde_json::Value) -> &str {
+    g["verdict"].as_str().unwrap()
+}
+
+/// Five pairs of reruns of one configuration with new seeds (1 and 2, 3 and 4, ...): few
+/// dialogues pair, so every model is compared unpaired, and no group is a regression or an
+/// improvement.
+#[test]
+fn reruns_with_new_seeds_are_compared_unpaired_and_show_no_difference() {
+    let dir = seed_runs();
+    for k in 0..5 {
+        let (before, after) = (2 * k + 1, 2 * k + 2);
+        let doc = compare_json(
+            &dir.join(format!("s{after}")),
+            &dir.join(format!("s{before}")),
+        );
+        let share = doc["pairing"]["current_share"].as_f64().unwrap();
+        assert!(share < 0.5, "pair {k}: {share} paired");
+        let groups = doc["groups"].as_array().unwrap();
+        let models: Vec<&serde_json::Value> =
+            groups.iter().filter(|g| g["group"] == "all").collect();
+        assert_eq!(models.len(), 2);
+        for m in &models {
+            // Every dialogue of the model in each run: 2 scenarios x 20 cases; tested.
+            assert_eq!(m["test"], "unpaired", "{m}");
+            assert_eq!(
+                m["dialogues"],
+                serde_json::json!({"current": 40, "baseline": 40}),
+                "{m}"
+            );
+            assert_eq!(m["cases"], 40, "{m}");
+            assert!(m["q"].is_number(), "tested: {m}");
+        }
+        assert!(groups.iter().all(|g| g["test"] == "unpaired"));
+        let significant: Vec<String> = groups
+            .iter()
+            .filter(|g| matches!(verdict_of(g), "regression" | "improvement"))
+            .map(|g| format!("{} {} q {}", g["model"], g["group"], g["q"]))
+            .collect();
+        assert!(significant.is_empty(), "pair {k}: {significant:?}");
+        let warning = doc["pairing"]["warning"].as_str().unwrap();
+        assert!(
+            warning.contains("So every model (`sim-strong`, `sim-weak`) was compared unpaired"),
+            "{warning}"
+        );
+        assert!(!warning.contains("small, unplanned part"), "{warning}");
+        let smallest = groups
+            .iter()
+            .filter_map(|g| g["q"].as_f64())
+            .fold(1.0, f64::min);
+        eprintln!(
+            "seeds {before}/{after}: {} tested groups, smallest q {smallest:.3}",
+            doc["method"]["tested"]
+        );
+    }
+}
+
+/// A rerun with a new seed in which sim-strong derives its action right a fifth of the time:
+/// compared unpaired, its regression is found, and sim-weak does not move.
+#[test]
+fn a_weaker_model_in_a_rerun_with_another_seed_is_found_unpaired() {
+    let dir = seed_runs();
+    let (weaker, base) = (dir.join("weaker"), dir.join("s1"));
+    let doc = compare_json(&weaker, &base);
+    let groups = doc["groups"].as_array().unwrap();
+    let all = |model: &str| {
+        groups
+            .iter()
+            .find(|g| g["model"] == model && g["group"] == "all")
+            .unwrap()
+    };
+    let strong = all("sim-strong");
+    assert_eq!(
+        (&strong["test"], verdict_of(strong)),
+        (&serde_json::json!("unpaired"), "regression"),
+        "{strong}"
+    );
+    assert!(strong["overall"]["ci_high"].as_f64().unwrap() < 0.0);
+    assert_eq!(groups[0]["model"], "sim-strong", "listed first");
+    for g in groups.iter().filter(|g| g["model"] == "sim-weak") {
+        assert!(matches!(verdict_of(g), "unchanged" | "exploratory"), "{g}");
+    }
+    // The terminal says which test each row used.
+    let text = compare_ok(&weaker, &base, &[]);
+    let per_model = text.find("\nPer model").unwrap();
+    let first = text[per_model..].lines().nth(4).unwrap();
+    assert!(
+        first.starts_with("sim-strong")
+            && first.contains("regression")
+            && first.contains("unpaired"),
+        "{first}"
+    );
+    assert!(first.contains("40 / 40"), "{first}");
+    assert!(
+        text.contains("Unpaired (a model with fewer of its dialogues paired)"),
+        "{text}"
+    );
+    assert_eq!(gate(&weaker, &base), Some(3));
+}
+
+// ------------------------------------------------------------- rescore and rejudge
+
+/// `sage COMMAND BASE FLAG VALUE --out OUT` (a rescore or a rejudge of BASE into OUT): its
+/// last lines say where its report.html is, and that page is the one `sage report OUT --html`
+/// rebuilds, to the byte.
+fn regrade(command: &str, base: &Path, (flag, value): (&str, &Path), out: &Path) {
+    let printed = common::sage_ok(&[
+        command,
+        base.to_str().unwrap(),
+        flag,
+        value.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let line = format!("report: {}", out.join("report.html").display());
+    assert!(
+        printed.lines().rev().take(3).any(|l| l == line),
+        "{line} not among the last lines of:\n{printed}"
+    );
+    let written = std::fs::read(out.join("report.html")).expect("report.html written");
+    common::sage_ok(&["report", out.to_str().unwrap(), "--html"]);
+    let rebuilt = std::fs::read(out.join("report.html")).unwrap();
+    assert!(
+        written == rebuilt,
+        "report.html differs from the rebuilt one"
+    );
+}
+
+/// The `dialogue_id` of each element of a JSON list.
+fn ids(list: &serde_json::Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["dialogue_id"].as_str().unwrap())
+        .collect()
+}
+
+/// A rescore against a corrected scenario (Telecom's discontent customer said goodbye to
+/// instead of transferred): compared with its source, every dialogue pairs by id, the regraded
+/// dialogues are a group of each model's and listed by id (those of rescore.json, sorted), and
+/// the verdicts say how the corrected scenario scores, never "regression".
+#[test]
+fn a_rescore_is_compared_for_its_regraded_dialogues() {
+    let dir = common::fresh_dir("compare_rescore");
+    let base = runs().join("base");
+    let file = common::telecom_discontent(&dir, "telecom_corrected", "GoodBye");
+    let corrected = dir.join("corrected");
+    regrade("rescore", &base, ("--scenario", &file), &corrected);
+    let rescore: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(corrected.join("rescore.json")).unwrap())
+            .unwrap();
+    assert_eq!(rescore["from_run_id"], "base");
+    let listed = ids(&rescore["changed"]);
+    assert!(!listed.is_empty());
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    assert_eq!(listed, sorted, "rescore.json lists them by id");
+
+    // No --allow-scenario-change: the correction is the point.
+    let doc = compare_json(&corrected, &base);
+    assert_eq!(doc["relation"], "rescore");
+    assert_eq!(doc["pairing"]["paired"], doc["current"]["dialogues"]);
+    assert_eq!(doc["pairing"]["mismatched"], 0);
+    assert_eq!(ids(&doc["changed"]), listed);
+    for c in doc["changed"].as_array().unwrap() {
+        let from_file = rescore["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["dialogue_id"] == c["dialogue_id"])
+            .unwrap();
+        assert_eq!(c["turns"], from_file["turns"]);
+        assert_eq!(c["target_changed"], from_file["target_changed"]);
+        assert!(c["baseline_overall"].is_number() && c["current_overall"].is_number());
+    }
+    // Each model's regraded dialogues are a group: as many as rescore.json lists of it.
+    let groups = doc["groups"].as_array().unwrap();
+    let regraded: usize = groups
+        .iter()
+        .filter(|g| g["group"] == "changed")
+        .map(|g| {
+            let model = g["model"].as_str().unwrap();
+            let n = listed
+                .iter()
+                .filter(|id| id.contains(&format!("/{model}/")))
+                .count();
+            assert_eq!(g["paired"], n, "{g}");
+            n
+        })
+        .sum();
+    assert_eq!(regraded, listed.len());
+    assert!(groups.iter().all(|g| g["test"] == "paired"));
+    assert!(
+        groups
+            .iter()
+            .all(|g| !matches!(verdict_of(g), "regression" | "improvement"))
+    );
+    assert_eq!(
+        (
+            &doc["verdicts"]["regression"],
+            &doc["verdicts"]["improvement"]
+        ),
+        (&serde_json::json!(0), &serde_json::json!(0))
+    );
+
+    let text = compare_ok(&corrected, &base, &[]);
+    assert!(
+        text.starts_with("`corrected` is `base` graded again (`sage rescore`): the agents' transcripts are the same, only the references changed"),
+        "{text}"
+    );
+    assert!(text.contains(&format!(
+        "{} dialogues were graded differently",
+        listed.len()
+    )));
+    assert!(text.contains("Scored lower under the corrected scenario (q < 0.05"));
+    // Per model, the regraded dialogues' own difference, beside the one over all.
+    let own = text
+        .split("\nPer model, the regraded dialogues only")
+        .nth(1)
+        .expect("the regraded dialogues per model");
+    let regraded_rows: Vec<&str> = own.lines().skip(3).take_while(|l| !l.is_empty()).collect();
+    let groups_changed = groups.iter().filter(|g| g["group"] == "changed").count();
+    assert_eq!(regraded_rows.len(), groups_changed, "{own}");
+    assert!(text.contains(&format!(
+        "\nRegraded dialogues (their reference routes changed), by id: {}\n",
+        listed.len()
+    )));
+    assert!(text.contains(&format!("\n{}", listed[0])), "{text}");
+    assert!(!text.to_lowercase().contains("regression"), "{text}");
+    assert_eq!(gate(&corrected, &base), Some(0));
+}
+
+/// A rejudge by another (simulated, noisier) panel, compared with its source either way: only
+/// the panel changed, and the comparison says so first; its verdicts are the panel's.
+#[test]
+fn a_rejudge_says_the_panel_moved_the_scores() {
+    let dir = common::fresh_dir("compare_rejudge");
+    let base = runs().join("base");
+    let panel = dir.join("judges.yaml");
+    std::fs::write(
+        &panel,
+        "models:\n  - {name: rough-judge, provider: simulated, sim: {kind: judge, noise: 0.4}}\njudge_models: [rough-judge]\n",
+    )
+    .unwrap();
+    let rejudged = dir.join("rough");
+    regrade("rejudge", &base, ("--config", &panel), &rejudged);
+    for (current, baseline) in [(&rejudged, &base), (&base, &rejudged)] {
+        let doc = compare_json(current, baseline);
+        assert_eq!(doc["relation"], "rejudge");
+        assert!(
+            doc["relation_note"]
+                .as_str()
+                .unwrap()
+                .contains("only the judge panel changed, so every difference below is the panel's"),
+            "{doc}"
+        );
+        let groups = doc["groups"].as_array().unwrap();
+        assert!(
+            groups
+                .iter()
+                .all(|g| !matches!(verdict_of(g), "regression" | "improvement"))
+        );
+        let moved = groups
+            .iter()
+            .filter(|g| matches!(verdict_of(g), "lower" | "higher"))
+            .count();
+        assert_eq!(
+            doc["verdicts"]["lower"].as_u64().unwrap()
+                + doc["verdicts"]["higher"].as_u64().unwrap(),
+            moved as u64
+        );
+        let text = compare_ok(current, baseline, &[]);
+        assert!(
+            text.starts_with(&format!(
+                "`{}` and `{}` hold the same transcripts judged by different panels (`sage rejudge`): only the judge panel changed",
+                current.file_name().unwrap().to_str().unwrap(),
+                baseline.file_name().unwrap().to_str().unwrap()
+            )),
+            "{text}"
+        );
+        assert!(text.contains("The panel scored lower (q < 0.05"), "{text}");
+        assert!(!text.to_lowercase().contains("regression"), "{text}");
+        assert_eq!(gate(current, baseline), Some(0));
+    }
+}
+
+/// Each side of a flip says why it passed or failed, not only how it ended: the turn the
+/// target action was reached at, the last action taken instead, or the infrastructure error.
+#[test]
+fn flips_say_why_each_side_passed_or_failed() {
+    let mut fold = CompareFold::new(tp_run("now"), tp_run("before"), Bootstrap::default()).unwrap();
+    fold.add_baseline(&dialogue("tp/0001/m/r0", "m", &[80.0, 90.0], true));
+    // Took the target action at turn 1, then another one to the end.
+    let mut took = dialogue("tp/0002/m/r0", "m", &[50.0, 60.0, 70.0], false);
+    if let ServiceOutcome::Valid { turn } = &mut took.turns[0].outcome {
+        turn.action = "Done".into();
+    }
+    fold.add_baseline(&took);
+    fold.add_baseline(&dialogue("tp/0003/m/r0", "m", &[80.0], true));
+    fold.add_current(&dialogue("tp/0001/m/r0", "m", &[40.0, 50.0, 60.0], false));
+    fold.add_current(&dialogue("tp/0002/m/r0", "m", &[80.0, 90.0], true));
+    let mut cut = dialogue("tp/0003/m/r0", "m", &[80.0, 70.0], true);
+    cut.end = DialogueEnd::InfraError;
+    cut.turns[1].infra_error = Some("the customer's model is down".into());
+    fold.add_current(&cut);
+    let c = fold.finish().unwrap();
+    let why: Vec<(&str, &str, &str)> = c
+        .flips
+        .iter()
+        .map(|f| {
+            (
+                f.dialogue_id.as_str(),
+                f.baseline_why.as_str(),
+                f.current_why.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        why,
+        [
+            (
+                "tp/0001/m/r0",
+                "reached the target action Done at turn 1 (ended resolved)",
+                "never took the target action Done; last action Other at turn 3 (ended max_turns)"
+            ),
+            (
+                "tp/0003/m/r0",
+                "reached the target action Done at turn 1 (ended resolved)",
+                "infrastructure error at turn 2 (ended infra_error)"
+            ),
+            (
+                "tp/0002/m/r0",
+                "took the target action Done at turn 1, but its last answer took Other at turn 3 (ended max_turns)",
+                "reached the target action Done at turn 1 (ended resolved)"
+            ),
+        ]
+    );
+    assert!(c.text().contains(
+        "  tp/0001/m/r0\n    baseline: reached the target action Done at turn 1 (ended resolved)\n    current:  never took the target action Done; last action Other at turn 3 (ended max_turns)\n"
+    ));
+    let doc = c.document();
+    assert_eq!(
+        doc.flips[1].current_why,
+        "infrastructure error at turn 2 (ended infra_error)"
+    );
+    let page = page_of(&c);
+    assert!(page.contains(
+        "<span class=\"why current\">current: infrastructure error at turn 2 (ended infra_error)</span>"
+    ));
+}
+
+/// The unpaired test draws the same whatever the order the records come in: its strata are
+/// visited by name and a stratum's cases by their key.
+#[test]
+fn the_unpaired_comparison_does_not_depend_on_the_order_of_the_records() {
+    let side = |intent: &str, shift: f64| -> Vec<DialogueRecord> {
+        (0..40)
+            .map(|i| {
+                let x = f64::from((i * 37) % 61) + shift;
+                let mut r = dialogue(&format!("tp/{i:04}/m/r0"), "m", &[x, x / 2.0], i % 3 > 0);
+                // Another case under the same id (another seed drew it): nothing pairs.
+                r.job.intent = intent.into();
+                r
+            })
+            .collect()
+    };
+    let (before, after) = (side("i", 0.0), side("j", -5.0));
+    let fold = |reverse: bool| {
+        let mut fold =
+            CompareFold::new(tp_run("now"), tp_run("before"), Bootstrap::default()).unwrap();
+        let order = |records: &[DialogueRecord]| -> Vec<DialogueRecord> {
+            let mut v = records.to_vec();
+            if reverse {
+                v.reverse();
+            }
+            v
+        };
+        order(&before).iter().for_each(|r| fold.add_baseline(r));
+        order(&after).iter().for_each(|r| fold.add_current(r));
+        fold.finish().unwrap()
+    };
+    let (forward, backward) = (fold(false), fold(true));
+    assert_eq!(forward.shared, 0);
+    let all = forward.models().next().unwrap();
+    assert_eq!(
+        (all.test, all.sides.current_cases, all.sides.baseline_cases),
+        (Test::Unpaired, 40, 40)
+    );
+    assert!(all.overall.difference.ci_low < all.overall.difference.ci_high);
+    assert_eq!(forward.rows, backward.rows);
 }

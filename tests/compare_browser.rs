@@ -124,7 +124,12 @@ fn page(current: &Path, baseline: &Path, out: &Path) {
 
 /// A screenshot of `selector` (its top 1,400 pixels at 1,280 wide) as `NAME.png`.
 fn shot(tab: &Tab<'_>, selector: &str, name: &str) -> PathBuf {
-    tab.set_viewport(1280, 900).expect("viewport");
+    shot_at(tab, selector, name, 1280)
+}
+
+/// [`shot`] in a window `width` pixels wide.
+fn shot_at(tab: &Tab<'_>, selector: &str, name: &str, width: u32) -> PathBuf {
+    tab.set_viewport(width, 900).expect("viewport");
     let path = screenshot_dir().join(format!("{name}.png"));
     let s = serde_json::to_string(selector).expect("a string");
     tab.eval(&format!(
@@ -400,7 +405,7 @@ fn the_warning_box_shows_when_under_half_pairs() {
     assert_eq!(
         seen["text"],
         format!(
-            "Few dialogues pair. O{}",
+            "Few dialogues pair: compared unpaired. O{}",
             warning.strip_prefix('o').expect("only ...")
         ),
         "{seen}"
@@ -416,4 +421,138 @@ fn the_warning_box_shows_when_under_half_pairs() {
     assert!(warning.starts_with(&format!("only {paired} of the {total} dialogues of `more`")));
     assert_offline(&tab, &out);
     shot(&tab, "section#compare", "compare-warning");
+}
+
+/// 27 model names as providers spell them (the `/` a folder cannot hold written `--`).
+const LONG_NAMES: [&str; 27] = [
+    "meta-llama--Llama-3.3-70B-Instruct-Turbo",
+    "CohereForAI--c4ai-command-r-plus-08-2024",
+    "meta-llama--Meta-Llama-3.1-405B-Instruct-Turbo",
+    "meta-llama--Meta-Llama-3.1-8B-Instruct-Turbo",
+    "mistralai--Mixtral-8x22B-Instruct-v0.1",
+    "mistralai--Mistral-Small-24B-Instruct-2501",
+    "Qwen--Qwen2.5-72B-Instruct-Turbo",
+    "Qwen--Qwen2.5-7B-Instruct-Turbo",
+    "Qwen--QwQ-32B-Preview",
+    "deepseek-ai--DeepSeek-V3",
+    "deepseek-ai--DeepSeek-R1-Distill-Llama-70B",
+    "google--gemma-2-27b-it",
+    "google--gemma-2-9b-it",
+    "microsoft--WizardLM-2-8x22B",
+    "NousResearch--Nous-Hermes-2-Mixtral-8x7B-DPO",
+    "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF",
+    "databricks--dbrx-instruct",
+    "upstage--SOLAR-10.7B-Instruct-v1.0",
+    "togethercomputer--StripedHyena-Nous-7B",
+    "Gryphe--MythoMax-L2-13b",
+    "allenai--OLMo-2-1124-13B-Instruct",
+    "01-ai--Yi-34B-Chat",
+    "openchat--openchat-3.6-8b-20240522",
+    "teknium--OpenHermes-2.5-Mistral-7B",
+    "HuggingFaceH4--zephyr-7b-beta",
+    "WizardLMTeam--WizardLM-13B-V1.2",
+    "lmsys--vicuna-13b-v1.5",
+];
+
+/// A run of the 27 [`LONG_NAMES`] (simulated agents, each deriving its action right a little
+/// more often than the one before) on one scenario,
+/// `cases` cases, seed `seed`.
+fn long_names_config(dir: &Path, cases: usize, seed: u64) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut text = String::from("models:\n");
+    for (i, name) in LONG_NAMES.iter().enumerate() {
+        // Skills that differ from model to model, as real models' do.
+        let skill = 0.45 + 0.02 * i as f64;
+        text.push_str(&format!(
+            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: strong, skills: {{action_derivation: {skill:.2}}}}}}}\n"
+        ));
+    }
+    text.push_str(&format!(
+        "  - {{name: sim-user, provider: simulated, sim: {{kind: user}}}}
+  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge}}}}
+service_models: [{}]
+user_model: sim-user
+judge_models: [sim-judge-1]
+scenarios: ['{}']
+dialogues_per_scenario: {cases}
+min_per_route: 0
+max_turns: 4
+seed: {seed}
+",
+        LONG_NAMES.join(", "),
+        root.join("telecom_package.yaml").display()
+    ));
+    let path = dir.join(format!("long-{seed}.yaml"));
+    std::fs::write(&path, text).expect("config");
+    path.display().to_string()
+}
+
+/// 27 models with long names: in a 1366 and a 1024 pixel window the page is no wider than the
+/// window (wide tables scroll in their own box) and every name in the forest plot is whole,
+/// inside the plot. The screenshot at 1366 is docs/img/report/compare-27.png.
+#[test]
+fn twenty_seven_long_model_names_are_whole_and_the_page_fits_the_window() {
+    let dir = common::fresh_dir("compare_browser_27");
+    run(&dir, &long_names_config(&dir, 4, 5), "before");
+    run(&dir, &long_names_config(&dir, 4, 6), "after");
+    let out = dir.join("compare-27.html");
+    page(&dir.join("after"), &dir.join("before"), &out);
+    let browser = Browser::launch();
+    let tab = browser.open(&out, true).expect("open");
+    for width in [1366, 1024] {
+        tab.set_viewport(width, 900).expect("viewport");
+        let seen = tab
+            .eval(
+                "(() => { const svg = document.querySelector('#compare-forest').getBoundingClientRect(); \
+                 const labels = [...document.querySelectorAll('#compare-forest g.forest-row')].map(g => { \
+                   const t = g.querySelector('text.label'); const r = t.getBoundingClientRect(); \
+                   return {model: g.dataset.model, text: t.textContent, \
+                     inside: r.left >= svg.left - 0.5 && r.right <= svg.right + 0.5 && r.top >= svg.top - 0.5 && r.bottom <= svg.bottom + 0.5,}; }); \
+                 return {scroll: document.documentElement.scrollWidth, inner: innerWidth, labels}; })()",
+            )
+            .expect("layout");
+        assert!(
+            number(&seen["scroll"]) <= number(&seen["inner"]),
+            "{width}: the page is {} wide in a {} window",
+            seen["scroll"],
+            seen["inner"]
+        );
+        let labels = seen["labels"].as_array().expect("labels");
+        assert_eq!(labels.len(), LONG_NAMES.len());
+        for label in labels {
+            assert_eq!(label["text"], label["model"], "{width}: {label}");
+            assert_eq!(label["inside"], true, "{width}: {label}");
+        }
+        // The labels end left of the plot: the longest name's text ends before the plot's
+        // first grid line.
+        let overlap = tab
+            .eval(
+                "(() => { const grid = document.querySelector('#compare-forest line.grid').getBoundingClientRect().left; \
+                 return [...document.querySelectorAll('#compare-forest text.label')].filter(t => t.getBoundingClientRect().right > grid).map(t => t.textContent); })()",
+            )
+            .expect("overlap");
+        assert_eq!(
+            overlap,
+            serde_json::json!([]),
+            "{width}: labels over the plot"
+        );
+        // The first row of each table is seen, not under its heading (a sticky heading must
+        // stay in place inside the table's scroll box).
+        let covered = tab
+            .eval(
+                "[...document.querySelectorAll('table.data')].filter(t => t.closest('details:not([open])') === null).map(t => { \
+                   const r = t.querySelector('tbody tr'); r.scrollIntoView({block: 'center'}); \
+                   const b = r.getBoundingClientRect(); \
+                   return [t.id, r.contains(document.elementFromPoint(b.left + 10, b.top + b.height / 2))]; \
+                 }).filter(([, seen]) => !seen).map(([id]) => id)",
+            )
+            .expect("first rows");
+        assert_eq!(
+            covered,
+            serde_json::json!([]),
+            "{width}: first rows covered"
+        );
+    }
+    assert_offline(&tab, &out);
+    shot_at(&tab, "section#compare", "compare-27", 1366);
 }

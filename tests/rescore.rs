@@ -53,14 +53,7 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     // The emotion branch of the Telecom SOP corrected: a discontent customer is now said
     // goodbye to instead of transferred. Exactly the dialogues with a judged turn whose
     // reference ended in the transfer change, and only their Telecom turns.
-    let text = std::fs::read_to_string("scenarios/telecom_package.yaml").expect("scenario");
-    let edited = text.replace(
-        "Discontent: {action: TransHuman}",
-        "Discontent: {action: GoodBye}",
-    );
-    assert_ne!(text, edited, "the scenario's line moved");
-    let file = dir.path().join("telecom_corrected.yaml");
-    std::fs::write(&file, edited).expect("write");
+    let file = common::telecom_discontent(dir.path(), "telecom_corrected", "GoodBye");
     let expected: BTreeSet<String> = common::records_json(&base)
         .iter()
         .filter(|r| r["job"]["scenario"] == "telecom_package")
@@ -108,9 +101,10 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     assert!(summary(&base) != written, "the correction changed no score");
 
     // Compare refuses to set runs graded against different scenario texts side by side,
-    // unless asked.
+    // unless asked, or unless the current run is the rescore of the baseline (what the
+    // correction changed is then the point: tests/compare.rs); the other way round it is not.
     let (a, b) = (corrected.display().to_string(), base.display().to_string());
-    let refused = common::sage(&["report", &a, "--compare", &b]);
+    let refused = common::sage(&["report", &b, "--compare", &a]);
     assert!(!refused.status.success());
     let why = String::from_utf8_lossy(&refused.stderr);
     assert!(
@@ -118,7 +112,8 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
             && why.contains("--allow-scenario-change"),
         "{why}"
     );
-    sage_ok(&["report", &a, "--compare", &b, "--allow-scenario-change"]);
+    sage_ok(&["report", &b, "--compare", &a, "--allow-scenario-change"]);
+    sage_ok(&["report", &a, "--compare", &b]);
     sage_ok(&["report", &same.display().to_string(), "--compare", &b]);
 
     // summary.json names the scenario texts it was scored against: the corrected one's hash.
@@ -135,12 +130,7 @@ fn rescore_reproduces_an_unchanged_run_and_follows_a_corrected_route() {
     // A correction that merges two routes (a discontent customer's contract change is made,
     // not transferred) plans other cases from the scenario; the rescored folder still reports
     // every stored dialogue, with no warning.
-    let merged = text.replace(
-        "Discontent: {action: TransHuman}",
-        "Discontent: {action: ChangeOrder}",
-    );
-    let file = dir.path().join("telecom_merged.yaml");
-    std::fs::write(&file, merged).expect("write");
+    let file = common::telecom_discontent(dir.path(), "telecom_merged", "ChangeOrder");
     let fewer = dir.path().join("fewer");
     sage_ok(&[
         "rescore",

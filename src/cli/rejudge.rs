@@ -1,5 +1,6 @@
 //! `sage rejudge DIR --config JUDGES.yaml --out NEW`: wiring only (the judging is
-//! `sage_actors::rejudge`, the panel's configuration `sage_core::plan::rejudge`).
+//! `sage_actors::rejudge`, the panel's configuration `sage_core::plan::rejudge`). Writes NEW's
+//! summary files and report.html.
 
 use anyhow::{Context, bail};
 use sage_core::plan::rejudge::RejudgeConfig;
@@ -115,7 +116,7 @@ pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
         },
     )?;
     let to = to.release();
-    let reported = super::run::report(&to)?;
+    let reported = super::run::report_html(&to, None)?;
     println!(
         "{} dialogues judged again by [{}] ({} judge calls, ${:.4} in all){}",
         done.judged,
@@ -138,11 +139,11 @@ pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
         "{}",
         sage_report::transcript::terminal_safe(&reported.table)
     );
-    println!("results: {}", to.path().display());
     println!(
         "what the new judges change: sage report {} --compare {}",
         to.path().display(),
         args.dir.display()
     );
+    super::rescore::print_written(&to, &reported);
     Ok(())
 }

@@ -122,7 +122,10 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     }
     let (a, a_manifest) = sage_run(current)?;
     let (b, b_manifest) = sage_run(baseline)?;
-    if !args.allow_scenario_change {
+    let relation = relation((&a, &a_manifest), (&b, &b_manifest))?;
+    // A rescore against a corrected scenario is compared for what the correction changed.
+    let rescore = matches!(relation, Some(Related::Rescore(_)));
+    if !args.allow_scenario_change && !rescore {
         for (id, hash) in &a_manifest.scenarios {
             if let Some((_, other)) = b_manifest
                 .scenarios
@@ -149,6 +152,11 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
         ..Bootstrap::default()
     };
     let mut fold = CompareFold::new(info(&a_manifest), info(&b_manifest), bootstrap)?;
+    fold = match relation {
+        Some(Related::Rescore(changed)) => fold.rescore(changed),
+        Some(Related::Rejudge) => fold.rejudge(),
+        None => fold,
+    };
     b.scan_jsonl_at("dialogues.jsonl", |at, r| {
         fold.add_baseline_at(&r, at);
         Ok::<(), sage_ports::store::StoreError>(())
@@ -224,6 +232,52 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// How two runs are related, when one was made from the other.
+enum Related {
+    /// The current run is the baseline graded again: its rescore.json's changed dialogues.
+    Rescore(Vec<sage_core::scoring::rescore::ChangedDialogue>),
+    /// One run is the other judged again by another panel.
+    Rejudge,
+}
+
+/// Whether `current` is a rescore of `baseline` (its rescore.json names the baseline's run id
+/// or, in a file of before the id was recorded, its folder), or either is a rejudge of the
+/// other (its rejudge.json names the other's run id).
+fn relation(
+    (current, a_manifest): (&RunDir, &sage_ports::store::Manifest),
+    (baseline, b_manifest): (&RunDir, &sage_ports::store::Manifest),
+) -> anyhow::Result<Option<Related>> {
+    use sage_core::scoring::rejudge::RejudgeFile;
+    use sage_core::scoring::rescore::{RESCORE_JSON, RescoreFile};
+    let same_folder = |from: &str| {
+        let from = Path::new(from).canonicalize().ok();
+        from.is_some() && from == baseline.path().canonicalize().ok()
+    };
+    if current.path().join(RESCORE_JSON).exists() {
+        let file: RescoreFile = current.read_json(RESCORE_JSON)?;
+        let names = if file.from_run_id.is_empty() {
+            same_folder(&file.from)
+        } else {
+            file.from_run_id == b_manifest.run_id
+        };
+        if names {
+            return Ok(Some(Related::Rescore(file.changed)));
+        }
+    }
+    for (run, other) in [
+        (current, &b_manifest.run_id),
+        (baseline, &a_manifest.run_id),
+    ] {
+        if run.path().join("rejudge.json").exists() {
+            let file: RejudgeFile = run.read_json("rejudge.json")?;
+            if file.from_run_id == *other {
+                return Ok(Some(Related::Rejudge));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Both runs' records of the flips the page shows, read again where the fold saw them, and

@@ -1,5 +1,5 @@
 //! `sage rescore DIR [--scenario FILE...] --out NEW`: wiring only (the grading is
-//! `sage_core::scoring::rescore`).
+//! `sage_core::scoring::rescore`). Writes NEW's summary files and report.html.
 
 use anyhow::{Context, bail};
 use sage_core::scoring::rescore::{ChangedDialogue, RESCORE_JSON, RescoreFile};
@@ -111,15 +111,18 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
         return Err(e);
     }
     drop(writer);
+    // By dialogue id, whatever the order the records were stored in.
+    changed.sort_by(|a, b| a.dialogue_id.cmp(&b.dialogue_id));
     let file = RescoreFile {
         from: args.dir.display().to_string(),
+        from_run_id: manifest.run_id.clone(),
         scenarios_changed,
         dialogues,
         changed,
     };
     to.write_json(RESCORE_JSON, &file)?;
     let to = to.release();
-    let reported = super::run::report(&to)?;
+    let reported = super::run::report_html(&to, None)?;
     for (id, old, new) in &file.scenarios_changed {
         println!(
             "scenario `{id}` changed: SHA-256 {} -> {}",
@@ -142,8 +145,20 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
         "{}",
         sage_report::transcript::terminal_safe(&reported.table)
     );
-    println!("results: {}", to.path().display());
+    print_written(&to, &reported);
     Ok(())
+}
+
+/// The last lines of a command that wrote a results folder and its report, as `sage run`
+/// prints them: `results: DIR`, `report: DIR/report.html`, and the explorer's line.
+pub(super) fn print_written(run: &RunDir, reported: &sage_ports::store::Reported) {
+    println!("results: {}", run.path().display());
+    if let Some(html) = &reported.html {
+        println!("report: {}", html.display());
+    }
+    if let Some(line) = reported.explorer_line() {
+        println!("{line}");
+    }
 }
 
 /// The parent folder and the run id (the folder's name) of `--out`.

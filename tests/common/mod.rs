@@ -137,6 +137,22 @@ pub fn wide_scenario(n: usize, k: usize) -> String {
     y
 }
 
+/// Writes the bundled Telecom scenario corrected as `dir/NAME.yaml`: a discontent customer's
+/// action (a transfer, `TransHuman`) becomes `action`, for `sage rescore --scenario`; its path.
+pub fn telecom_discontent(dir: &Path, name: &str, action: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text =
+        std::fs::read_to_string(root.join("scenarios/telecom_package.yaml")).expect("scenario");
+    let edited = text.replace(
+        "Discontent: {action: TransHuman}",
+        &format!("Discontent: {{action: {action}}}"),
+    );
+    assert_ne!(text, edited, "the scenario's line moved");
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(&file, edited).expect("write");
+    file
+}
+
 /// Writes a run configuration: the bundled scenarios, two simulated agents, the simulated
 /// customer and judges, each call taking `latency` (a YAML latency or `null`).
 pub fn write_config(dir: &Path, latency: &str, dialogues: usize, seed: u64) -> String {

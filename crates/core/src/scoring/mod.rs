@@ -5,6 +5,7 @@
 //! * [`summary`]: a run's records folded into a [`Summary`] ([`summarize`]).
 //! * [`stats`]: means with seeded cluster-bootstrap intervals ([`Metric`], [`Bootstrap`]).
 //! * [`leaderboard`]: the summary as Markdown tables and a terminal table.
+//! * [`unpaired`]: two runs' scores compared without pairing (a stratified bootstrap).
 //! * [`budget`]: cost budgets, what was spent against them ([`budget::BudgetFold`]).
 
 pub mod budget;
@@ -18,6 +19,7 @@ pub mod rescore;
 pub mod stats;
 pub mod summary;
 pub mod turn;
+pub mod unpaired;
 
 pub use leaderboard::{leaderboard_markdown, leaderboard_text};
 pub use stats::{Bootstrap, Metric};

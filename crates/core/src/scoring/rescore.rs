@@ -25,13 +25,16 @@ pub struct ChangedDialogue {
 /// What `sage rescore` did: NEW/rescore.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RescoreFile {
-    /// The folder graded again.
+    /// The folder graded again (as given).
     pub from: String,
+    /// The stored run's id (empty in a file written before it was recorded).
+    #[serde(default)]
+    pub from_run_id: String,
     /// Scenario ids with the SHA-256 of their YAML before and after, where they differ.
     pub scenarios_changed: Vec<(String, String, String)>,
     /// Dialogues graded.
     pub dialogues: usize,
-    /// Dialogues whose references changed, with their turns.
+    /// Dialogues whose references changed, with their turns, by dialogue id.
     pub changed: Vec<ChangedDialogue>,
 }
 

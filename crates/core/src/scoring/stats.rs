@@ -454,7 +454,7 @@ impl<const N: usize, const D: usize> RatioFold<N, D> {
 }
 
 /// The percentile interval of sorted draws at the bootstrap's confidence; `None` without draws.
-fn interval(sorted: &[f64], bootstrap: &Bootstrap) -> Option<(f64, f64)> {
+pub(crate) fn interval(sorted: &[f64], bootstrap: &Bootstrap) -> Option<(f64, f64)> {
     let tail = (1.0 - bootstrap.confidence) / 2.0;
     Some((quantile(sorted, tail)?, quantile(sorted, 1.0 - tail)?))
 }
@@ -559,7 +559,7 @@ pub fn mean(values: &[f64]) -> Option<f64> {
 }
 
 /// 64-bit FNV-1a: a stable hash of a label (std's hasher may change between releases).
-fn fnv1a(label: &str) -> u64 {
+pub(crate) fn fnv1a(label: &str) -> u64 {
     label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -1,9 +1,11 @@
 //! The comparison as one JSON document (`sage report A --compare B --format json`), for scripts
-//! and CI: the runs, the pairing, the method, every group with its verdict, and every flip. The
+//! and CI: the runs and how they are related, the pairing, the method, every group with its
+//! test and verdict, a rescore's regraded dialogues, and every flip with why each side passed
+//! or failed. The
 //! schema is documented in docs/report.md ("Compare", "JSON"); [`SCHEMA`] names its version, and
 //! a field is only ever added to a version, never renamed or removed.
 
-use super::{Change, Comparison, Flip, Row};
+use super::{Change, ChangedRow, Comparison, Flip, Row};
 use serde::Serialize;
 
 /// The document's `schema`: its version.
@@ -14,6 +16,11 @@ pub const SCHEMA: &str = "sage-compare/1";
 pub struct Document<'a> {
     /// [`SCHEMA`].
     pub schema: &'static str,
+    /// `runs`, `rescore` (the current run is the baseline graded again) or `rejudge` (one run
+    /// is the other judged again by another panel).
+    pub relation: &'static str,
+    /// What the relation means (`null` for two runs): that only the grading changed.
+    pub relation_note: Option<String>,
     /// The current run.
     pub current: RunJson<'a>,
     /// The baseline.
@@ -32,6 +39,25 @@ pub struct Document<'a> {
     pub groups: Vec<GroupJson<'a>>,
     /// Every flipped dialogue, pass to fail first, then by id.
     pub flips: Vec<FlipJson<'a>>,
+    /// A rescore's regraded dialogues, by id (empty for another comparison).
+    pub changed: Vec<ChangedJson<'a>>,
+}
+
+/// A dialogue a rescore graded differently.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangedJson<'a> {
+    /// Its id.
+    pub dialogue_id: &'a str,
+    /// The model under test.
+    pub model: &'a str,
+    /// The turns whose reference route changed.
+    pub turns: &'a [u32],
+    /// Whether the case's target route changed.
+    pub target_changed: bool,
+    /// Its mean Overall in the baseline (`null` without a scored turn).
+    pub baseline_overall: Option<f64>,
+    /// Its mean Overall regraded.
+    pub current_overall: Option<f64>,
 }
 
 /// A run.
@@ -69,8 +95,10 @@ pub struct PairingJson {
 pub struct MethodJson {
     /// What Δ is.
     pub difference: &'static str,
-    /// `paired cluster bootstrap (Poisson weights, cluster = case)`.
+    /// How the paired groups' intervals are drawn.
     pub interval: &'static str,
+    /// How the unpaired groups' intervals are drawn.
+    pub unpaired_interval: &'static str,
     /// Resamples drawn (B).
     pub resamples: usize,
     /// Coverage of the intervals (0.95).
@@ -85,7 +113,7 @@ pub struct MethodJson {
     pub fdr: &'static str,
     /// The false discovery rate controlled (q below it).
     pub alpha: f64,
-    /// Paired cases a group needs to be tested (smaller: `exploratory`).
+    /// Cases a group needs to be tested, paired or in each run (smaller: `exploratory`).
     pub min_paired_cases: usize,
     /// Groups tested: the family the q-values are computed over (per-model rows included).
     pub tested: usize,
@@ -98,6 +126,10 @@ pub struct VerdictCounts {
     pub regression: usize,
     /// Improvements.
     pub improvement: usize,
+    /// In a rescore or a rejudge, groups the new grading scored lower (0 between two runs).
+    pub lower: usize,
+    /// In a rescore or a rejudge, groups the new grading scored higher.
+    pub higher: usize,
     /// Tested and unchanged.
     pub unchanged: usize,
     /// Too small to test.
@@ -111,12 +143,20 @@ pub struct GroupJson<'a> {
     pub model: &'a str,
     /// `all`, `scenario:ID`, `adversarial:LEVEL` or `route:SCENARIO:ROUTE`.
     pub group: String,
-    /// `all`, `scenario`, `adversarial` or `route`.
+    /// `all`, `scenario`, `adversarial`, `route` or `changed` (a rescore's regraded
+    /// dialogues).
     pub kind: &'static str,
-    /// Paired dialogues.
+    /// `paired` or `unpaired`.
+    pub test: &'static str,
+    /// Paired dialogues (0 when unpaired).
     pub paired: usize,
-    /// Paired cases (the bootstrap's clusters; repeats of a case count once).
+    /// Paired cases (the bootstrap's clusters; repeats of a case count once), or unpaired the
+    /// smaller run's cases.
     pub cases: usize,
+    /// Dialogues compared in each run.
+    pub dialogues: SidesJson,
+    /// Cases compared in each run.
+    pub cases_per_run: SidesJson,
     /// Overall in both runs and its difference.
     pub overall: ChangeJson,
     /// Logic, `null` without a value.
@@ -129,8 +169,18 @@ pub struct GroupJson<'a> {
     pub p: f64,
     /// Benjamini-Hochberg q-value; `null` for an exploratory group.
     pub q: Option<f64>,
-    /// `regression`, `improvement`, `unchanged` or `exploratory`.
+    /// `regression`, `improvement`, `unchanged` or `exploratory`; in a rescore or a rejudge
+    /// `lower` and `higher` instead of the first two.
     pub verdict: &'static str,
+}
+
+/// A count in each run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SidesJson {
+    /// The current run's.
+    pub current: usize,
+    /// The baseline's.
+    pub baseline: usize,
 }
 
 /// A metric in both runs.
@@ -163,6 +213,10 @@ pub struct FlipJson<'a> {
     pub baseline_end: &'static str,
     /// How it ended in the current run.
     pub current_end: &'static str,
+    /// Why it passed or failed in the baseline.
+    pub baseline_why: &'a str,
+    /// Why it passed or failed in the current run.
+    pub current_why: &'a str,
 }
 
 impl From<&Change> for ChangeJson {
@@ -177,21 +231,48 @@ impl From<&Change> for ChangeJson {
     }
 }
 
-impl<'a> From<&'a Row> for GroupJson<'a> {
-    fn from(r: &'a Row) -> GroupJson<'a> {
+impl<'a> GroupJson<'a> {
+    /// Row `r` of comparison `c`.
+    fn new(c: &Comparison, r: &'a Row) -> GroupJson<'a> {
+        let s = &r.sides;
         GroupJson {
             model: &r.model,
             group: r.group.key(),
             kind: r.group.kind(),
-            paired: r.dialogues,
+            test: r.test.name(),
+            paired: match r.test {
+                super::Test::Paired => r.dialogues,
+                super::Test::Unpaired => 0,
+            },
             cases: r.cases,
+            dialogues: SidesJson {
+                current: s.current_dialogues,
+                baseline: s.baseline_dialogues,
+            },
+            cases_per_run: SidesJson {
+                current: s.current_cases,
+                baseline: s.baseline_cases,
+            },
             overall: (&r.overall).into(),
             logic: r.logic.as_ref().map(Into::into),
             chat: r.chat.as_ref().map(Into::into),
             noise_floor: r.noise_floor(),
             p: r.p,
             q: r.q,
-            verdict: r.verdict.name(),
+            verdict: c.verdict_name(r.verdict),
+        }
+    }
+}
+
+impl<'a> From<&'a ChangedRow> for ChangedJson<'a> {
+    fn from(c: &'a ChangedRow) -> ChangedJson<'a> {
+        ChangedJson {
+            dialogue_id: &c.regraded.dialogue_id,
+            model: &c.model,
+            turns: &c.regraded.turns,
+            target_changed: c.regraded.target_changed,
+            baseline_overall: c.baseline_overall,
+            current_overall: c.current_overall,
         }
     }
 }
@@ -205,6 +286,8 @@ impl<'a> From<&'a Flip> for FlipJson<'a> {
             flip: f.kind.name(),
             baseline_end: f.baseline_end.name(),
             current_end: f.current_end.name(),
+            baseline_why: &f.baseline_why,
+            current_why: &f.current_why,
         }
     }
 }
@@ -221,8 +304,15 @@ impl Comparison {
             }
         };
         let count = |v: super::Verdict| self.rows_of(v).count();
+        // Regressions and improvements are the models' between two runs; in a rescore or a
+        // rejudge the same verdicts are the grading's: `lower` and `higher`.
+        let runs = self.relation == super::Relation::Runs;
+        let models = |n: usize| if runs { n } else { 0 };
+        let grading = |n: usize| if runs { 0 } else { n };
         Document {
             schema: SCHEMA,
+            relation: self.relation.name(),
+            relation_note: self.relation_text(),
             current: RunJson {
                 run_id: &self.current,
                 seed: self.current_seed,
@@ -243,8 +333,9 @@ impl Comparison {
                 warning: self.pairing_warning(),
             },
             method: MethodJson {
-                difference: "current - baseline, points 0-100, means over every scored turn of the paired dialogues",
-                interval: "percentile interval of a paired cluster bootstrap (Poisson weights, cluster = case)",
+                difference: "current - baseline, points 0-100: paired, means over every scored turn of the paired dialogues; unpaired, the post-stratified difference sum_s w_s (m_current,s - m_baseline,s) over the strata (scenario x target route) both runs hold, w_s the stratum's share of both runs' scored turns",
+                interval: "paired: percentile interval of a paired cluster bootstrap (Poisson weights, cluster = case)",
+                unpaired_interval: "unpaired: percentile interval of a stratified bootstrap, each run's cases resampled apart within each stratum (n - 1 draws with replacement from a stratum's n cases)",
                 resamples: m.bootstrap.resamples,
                 confidence: m.bootstrap.confidence,
                 seed: m.bootstrap.seed,
@@ -257,17 +348,20 @@ impl Comparison {
             },
             notes: &self.notes,
             verdicts: VerdictCounts {
-                regression: count(super::Verdict::Regression),
-                improvement: count(super::Verdict::Improvement),
+                regression: models(count(super::Verdict::Regression)),
+                improvement: models(count(super::Verdict::Improvement)),
+                lower: grading(count(super::Verdict::Regression)),
+                higher: grading(count(super::Verdict::Improvement)),
                 unchanged: count(super::Verdict::Unchanged),
                 exploratory: count(super::Verdict::Exploratory),
             },
             groups: self
                 .models()
                 .chain(self.groups())
-                .map(GroupJson::from)
+                .map(|r| GroupJson::new(self, r))
                 .collect(),
             flips: self.flips.iter().map(FlipJson::from).collect(),
+            changed: self.changed.iter().map(ChangedJson::from).collect(),
         }
     }
 

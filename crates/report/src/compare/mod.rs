@@ -1,11 +1,20 @@
 //! Two runs compared: `sage report A --compare B` (B the baseline). Per model present in both,
 //! and per model x scenario, adversarial level and target route, the difference in mean Overall
-//! (and Logic, Chat) between the runs over the dialogues both hold (the same dialogue id and the
-//! same case), with a paired cluster-bootstrap interval and a two-sided bootstrap p-value; the
-//! groups with enough paired cases ([`MIN_PAIRED`]) form one family whose p-values are adjusted
-//! for the false discovery rate (Benjamini-Hochberg q-values), and a group is a regression or an
-//! improvement only when its q is below [`ALPHA`]; smaller groups are exploratory (no verdict).
-//! Then the dialogues that went from passing (reaching the target action) to failing, and back.
+//! (and Logic, Chat) between the runs, with a bootstrap interval and a two-sided bootstrap
+//! p-value. Each model is tested one of two ways ([`Test`]): *paired* over the dialogues both
+//! runs hold (the same dialogue id and the same case) when they are at least half of the
+//! model's dialogues in each run, a paired cluster bootstrap; otherwise *unpaired* over all of
+//! the model's dialogues in both runs, a bootstrap of each run's cases stratified by scenario
+//! and target route ([`sage_core::scoring::unpaired`]). The groups with enough cases
+//! ([`MIN_PAIRED`]) form one family whose p-values are adjusted for the false discovery rate
+//! (Benjamini-Hochberg q-values), and a group is a regression or an improvement only when its
+//! q is below [`ALPHA`]; smaller groups are exploratory (no verdict). Then the dialogues that
+//! went from passing (reaching the target action) to failing, and back, each side saying why.
+//!
+//! When the current run is a rescore or a rejudge of the baseline ([`Relation`]), the
+//! transcripts are the same and only the grading changed: every dialogue pairs by id, the
+//! verdicts say "scored lower/higher" instead of "regression/improvement", and a rescore's
+//! changed dialogues are a group of their own and listed ([`ChangedRow`]).
 //!
 //! Pure and streaming: the baseline's records are folded first ([`CompareFold::add_baseline`]),
 //! keeping about a hundred bytes per dialogue (its case's fingerprint, its score sums, whether
@@ -21,25 +30,31 @@
 pub mod flips;
 pub mod html;
 pub mod json;
+mod outcome;
 pub mod text;
+mod unpaired;
 
 pub use super::encode_uri_component;
 pub use flips::FlipTranscripts;
 
 use indexmap::IndexSet;
+use outcome::Outcome;
 use sage_core::plan::derive_seed;
 use sage_core::protocol::{DialogueEnd, DialogueRecord};
 use sage_core::scenario::Adversarial;
+use sage_core::scoring::rescore::ChangedDialogue;
 use sage_core::scoring::stats::{
     Bootstrap, Cluster, Difference, RatioFold, benjamini_hochberg, poisson_weights,
 };
 use sage_core::scoring::summary::{case_key, counted_scores, reached_target, route_key};
+use sage_core::scoring::unpaired::CaseSums;
 use std::collections::{BTreeMap, HashMap};
 
-/// Paired cases (the bootstrap's clusters; paired dialogues when a run has no repeats) a group
-/// needs to be tested. Smaller groups are exploratory: shown with their interval, never called
-/// a regression or an improvement, and left out of the false-discovery-rate family
-/// (docs/report.md, "Compare", says why 30).
+/// Cases a group needs to be tested: paired cases (the bootstrap's clusters; paired dialogues
+/// when a run has no repeats) for the paired test, cases in each run for the unpaired one.
+/// Smaller groups are exploratory: shown with their interval, never called a regression or an
+/// improvement, and left out of the false-discovery-rate family (docs/report.md, "Compare",
+/// says why 30).
 pub const MIN_PAIRED: usize = 30;
 
 /// The false discovery rate the verdicts control (Benjamini-Hochberg q below it).
@@ -131,6 +146,9 @@ pub enum Group {
         /// The route.
         route: String,
     },
+    /// In a rescore comparison, the dialogues whose references the rescore changed (its
+    /// rescore.json's `changed`).
+    Changed,
 }
 
 impl Group {
@@ -142,6 +160,7 @@ impl Group {
             Group::Scenario(s) => format!("scenario:{s}"),
             Group::Adversarial(level) => format!("adversarial:{level}"),
             Group::Route { scenario, route } => format!("route:{scenario}:{route}"),
+            Group::Changed => "changed".into(),
         }
     }
 
@@ -152,6 +171,7 @@ impl Group {
             Group::Scenario(s) => format!("scenario {s}"),
             Group::Adversarial(level) => format!("adversarial {level}"),
             Group::Route { scenario, route } => format!("route {scenario}: {route}"),
+            Group::Changed => "regraded dialogues".into(),
         }
     }
 
@@ -162,8 +182,67 @@ impl Group {
             Group::Scenario(_) => "scenario",
             Group::Adversarial(_) => "adversarial",
             Group::Route { .. } => "route",
+            Group::Changed => "changed",
         }
     }
+}
+
+/// How a model's two runs were compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Test {
+    /// Over the dialogues both runs hold (the same id and case): a paired cluster bootstrap.
+    Paired,
+    /// Over all the model's dialogues in both runs: a bootstrap of each run's cases,
+    /// stratified by scenario and target route, resampled independently.
+    Unpaired,
+}
+
+impl Test {
+    /// `paired` or `unpaired` (`test` in the JSON, `data-test` in the HTML).
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Paired => "paired",
+            Test::Unpaired => "unpaired",
+        }
+    }
+}
+
+/// How the two runs are related.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// Two runs (the usual case): a difference is the models'.
+    Runs,
+    /// The current run is the baseline's dialogues graded again (`sage rescore`, maybe
+    /// against a corrected scenario): the same transcripts, other references.
+    Rescore,
+    /// One run is the other's dialogues judged again by another panel (`sage rejudge`): the
+    /// same transcripts, another panel.
+    Rejudge,
+}
+
+impl Relation {
+    /// `runs`, `rescore` or `rejudge` (`relation` in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Relation::Runs => "runs",
+            Relation::Rescore => "rescore",
+            Relation::Rejudge => "rejudge",
+        }
+    }
+}
+
+/// The dialogues and cases a row compared in each run (for a paired row, the paired ones: the
+/// same in both).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sides {
+    /// Dialogues of the current run.
+    pub current_dialogues: usize,
+    /// Dialogues of the baseline.
+    pub baseline_dialogues: usize,
+    /// Cases of the current run (a case's repeats count once).
+    pub current_cases: usize,
+    /// Cases of the baseline.
+    pub baseline_cases: usize,
 }
 
 /// What the comparison says of a group.
@@ -176,7 +255,7 @@ pub enum Verdict {
     Improvement,
     /// A tested group with no difference the comparison can tell from noise.
     Unchanged,
-    /// A group of fewer than [`MIN_PAIRED`] paired cases: shown, not tested.
+    /// A group of fewer than [`MIN_PAIRED`] cases: shown, not tested.
     Exploratory,
 }
 
@@ -193,28 +272,35 @@ impl Verdict {
     }
 }
 
-/// One metric in both runs and their paired difference.
+/// One metric in both runs and their difference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Change {
-    /// The current run's mean over the shared dialogues, 0-100.
+    /// The current run's mean, 0-100: over the paired dialogues (paired test), or
+    /// post-stratified over all of them (unpaired test: `Σ w_s m_s`, the strata weighed by
+    /// their share of both runs' counted turns).
     pub current: f64,
-    /// The baseline's mean over the same dialogues, 0-100.
+    /// The baseline's mean, likewise.
     pub baseline: f64,
-    /// Current minus baseline, with its paired bootstrap interval.
+    /// Current minus baseline, with its bootstrap interval.
     pub difference: Difference,
 }
 
-/// One row of the comparison: a group of one model's shared dialogues.
+/// One row of the comparison: a group of one model's dialogues.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// The model under test.
     pub model: String,
     /// The group.
     pub group: Group,
-    /// Paired dialogues in the group.
+    /// How it was tested (the model's test: all its groups are tested alike).
+    pub test: Test,
+    /// Dialogues compared: the paired ones (paired test), or both runs' together (unpaired).
     pub dialogues: usize,
-    /// Paired cases in the group (the bootstrap's clusters: a case's repeats count once).
+    /// The cases the test's size is counted in: paired cases (the bootstrap's clusters: a
+    /// case's repeats count once), or the smaller run's cases (unpaired).
     pub cases: usize,
+    /// Dialogues and cases in each run.
+    pub sides: Sides,
     /// Regression, improvement, unchanged or exploratory (decided on Overall).
     pub verdict: Verdict,
     /// Overall (mean over every scored turn, as in the leaderboard).
@@ -239,7 +325,7 @@ impl Row {
         (d.ci_high - d.ci_low) / 2.0
     }
 
-    /// Whether the group is in the tested family (enough paired cases).
+    /// Whether the group is in the tested family (enough cases).
     pub fn tested(&self) -> bool {
         self.q.is_some()
     }
@@ -279,6 +365,13 @@ pub struct Flip {
     pub current_end: DialogueEnd,
     /// How it ended in the baseline.
     pub baseline_end: DialogueEnd,
+    /// Why it passed or failed in the current run, in words: "reached the target action
+    /// Refund at turn 4 (ended max_turns)", "never took the target action Refund; last action
+    /// Reject at turn 8 (ended max_turns)", "infrastructure error at turn 3 (ended
+    /// infra_error)".
+    pub current_why: String,
+    /// Why it passed or failed in the baseline, likewise.
+    pub baseline_why: String,
     /// Where the current run's record is in its dialogues.jsonl (the byte its line starts at),
     /// when the caller said ([`CompareFold::add_current_at`]): to read it again for the page.
     pub current_at: Option<u64>,
@@ -289,11 +382,11 @@ pub struct Flip {
 /// How the comparison tested its groups.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Method {
-    /// The paired bootstrap (resamples as drawn: [`resamples_for`] the tested groups).
+    /// The bootstrap (resamples as drawn: [`resamples_for`] the tested groups).
     pub bootstrap: Bootstrap,
     /// The false discovery rate controlled ([`ALPHA`]).
     pub alpha: f64,
-    /// Paired cases a group needs to be tested ([`MIN_PAIRED`]).
+    /// Cases a group needs to be tested ([`MIN_PAIRED`]): paired cases, or cases in each run.
     pub min_paired: usize,
     /// Groups tested (the Benjamini-Hochberg family).
     pub tested: usize,
@@ -338,6 +431,27 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// Pass to fail first, then fail to pass, each by dialogue id.
     pub flips: Vec<Flip>,
+    /// How the runs are related (two runs, a rescore, a rejudge).
+    pub relation: Relation,
+    /// In a rescore comparison, the dialogues it graded differently, by dialogue id.
+    pub changed: Vec<ChangedRow>,
+    /// Strata (scenario x target route) of the unpaired models held by one run only, left out
+    /// of their estimates; and their dialogues.
+    pub left_out: (usize, usize),
+}
+
+/// A dialogue a rescore graded differently, in both gradings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedRow {
+    /// Its id, the turns whose reference route changed and whether its target did (as
+    /// rescore.json lists it).
+    pub regraded: ChangedDialogue,
+    /// The model under test.
+    pub model: String,
+    /// Its mean Overall in the baseline (`None` without a scored turn).
+    pub baseline_overall: Option<f64>,
+    /// Its mean Overall regraded.
+    pub current_overall: Option<f64>,
 }
 
 /// What is kept of a baseline dialogue until its current counterpart comes.
@@ -346,7 +460,9 @@ struct Baseline {
     case: u64,
     scores: Cluster<3, 1>,
     pass: bool,
-    end: DialogueEnd,
+    /// Its mean Overall (for a rescore's changed dialogues).
+    overall: Option<f64>,
+    outcome: Outcome,
     at: Option<u64>,
 }
 
@@ -362,17 +478,14 @@ struct Pair {
     route: u32,
     dialogues: usize,
     scores: Cluster<6, 2>,
+    /// Whether a rescore changed its references (a rescore comparison's `changed` group).
+    changed: bool,
 }
 
 impl Pair {
     /// The groups the case is in.
-    fn keys(&self) -> [GroupKey; 4] {
-        [
-            (0, 0, 0),
-            (1, self.scenario, 0),
-            (2, u32::from(self.level), 0),
-            (3, self.scenario, self.route),
-        ]
+    fn keys(&self) -> impl Iterator<Item = GroupKey> {
+        group_keys(self.scenario, self.level, self.route).chain(self.changed.then_some(CHANGED))
     }
 
     /// Adds another paired dialogue of the same case (a repeat).
@@ -389,8 +502,24 @@ impl Pair {
     }
 }
 
-/// A group as its model's fold orders it: kind (all, scenario, level, route), then indexes.
+/// A group as its model's fold orders it: kind (all, scenario, level, route, changed), then
+/// indexes.
 type GroupKey = (u8, u32, u32);
+
+/// The `changed` group's key.
+const CHANGED: GroupKey = (4, 0, 0);
+
+/// The groups of a case of scenario, level and route indexes: all, its scenario, its level, its
+/// route.
+fn group_keys(scenario: u32, level: u8, route: u32) -> impl Iterator<Item = GroupKey> {
+    [
+        (0, 0, 0),
+        (1, scenario, 0),
+        (2, u32::from(level), 0),
+        (3, scenario, route),
+    ]
+    .into_iter()
+}
 
 /// The adversarial levels, in their order.
 const LEVELS: [Adversarial; 3] = [Adversarial::Zero, Adversarial::Weak, Adversarial::Strong];
@@ -410,8 +539,13 @@ pub struct CompareFold {
     models: IndexSet<String>,
     scenarios: IndexSet<String>,
     routes: IndexSet<String>,
+    actions: IndexSet<String>,
     pairs: Vec<Pair>,
+    entries: Vec<unpaired::Entry>,
     flips: Vec<Flip>,
+    relation: Relation,
+    regraded: HashMap<String, ChangedDialogue>,
+    changed: Vec<ChangedRow>,
 }
 
 impl CompareFold {
@@ -482,9 +616,34 @@ impl CompareFold {
             models: IndexSet::new(),
             scenarios: IndexSet::new(),
             routes: IndexSet::new(),
+            actions: IndexSet::new(),
             pairs: Vec::new(),
+            entries: Vec::new(),
             flips: Vec::new(),
+            relation: Relation::Runs,
+            regraded: HashMap::new(),
+            changed: Vec::new(),
         })
+    }
+
+    /// Makes this a rescore comparison: the current run is the baseline's dialogues graded
+    /// again, `changed` those whose references changed (its rescore.json's). Every dialogue
+    /// pairs by id (a changed target changes the case's fingerprint, not its transcript), the
+    /// changed dialogues are a group of their own and listed. Before any record is folded.
+    pub fn rescore(mut self, changed: Vec<ChangedDialogue>) -> CompareFold {
+        self.relation = Relation::Rescore;
+        self.regraded = changed
+            .into_iter()
+            .map(|c| (c.dialogue_id.clone(), c))
+            .collect();
+        self
+    }
+
+    /// Makes this a rejudge comparison: one run is the other's dialogues judged again by
+    /// another panel, so a difference is the panel's.
+    pub fn rejudge(mut self) -> CompareFold {
+        self.relation = Relation::Rejudge;
+        self
     }
 
     /// Folds a baseline record in (a dialogue id met twice: the first record counts).
@@ -504,17 +663,40 @@ impl CompareFold {
         if self.waiting.contains_key(id) {
             return;
         }
-        let scores = sums(record);
+        let (scores, case_sums) = sums(record);
+        self.push_entry(record, false, case_sums);
+        let outcome = Outcome::of(record, &mut self.actions);
         self.waiting.insert(
             id.clone(),
             Baseline {
                 case: case_fingerprint(record),
                 scores,
                 pass: reached_target(record),
-                end: record.end,
+                overall: mean_overall(&case_sums),
+                outcome,
                 at,
             },
         );
+    }
+
+    /// Keeps a dialogue for the unpaired test: its model, case, scenario, level, route and
+    /// score sums.
+    fn push_entry(&mut self, record: &DialogueRecord, current: bool, sums: CaseSums<3>) {
+        let job = &record.job;
+        let level = LEVELS
+            .iter()
+            .position(|l| *l == job.adversarial)
+            .unwrap_or(0) as u8;
+        self.entries.push(unpaired::Entry {
+            current,
+            model: index(&mut self.models, &job.service_model),
+            case: derive_seed(case_key(&job.dialogue_id)),
+            scenario: index(&mut self.scenarios, &job.scenario),
+            route: index(&mut self.routes, &route_key(&job.target)),
+            level,
+            dialogues: 1,
+            sums,
+        });
     }
 
     /// Folds a current record in, paired with its baseline (after every baseline record).
@@ -531,14 +713,25 @@ impl CompareFold {
     fn add_current_record(&mut self, record: &DialogueRecord, at: Option<u64>) {
         self.current_dialogues += 1;
         let job = &record.job;
+        let (current, case_sums) = sums(record);
+        self.push_entry(record, true, case_sums);
         let Some(base) = self.waiting.remove(&job.dialogue_id) else {
             return;
         };
-        if base.case != case_fingerprint(record) {
+        // A rescore pairs by id: its transcripts are the baseline's, whatever its target.
+        if self.relation != Relation::Rescore && base.case != case_fingerprint(record) {
             self.mismatched += 1;
             return;
         }
-        let current = sums(record);
+        let regraded = self.regraded.get(&job.dialogue_id);
+        if let Some(c) = regraded {
+            self.changed.push(ChangedRow {
+                regraded: c.clone(),
+                model: job.service_model.clone(),
+                baseline_overall: base.overall,
+                current_overall: mean_overall(&case_sums),
+            });
+        }
         let mut scores = Cluster::<6, 2>::new();
         scores.point[..3].copy_from_slice(&current.point);
         scores.point[3..].copy_from_slice(&base.scores.point);
@@ -547,6 +740,7 @@ impl CompareFold {
         scores.count = [current.count[0], base.scores.count[0]];
         let pass = reached_target(record);
         if pass != base.pass {
+            let outcome = Outcome::of(record, &mut self.actions);
             self.flips.push(Flip {
                 dialogue_id: job.dialogue_id.clone(),
                 model: job.service_model.clone(),
@@ -557,33 +751,43 @@ impl CompareFold {
                     FlipKind::FailToPass
                 },
                 current_end: record.end,
-                baseline_end: base.end,
+                baseline_end: base.outcome.end,
+                current_why: outcome.why(&self.actions),
+                baseline_why: base.outcome.why(&self.actions),
                 current_at: at,
                 baseline_at: base.at,
             });
         }
-        let index = |set: &mut IndexSet<String>, value: &str| {
-            set.get_index_of(value)
-                .unwrap_or_else(|| set.insert_full(value.to_string()).0) as u32
-        };
-        let level = LEVELS
-            .iter()
-            .position(|l| *l == job.adversarial)
-            .unwrap_or(0) as u8;
+        // The indexes the entry just pushed holds.
+        let entry = self.entries.last().expect("pushed above");
         self.pairs.push(Pair {
             case: case_key(&job.dialogue_id).to_string(),
-            model: index(&mut self.models, &job.service_model),
-            scenario: index(&mut self.scenarios, &job.scenario),
-            level,
-            route: index(&mut self.routes, &route_key(&job.target)),
+            model: entry.model,
+            scenario: entry.scenario,
+            level: entry.level,
+            route: entry.route,
             dialogues: 1,
             scores,
+            changed: regraded.is_some(),
         });
     }
 
-    /// The comparison; refused when the runs share no dialogue.
+    /// The comparison; refused when the runs share no model's dialogues (no model with a
+    /// dialogue of a shared scenario in each run).
     pub fn finish(mut self) -> Result<Comparison, CompareError> {
-        if self.pairs.is_empty() {
+        let shared = self.pairs.len();
+        // Per model: its dialogues in each run and its paired ones.
+        let models = self.models.len();
+        let mut held = vec![[0usize; 2]; models];
+        for e in &self.entries {
+            held[e.model as usize][usize::from(e.current)] += 1;
+        }
+        let mut paired = vec![0usize; models];
+        for p in &self.pairs {
+            paired[p.model as usize] += 1;
+        }
+        let in_both = |m: usize| held[m][0] > 0 && held[m][1] > 0;
+        if !(0..models).any(in_both) {
             return Err(CompareError::NoSharedDialogue {
                 current: self.current.id,
                 baseline: self.baseline.id,
@@ -592,9 +796,23 @@ impl CompareFold {
                 mismatched: self.mismatched,
             });
         }
-        let shared = self.pairs.len();
+        // The test of each model: paired when its paired dialogues are at least half of its
+        // dialogues in each run (a rescore's or a rejudge's always are), else unpaired.
+        let tests: Vec<Option<Test>> = (0..models)
+            .map(|m| {
+                in_both(m).then(|| {
+                    if paired[m] > 0 && 2 * paired[m] >= held[m][0] && 2 * paired[m] >= held[m][1] {
+                        Test::Paired
+                    } else {
+                        Test::Unpaired
+                    }
+                })
+            })
+            .collect();
+        let is = |m: u32, test: Test| tests[m as usize] == Some(test);
         // One entry per case: the repeats of a case are one cluster.
         let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.retain(|p| is(p.model, Test::Paired));
         pairs.sort_by(|a, b| (a.model, &a.case).cmp(&(b.model, &b.case)));
         pairs.dedup_by(|later, first| {
             let same = later.model == first.model && later.case == first.case;
@@ -603,31 +821,62 @@ impl CompareFold {
             }
             same
         });
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.retain(|e| is(e.model, Test::Unpaired));
+        let entries = unpaired::cases(entries);
         // Every group's size, to know the family before drawing.
-        let mut sizes: BTreeMap<(u32, GroupKey), (usize, usize)> = BTreeMap::new();
+        let mut sizes: BTreeMap<(u32, GroupKey), Sides> = BTreeMap::new();
         for p in &pairs {
             for key in p.keys() {
                 let size = sizes.entry((p.model, key)).or_default();
-                size.0 += 1;
-                size.1 += p.dialogues;
+                size.current_cases += 1;
+                size.baseline_cases += 1;
+                size.current_dialogues += p.dialogues;
+                size.baseline_dialogues += p.dialogues;
+            }
+        }
+        for e in &entries {
+            for key in group_keys(e.scenario, e.level, e.route) {
+                let size = sizes.entry((e.model, key)).or_default();
+                if e.current {
+                    size.current_cases += 1;
+                    size.current_dialogues += e.dialogues;
+                } else {
+                    size.baseline_cases += 1;
+                    size.baseline_dialogues += e.dialogues;
+                }
             }
         }
         let tested = sizes
             .values()
-            .filter(|(cases, _)| *cases >= MIN_PAIRED)
+            .filter(|s| s.current_cases.min(s.baseline_cases) >= MIN_PAIRED)
             .count();
         let bootstrap = Bootstrap {
             resamples: self.bootstrap.resamples.max(resamples_for(tested)),
             ..self.bootstrap
         };
-        let mut rows = Vec::new();
-        for chunk in pairs.chunk_by(|a, b| a.model == b.model) {
-            let model = chunk[0].model;
-            let groups: Vec<(GroupKey, (usize, usize))> = sizes
+        let groups_of = |model: u32| -> Vec<(GroupKey, Sides)> {
+            sizes
                 .range((model, (0, 0, 0))..=(model, (u8::MAX, u32::MAX, u32::MAX)))
                 .map(|(&(_, key), &size)| (key, size))
-                .collect();
-            rows.extend(self.model_rows(chunk, &groups, &bootstrap));
+                .collect()
+        };
+        let mut rows = Vec::new();
+        for chunk in pairs.chunk_by(|a, b| a.model == b.model) {
+            rows.extend(self.model_rows(chunk, &groups_of(chunk[0].model), &bootstrap));
+        }
+        let mut left_out = (0, 0);
+        let names = unpaired::Names::new(&self.scenarios, &self.routes);
+        for chunk in entries.chunk_by(|a, b| a.model == b.model) {
+            let model = &self.models[chunk[0].model as usize];
+            let sizes: HashMap<GroupKey, Sides> = groups_of(chunk[0].model).into_iter().collect();
+            let (model_rows, out) = unpaired::model_rows(model, chunk, &names, &bootstrap);
+            left_out.0 += out.0;
+            left_out.1 += out.1;
+            rows.extend(model_rows.into_iter().filter_map(|(key, change)| {
+                let sides = *sizes.get(&key)?;
+                Some(self.row(model, key, Test::Unpaired, sides, change))
+            }));
         }
         // The family: every tested group, the per-model rows included.
         let family: Vec<usize> = (0..rows.len())
@@ -661,6 +910,8 @@ impl CompareFold {
         });
         let mut flips = std::mem::take(&mut self.flips);
         flips.sort_by(|a, b| (a.kind, &a.dialogue_id).cmp(&(b.kind, &b.dialogue_id)));
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.sort_by(|a, b| a.regraded.dialogue_id.cmp(&b.regraded.dialogue_id));
         Ok(Comparison {
             current_seed: self.current.seed,
             baseline_seed: self.baseline.seed,
@@ -681,16 +932,56 @@ impl CompareFold {
             notes: self.notes,
             rows,
             flips,
+            relation: self.relation,
+            changed,
+            left_out,
         })
     }
 
-    /// The rows of one model's cases (`pairs`), for its `groups` (key, (cases, dialogues)),
+    /// A row of `model`'s group `key`, its verdict still to decide.
+    fn row(&self, model: &str, key: GroupKey, test: Test, sides: Sides, change: Changes) -> Row {
+        let (kind, a, b) = key;
+        let scenario = || self.scenarios[a as usize].clone();
+        let group = match kind {
+            0 => Group::All,
+            1 => Group::Scenario(scenario()),
+            2 => Group::Adversarial(LEVELS[a as usize]),
+            3 => Group::Route {
+                scenario: scenario(),
+                route: self.routes[b as usize].clone(),
+            },
+            _ => Group::Changed,
+        };
+        let (dialogues, cases) = match test {
+            Test::Paired => (sides.current_dialogues, sides.current_cases),
+            Test::Unpaired => (
+                sides.current_dialogues + sides.baseline_dialogues,
+                sides.current_cases.min(sides.baseline_cases),
+            ),
+        };
+        Row {
+            model: model.to_string(),
+            group,
+            test,
+            dialogues,
+            cases,
+            sides,
+            verdict: Verdict::Exploratory,
+            overall: change.overall,
+            logic: change.logic,
+            chat: change.chat,
+            p: change.p,
+            q: None,
+        }
+    }
+
+    /// The rows of one model's paired cases (`pairs`), for its `groups` (key, sizes),
     /// verdicts still to decide. The groups' bootstrap sums are held a batch at a time, within
     /// [`BOOTSTRAP_BYTES`]; a case's weights are drawn once per batch it is in.
     fn model_rows(
         &self,
         pairs: &[Pair],
-        groups: &[(GroupKey, (usize, usize))],
+        groups: &[(GroupKey, Sides)],
         bootstrap: &Bootstrap,
     ) -> Vec<Row> {
         let bytes_per_group = bootstrap.resamples.max(1) * 8 * std::mem::size_of::<f64>();
@@ -717,8 +1008,8 @@ impl CompareFold {
                     }
                 }
             }
-            for &((kind, a, b), (cases, dialogues)) in batch {
-                let Some(fold) = folds.get(&(kind, a, b)) else {
+            for &(key, sides) in batch {
+                let Some(fold) = folds.get(&key) else {
                     continue;
                 };
                 let means = fold.metrics(&means_only);
@@ -735,22 +1026,7 @@ impl CompareFold {
                 let (Some(current), Some(baseline)) = (means[0], means[3]) else {
                     continue;
                 };
-                let scenario = || self.scenarios[a as usize].clone();
-                let group = match kind {
-                    0 => Group::All,
-                    1 => Group::Scenario(scenario()),
-                    2 => Group::Adversarial(LEVELS[a as usize]),
-                    _ => Group::Route {
-                        scenario: scenario(),
-                        route: self.routes[b as usize].clone(),
-                    },
-                };
-                rows.push(Row {
-                    model: model.clone(),
-                    group,
-                    dialogues,
-                    cases,
-                    verdict: Verdict::Exploratory,
+                let changes = Changes {
                     overall: Change {
                         current: current.mean,
                         baseline: baseline.mean,
@@ -759,25 +1035,47 @@ impl CompareFold {
                     logic: change(1),
                     chat: change(2),
                     p: test.p,
-                    q: None,
-                });
+                };
+                rows.push(self.row(model, key, Test::Paired, sides, changes));
             }
         }
         rows
     }
 }
 
+/// A group's Overall, Logic and Chat in both runs, and the p-value of the Overall difference.
+#[derive(Debug, Clone, Copy)]
+struct Changes {
+    overall: Change,
+    logic: Option<Change>,
+    chat: Option<Change>,
+    p: f64,
+}
+
 /// A dialogue's Overall, Logic and Chat sums over the turns the summary counts, and their
-/// number.
-fn sums(record: &DialogueRecord) -> Cluster<3, 1> {
+/// number: for the paired bootstrap and for the unpaired one.
+fn sums(record: &DialogueRecord) -> (Cluster<3, 1>, CaseSums<3>) {
     let mut c = Cluster::new();
+    let mut plain = CaseSums::new();
     for s in counted_scores(record) {
         c.observe(0, Some(s.overall));
         c.observe(1, Some(s.logic));
         c.observe(2, Some(s.chat));
         c.count(0);
+        plain.observe([s.overall, s.logic, s.chat]);
     }
-    c
+    (c, plain)
+}
+
+/// A dialogue's mean Overall from its sums; `None` without a counted turn.
+fn mean_overall(sums: &CaseSums<3>) -> Option<f64> {
+    (sums.turns > 0).then(|| sums.sums[0] / sums.turns as f64)
+}
+
+/// The index of `value` in `set`, added when new.
+fn index(set: &mut IndexSet<String>, value: &str) -> u32 {
+    set.get_index_of(value)
+        .unwrap_or_else(|| set.insert_full(value.to_string()).0) as u32
 }
 
 /// What makes a dialogue's case: its scenario, intent, persona, level, target route, ground
@@ -815,7 +1113,12 @@ impl Comparison {
         self.rows.iter().filter(|r| r.group == Group::All)
     }
 
-    /// The other groups (scenario, adversarial level, route), in the same order.
+    /// In a rescore comparison, each model's row over its regraded dialogues, in the same order.
+    pub fn regraded(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.group == Group::Changed)
+    }
+
+    /// The other groups (scenario, adversarial level, route, regraded), in the same order.
     pub fn groups(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| r.group != Group::All)
     }
@@ -831,11 +1134,23 @@ impl Comparison {
         &self.flips[..self.flips.len().min(FLIPS_SHOWN)]
     }
 
-    /// The loud warning when under half the dialogues of either run pair: how many paired of
-    /// how many, why, and what to do instead; `None` when at least half of each run pairs.
+    /// The models compared unpaired, by name.
+    pub fn unpaired_models(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .models()
+            .filter(|r| r.test == Test::Unpaired)
+            .map(|r| r.model.as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The warning when some model was compared unpaired (fewer than half of its dialogues
+    /// pair in one run or the other): how many dialogues paired of how many, why, which models
+    /// were compared unpaired and what that means; `None` when every model was compared paired.
     pub fn pairing_warning(&self) -> Option<String> {
-        let few = |n: usize| 2 * self.shared < n;
-        if !few(self.current_dialogues) && !few(self.baseline_dialogues) {
+        let unpaired = self.unpaired_models();
+        if unpaired.is_empty() {
             return None;
         }
         let share = |n: usize| 100.0 * self.shared as f64 / n.max(1) as f64;
@@ -846,7 +1161,7 @@ impl Comparison {
                     self.current_seed, self.baseline_seed, self.mismatched
                 ),
                 format!(
-                    "rerun `{}`'s configuration with `--seed {}` to pair every dialogue",
+                    "rerun `{}`'s configuration with `--seed {}`",
                     self.current, self.baseline_seed
                 ),
             )
@@ -860,11 +1175,20 @@ impl Comparison {
                     self.baseline,
                     self.mismatched
                 ),
-                "compare two runs of one configuration to pair every dialogue".to_string(),
+                "compare two runs of one configuration".to_string(),
             )
         };
+        let list: Vec<String> = unpaired.iter().map(|m| format!("`{m}`")).collect();
+        let every = list.len() == self.models().count();
+        // Every model: named when they are few (27 names would bury the sentence).
+        let who = match (every, list.len()) {
+            (true, n) if n > 4 => format!("every model ({n})"),
+            (true, _) => format!("every model ({})", list.join(", ")),
+            (false, _) => list.join(", "),
+        };
+        let one = list.len() == 1;
         Some(format!(
-            "only {} of the {} dialogues of `{}` ({:.0}%) and of the {} of `{}` ({:.0}%) pair (same id, same case): {why}. The comparison covers a small, unplanned part of each run: {remedy}, or compare the two leaderboards' intervals instead.",
+            "only {} of the {} dialogues of `{}` ({:.0}%) and of the {} of `{}` ({:.0}%) pair (same id, same case): {why}. So {who} {} compared unpaired: over all {} dialogues in both runs, each run's cases resampled apart within each scenario and target route (a model is compared paired only when at least half of its dialogues pair in each run). The unpaired test is sound, but the cases differ between the runs, so it needs a larger difference to find one than a paired test of the same runs would: {remedy} to pair every dialogue.",
             self.shared,
             self.current_dialogues,
             self.current,
@@ -872,24 +1196,81 @@ impl Comparison {
             self.baseline_dialogues,
             self.baseline,
             share(self.baseline_dialogues),
+            if one || every { "was" } else { "were" },
+            if one { "its" } else { "their" },
         ))
     }
 
-    /// Whether some group is a regression.
+    /// Whether some group is a regression of a model: never in a rescore or a rejudge
+    /// comparison, where the agents' transcripts are the same and a difference is the
+    /// grading's.
     pub fn has_regression(&self) -> bool {
-        self.rows_of(Verdict::Regression).next().is_some()
+        self.relation == Relation::Runs && self.rows_of(Verdict::Regression).next().is_some()
+    }
+
+    /// A verdict as this comparison words it: `regression`, `improvement`, `unchanged`,
+    /// `exploratory` between two runs; `lower` and `higher` instead of the first two in a
+    /// rescore or a rejudge (the grading moved the scores, not the models).
+    pub fn verdict_name(&self, verdict: Verdict) -> &'static str {
+        match (self.relation, verdict) {
+            (Relation::Runs, v) => v.name(),
+            (_, Verdict::Regression) => "lower",
+            (_, Verdict::Improvement) => "higher",
+            (_, v) => v.name(),
+        }
+    }
+
+    /// What a regression and an improvement are called in titles: "Regressions" and
+    /// "Improvements"; "Scored lower under the corrected scenario" and "... higher ..." in a
+    /// rescore; "The panel scored lower" and "... higher" in a rejudge.
+    pub fn verdict_title(&self, verdict: Verdict) -> String {
+        let lower = verdict == Verdict::Regression;
+        match self.relation {
+            Relation::Runs => if lower { "Regressions" } else { "Improvements" }.to_string(),
+            Relation::Rescore => format!(
+                "Scored {} under the corrected scenario",
+                if lower { "lower" } else { "higher" }
+            ),
+            Relation::Rejudge => format!(
+                "The panel scored {}",
+                if lower { "lower" } else { "higher" }
+            ),
+        }
+    }
+
+    /// What the relation of the runs means, said first: `None` for two runs.
+    pub fn relation_text(&self) -> Option<String> {
+        match self.relation {
+            Relation::Runs => None,
+            Relation::Rescore => Some(format!(
+                "`{}` is `{}` graded again (`sage rescore`): the agents' transcripts are the same, only the references changed, so every difference below is the grading's, not the models'. {} dialogues were graded differently (their reference routes changed); the `regraded dialogues` rows compare them, and they are listed below. `lower` and `higher` say how the corrected scenario scores the same answers.",
+                self.current,
+                self.baseline,
+                self.changed.len()
+            )),
+            Relation::Rejudge => Some(format!(
+                "`{}` and `{}` hold the same transcripts judged by different panels (`sage rejudge`): only the judge panel changed, so every difference below is the panel's, not the models'. `lower` and `higher` say how the new panel scores the same answers.",
+                self.current, self.baseline
+            )),
+        }
     }
 
     /// One line on what was compared.
     fn header(&self) -> String {
         let models = self.models().count();
+        let unpaired = self.unpaired_models().len();
         let mut out = format!(
-            "`{}` (current) against `{}` (baseline): {} paired dialogues, {} model{}; {} only in `{}`, {} only in `{}`",
+            "`{}` (current) against `{}` (baseline): {} paired dialogues, {} model{}{}; {} only in `{}`, {} only in `{}`",
             self.current,
             self.baseline,
             self.shared,
             models,
             if models == 1 { "" } else { "s" },
+            if unpaired > 0 {
+                format!(" ({unpaired} compared unpaired)")
+            } else {
+                String::new()
+            },
             self.only_current,
             self.current,
             self.only_baseline,
@@ -897,25 +1278,47 @@ impl Comparison {
         );
         if self.mismatched > 0 {
             out.push_str(&format!(
-                "; {} ids in both with a different case, left out",
+                "; {} ids in both with a different case, left out of the paired tests",
                 self.mismatched
             ));
         }
         out.push('.');
+        if self.left_out.0 > 0 {
+            out.push_str(&format!(
+                " Unpaired: {} strata (scenario x target route) held by one run only, {} dialogues, left out of the estimates.",
+                self.left_out.0, self.left_out.1
+            ));
+        }
         out
     }
 
     /// How the differences are computed and tested, in a few sentences.
     fn method_text(&self) -> String {
         let m = &self.method;
+        let tests = self
+            .models()
+            .map(|r| r.test)
+            .collect::<std::collections::BTreeSet<_>>();
+        let paired = "Paired (a model with at least half of its dialogues paired in each run): means over every scored turn of the paired dialogues, and [..] the {conf} interval of a paired cluster bootstrap over the cases.";
+        let unpaired = "Unpaired (a model with fewer of its dialogues paired): over all the model's dialogues in both runs, Δ the post-stratified difference Σ w_s (m_current,s − m_baseline,s) over the strata s (scenario x target route; an adversarial level's: its scenarios) both runs hold, m the mean over every scored turn of a run's cases in the stratum and w_s its share of both runs' scored turns; [..] the {conf} interval of a bootstrap that resamples each run's cases apart within each stratum.";
+        let mut how: Vec<&str> = Vec::new();
+        if tests.contains(&Test::Paired) {
+            how.push(paired);
+        }
+        if tests.contains(&Test::Unpaired) {
+            how.push(unpaired);
+        }
+        let conf = format!("{:.0}%", m.bootstrap.confidence * 100.0);
         format!(
-            "Δ = current − baseline, points 0-100, means over every scored turn of the paired dialogues; [..] is the {:.0}% interval of a paired cluster bootstrap over the cases (B = {}, seed {}); p is two-sided from the same resamples (the smallest possible is {:.5}). Groups of at least {} paired cases are tested ({} groups, the per-model rows included) and their p-values adjusted together by Benjamini-Hochberg: a regression or an improvement has q < {} and an interval that excludes 0. Smaller groups are exploratory: no verdict. The noise floor is half the interval's width: a smaller |Δ| cannot be told from noise.",
-            m.bootstrap.confidence * 100.0,
+            "Δ = current − baseline, points 0-100. {} B = {}, seed {}; p is two-sided from the same resamples (the smallest possible is {:.5}). Groups of at least {} cases (paired cases, or cases in each run) are tested ({} groups, the per-model rows included) and their p-values adjusted together by Benjamini-Hochberg: a group is `{}` or `{}` only when q < {} and its interval excludes 0. Smaller groups are exploratory: no verdict. The noise floor is half the interval's width: a smaller |Δ| cannot be told from noise.",
+            how.join(" ").replace("{conf}", &conf),
             m.bootstrap.resamples,
             m.bootstrap.seed,
             m.smallest_p(),
             m.min_paired,
             m.tested,
+            self.verdict_name(Verdict::Regression),
+            self.verdict_name(Verdict::Improvement),
             m.alpha,
         )
     }
