@@ -423,68 +423,22 @@ fn the_warning_box_shows_when_under_half_pairs() {
     shot(&tab, "section#compare", "compare-warning");
 }
 
-/// 27 model names as providers spell them (the `/` a folder cannot hold written `--`).
-const LONG_NAMES: [&str; 27] = [
-    "meta-llama--Llama-3.3-70B-Instruct-Turbo",
-    "CohereForAI--c4ai-command-r-plus-08-2024",
-    "meta-llama--Meta-Llama-3.1-405B-Instruct-Turbo",
-    "meta-llama--Meta-Llama-3.1-8B-Instruct-Turbo",
-    "mistralai--Mixtral-8x22B-Instruct-v0.1",
-    "mistralai--Mistral-Small-24B-Instruct-2501",
-    "Qwen--Qwen2.5-72B-Instruct-Turbo",
-    "Qwen--Qwen2.5-7B-Instruct-Turbo",
-    "Qwen--QwQ-32B-Preview",
-    "deepseek-ai--DeepSeek-V3",
-    "deepseek-ai--DeepSeek-R1-Distill-Llama-70B",
-    "google--gemma-2-27b-it",
-    "google--gemma-2-9b-it",
-    "microsoft--WizardLM-2-8x22B",
-    "NousResearch--Nous-Hermes-2-Mixtral-8x7B-DPO",
-    "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF",
-    "databricks--dbrx-instruct",
-    "upstage--SOLAR-10.7B-Instruct-v1.0",
-    "togethercomputer--StripedHyena-Nous-7B",
-    "Gryphe--MythoMax-L2-13b",
-    "allenai--OLMo-2-1124-13B-Instruct",
-    "01-ai--Yi-34B-Chat",
-    "openchat--openchat-3.6-8b-20240522",
-    "teknium--OpenHermes-2.5-Mistral-7B",
-    "HuggingFaceH4--zephyr-7b-beta",
-    "WizardLMTeam--WizardLM-13B-V1.2",
-    "lmsys--vicuna-13b-v1.5",
-];
-
-/// A run of the 27 [`LONG_NAMES`] (simulated agents, each deriving its action right a little
-/// more often than the one before) on one scenario,
-/// `cases` cases, seed `seed`.
+/// A run of the first 27 sweep models (`common::SWEEP_MODELS`, long names as providers spell
+/// them) on one scenario, `cases` cases, seed `seed`.
 fn long_names_config(dir: &Path, cases: usize, seed: u64) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut text = String::from("models:\n");
-    for (i, name) in LONG_NAMES.iter().enumerate() {
-        // Skills that differ from model to model, as real models' do.
-        let skill = 0.45 + 0.02 * i as f64;
-        text.push_str(&format!(
-            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: strong, skills: {{action_derivation: {skill:.2}}}}}}}\n"
-        ));
+    let telecom = common::scenario_path("telecom_package");
+    common::Sweep {
+        models: 27,
+        scenarios: &[&telecom],
+        cases,
+        min_per_route: 0,
+        max_turns: 4,
+        judges: 1,
+        seed,
     }
-    text.push_str(&format!(
-        "  - {{name: sim-user, provider: simulated, sim: {{kind: user}}}}
-  - {{name: sim-judge-1, provider: simulated, sim: {{kind: judge}}}}
-service_models: [{}]
-user_model: sim-user
-judge_models: [sim-judge-1]
-scenarios: ['{}']
-dialogues_per_scenario: {cases}
-min_per_route: 0
-max_turns: 4
-seed: {seed}
-",
-        LONG_NAMES.join(", "),
-        root.join("telecom_package.yaml").display()
-    ));
-    let path = dir.join(format!("long-{seed}.yaml"));
-    std::fs::write(&path, text).expect("config");
-    path.display().to_string()
+    .write(dir)
+    .display()
+    .to_string()
 }
 
 /// 27 models with long names: in a 1366 and a 1024 pixel window the page is no wider than the
@@ -518,7 +472,7 @@ fn twenty_seven_long_model_names_are_whole_and_the_page_fits_the_window() {
             seen["inner"]
         );
         let labels = seen["labels"].as_array().expect("labels");
-        assert_eq!(labels.len(), LONG_NAMES.len());
+        assert_eq!(labels.len(), 27);
         for label in labels {
             assert_eq!(label["text"], label["model"], "{width}: {label}");
             assert_eq!(label["inside"], true, "{width}: {label}");

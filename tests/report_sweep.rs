@@ -41,14 +41,17 @@ fn sweep(n: usize) -> &'static Path {
     let slot = if n == 27 { &RUNS[0] } else { &RUNS[1] };
     slot.get_or_init(|| {
         let dir = common::fresh_dir(&format!("report_sweep_{n}"));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let scenarios = ["telecom_package", "airline_refund"].map(|s| {
-            root.join(format!("scenarios/{s}.yaml"))
-                .display()
-                .to_string()
-        });
-        let scenarios: Vec<&str> = scenarios.iter().map(String::as_str).collect();
-        let config = common::write_sweep_config(&dir, n, &scenarios, 2, 7);
+        let scenarios = ["telecom_package", "airline_refund"].map(common::scenario_path);
+        let config = common::Sweep {
+            models: n,
+            scenarios: &scenarios.each_ref().map(String::as_str),
+            cases: 2,
+            min_per_route: 1,
+            max_turns: 8,
+            judges: 3,
+            seed: 7,
+        }
+        .write(&dir);
         common::run_config(&config, &dir, "sweep")
     })
 }

@@ -358,51 +358,83 @@ pub const SWEEP_MODELS: [&str; 60] = [
     "stepfun-ai--Step-2-16k",
 ];
 
-/// Writes a sweep's run configuration: the first `n` of [`SWEEP_MODELS`] as simulated agents,
+/// A sweep's run configuration: the first `models` of [`SWEEP_MODELS`] as simulated agents,
 /// each a little weaker than the one before (classification, action, format errors), the
-/// simulated customer and three judges, on `scenarios` (paths), `dialogues` cases per scenario
-/// and one per route at least.
-pub fn write_sweep_config(
-    dir: &Path,
-    n: usize,
-    scenarios: &[&str],
-    dialogues: usize,
-    seed: u64,
-) -> PathBuf {
-    let mut text = String::from("models:\n");
-    let names = &SWEEP_MODELS[..n];
-    for (i, name) in names.iter().enumerate() {
-        let f = i as f64 / (n.max(2) - 1) as f64;
+/// simulated customer and `judges` judges (1 or 3), on `scenarios` (paths).
+#[derive(Debug, Clone)]
+pub struct Sweep<'a> {
+    /// Models under test.
+    pub models: usize,
+    /// Scenario files.
+    pub scenarios: &'a [&'a str],
+    /// Cases per scenario.
+    pub cases: usize,
+    /// Cases per route at least.
+    pub min_per_route: usize,
+    /// Most turns.
+    pub max_turns: u32,
+    /// Judges (1 or 3).
+    pub judges: usize,
+    /// The run seed.
+    pub seed: u64,
+}
+
+impl Sweep<'_> {
+    /// Writes the configuration into `dir` (`sweep-MODELS-SEED.yaml`): its path.
+    pub fn write(&self, dir: &Path) -> PathBuf {
+        let n = self.models;
+        let mut text = String::from("models:\n");
+        let names = &SWEEP_MODELS[..n];
+        for (i, name) in names.iter().enumerate() {
+            let f = i as f64 / (n.max(2) - 1) as f64;
+            text.push_str(&format!(
+                "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: balanced, skills: {{classification_accuracy: {:.3}, action_derivation: {:.3}, format_error_rate: {:.3}}}}}}}\n",
+                0.97 - 0.35 * f,
+                0.95 - 0.40 * f,
+                0.01 + 0.08 * f
+            ));
+        }
+        text.push_str("  - {name: sim-user, provider: simulated, sim: {kind: user}}\n");
+        let judges: Vec<String> = (1..=self.judges)
+            .map(|j| format!("sim-judge-{j}"))
+            .collect();
+        for (j, name) in judges.iter().enumerate() {
+            text.push_str(&format!(
+                "  - {{name: {name}, provider: simulated, sim: {{kind: judge, noise: {:.2}}}}}\n",
+                0.03 * j as f64
+            ));
+        }
+        let scenarios: Vec<String> = self.scenarios.iter().map(|s| format!("'{s}'")).collect();
         text.push_str(&format!(
-            "  - {{name: {name}, provider: simulated, sim: {{kind: agent, profile: balanced, skills: {{classification_accuracy: {:.3}, action_derivation: {:.3}, format_error_rate: {:.3}}}}}}}\n",
-            0.97 - 0.35 * f,
-            0.95 - 0.40 * f,
-            0.01 + 0.08 * f
-        ));
-    }
-    text.push_str(
-        "  - {name: sim-user, provider: simulated, sim: {kind: user}}
-  - {name: sim-judge-1, provider: simulated, sim: {kind: judge}}
-  - {name: sim-judge-2, provider: simulated, sim: {kind: judge, noise: 0.03}}
-  - {name: sim-judge-3, provider: simulated, sim: {kind: judge, noise: 0.06}}
-",
-    );
-    text.push_str(&format!(
-        "service_models: [{}]
+            "service_models: [{}]
 user_model: sim-user
-judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]
+judge_models: [{}]
 scenarios: [{}]
-dialogues_per_scenario: {dialogues}
-min_per_route: 1
-max_turns: 8
-seed: {seed}
+dialogues_per_scenario: {}
+min_per_route: {}
+max_turns: {}
+seed: {}
 ",
-        names.join(", "),
-        scenarios.join(", ")
-    ));
-    let path = dir.join(format!("sweep-{n}.yaml"));
-    std::fs::write(&path, text).expect("config");
-    path
+            names.join(", "),
+            judges.join(", "),
+            scenarios.join(", "),
+            self.cases,
+            self.min_per_route,
+            self.max_turns,
+            self.seed
+        ));
+        let path = dir.join(format!("sweep-{n}-{}.yaml", self.seed));
+        std::fs::write(&path, text).expect("config");
+        path
+    }
+}
+
+/// The path of a bundled scenario (`scenarios/ID.yaml`).
+pub fn scenario_path(id: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("scenarios/{id}.yaml"))
+        .display()
+        .to_string()
 }
 
 /// Runs `sage run --config CONFIG --out OUT --run-id ID --quiet` (it must succeed): the run's

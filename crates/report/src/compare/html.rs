@@ -21,11 +21,10 @@ const COMPARE_CSS: &str = "\
 .warning{border:2px solid var(--bad);background:color-mix(in srgb,var(--bad) 12%,var(--bg));color:var(--fg);padding:10px 14px;border-radius:6px;margin:14px 0;font-size:15px}\
 .warning strong{color:var(--bad)}\
 .relation{border:2px solid var(--accent);padding:10px 14px;border-radius:6px;margin:14px 0;font-size:15px}\
-.scroll{overflow-x:auto;max-width:100%;--sticky-top:0px}\
 svg.forest{max-width:100%;height:auto}\
 span.why{color:var(--muted);font-size:12px;flex-basis:100%}\
-tr.regression td:first-child{box-shadow:inset 3px 0 var(--bad)}\
-tr.improvement td:first-child{box-shadow:inset 3px 0 var(--good)}\
+table.data tr.regression td:first-child{box-shadow:inset 3px 0 var(--bad)}\
+table.data tr.improvement td:first-child{box-shadow:inset 3px 0 var(--good)}\
 td.verdict{font-size:12px}\
 svg.forest{font-size:12px}\
 svg.forest .noise-floor{fill:var(--line);opacity:.75}\
@@ -176,7 +175,7 @@ impl Comparison {
     /// `compare-regraded`, a rescore's regraded dialogues), in its scroll box.
     fn models_table(&self, id: &str, rows: &[&Row]) -> Markup {
         html! {
-            div.scroll {
+            div.table-box {
             table.data id=(id) {
                 thead {
                     tr {
@@ -227,7 +226,7 @@ impl Comparison {
                         self.changed.len()
                     ))
                 }
-                div.scroll {
+                div.table-box {
                 table.data #compare-changed {
                     thead {
                         tr {
@@ -266,7 +265,7 @@ impl Comparison {
     /// A table of groups (`tested`: with their verdict and q), in its scroll box.
     fn group_table(&self, id: &str, rows: &[&Row], tested: bool) -> Markup {
         html! {
-            div.scroll {
+            div.table-box {
             table.data id=(id) {
                 thead {
                     tr {

@@ -570,13 +570,13 @@ pub const CSS: &str = r#"
 #dialogue-view table.case-verdicts td.model label{white-space:nowrap;cursor:pointer}
 #dialogue-view table.case-verdicts td.model a{font-size:12px}
 #dialogue-view table.case-verdicts th.turn-n{min-width:1.9em}
-.verdict{text-align:center;font-weight:700}
+#dialogue-view .verdict{text-align:center;font-weight:700}
 #dialogue-view table.case-verdicts td.verdict{padding:2px 3px}
-.verdict.v-followed{color:var(--good)}
-.verdict.v-left{color:var(--bad);background:rgba(198,40,40,.12)}
-.verdict.v-format{color:var(--bad);background:rgba(198,40,40,.24)}
-.verdict.v-infra{color:var(--warn)}
-.verdict.v-unjudged,.verdict.v-noref{color:var(--muted);font-weight:400}
+#dialogue-view .verdict.v-followed{color:var(--good)}
+#dialogue-view .verdict.v-left{color:var(--bad);background:rgba(198,40,40,.12)}
+#dialogue-view .verdict.v-format{color:var(--bad);background:rgba(198,40,40,.24)}
+#dialogue-view .verdict.v-infra{color:var(--warn)}
+#dialogue-view .verdict.v-unjudged,#dialogue-view .verdict.v-noref{color:var(--muted);font-weight:400}
 #dialogue-view .case-scroll{overflow-x:auto;max-width:100%}
 #dialogue-view table.case-turns .turn{margin:0}
 #dialogue-view table.case-turns .facts{margin:4px 0;font-size:12px}
