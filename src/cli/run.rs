@@ -3,6 +3,7 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::runner::run_embedded;
+use sage_core::plan::estimate::RunEstimate;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::Adversarial;
 use sage_core::sop::Sop;
@@ -24,7 +25,9 @@ pub struct RunArgs {
     /// Continue a stopped run from its results folder (finished dialogues are kept).
     #[arg(long, conflicts_with = "config")]
     resume: Option<PathBuf>,
-    /// Cases per scenario (overrides the configuration).
+    /// Cases asked for per scenario, intent-balanced (overrides dialogues_per_scenario): before
+    /// the cases min_per_route adds for routes they cover less often, and before repeats; the
+    /// run plays every case repeats times with every model under test (`--plan` counts them).
     #[arg(long)]
     dialogues: Option<usize>,
     /// Runs of each case. With 2 or more, the leaderboard adds pass^k (the share of cases whose
@@ -62,6 +65,38 @@ pub struct RunArgs {
     budgets: BudgetArgs,
     #[command(flatten)]
     trace: super::TraceArgs,
+    #[command(flatten)]
+    plan: PlanArgs,
+}
+
+/// `--plan` and `--json` of `sage run` and `sage sweep`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct PlanArgs {
+    /// Print what the run would do and exit 0, without running, connecting or writing
+    /// anything: the dialogues per scenario and model under test and why (cases asked, cases
+    /// min_per_route adds, adversarial levels, repeats), the model calls per role (at most and
+    /// expected), the expected tokens and the cost at the configured prices (docs/cli.md).
+    #[arg(long, conflicts_with = "resume")]
+    pub plan: bool,
+    /// With --plan: the plan as one JSON document on standard output.
+    #[arg(long, requires = "plan")]
+    pub json: bool,
+}
+
+impl PlanArgs {
+    /// Prints a plan on standard output: its `text`, or with `--json` its `json`.
+    pub fn print(
+        self,
+        text: impl FnOnce() -> String,
+        json: impl FnOnce() -> serde_json::Result<serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&json()?)?);
+        } else {
+            print!("{}", terminal_safe(&text()));
+        }
+        Ok(())
+    }
 }
 
 /// The cost budget flags of `sage run` and `sage sweep`.
@@ -196,6 +231,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let scenarios = inputs::load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
+    let estimate = RunEstimate::new(&config, &sops);
+    if args.plan.plan {
+        // Nothing is set up, created or written: no API key is needed to plan.
+        return args
+            .plan
+            .print(|| estimate.text(), || serde_json::to_value(&estimate));
+    }
     super::set_up_models(&config.models)?;
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
@@ -219,8 +261,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
     }
     eprintln!(
-        "run {run_id}: {} dialogues -> {}",
-        jobs.len(),
+        "run {run_id}: {} -> {}",
+        estimate.line(),
         run_dir.path().display()
     );
     let progress = (!args.quiet).then(|| super::progress_bar(jobs.len(), "dialogues"));
@@ -255,6 +297,7 @@ impl RunArgs {
             resume: self.resume.as_deref(),
             quiet: self.quiet,
             metrics_addr: self.metrics_addr,
+            plan: self.plan,
         })
     }
 
