@@ -648,19 +648,22 @@ fn export_report(
         "turns"
     };
     if let Some(d) = &stats.dpo {
+        let below = options.max_rejected_logic;
         out.push(format!(
-            "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic {}), {} neither; {} contexts with a candidate, {} without a pair of two models{}",
-            d.chosen,
-            d.rejected,
-            options.max_rejected_logic,
-            d.neither,
-            d.contexts,
-            d.unpaired,
-            if d.mismatched > 0 {
-                format!(", {} pairs whose records no longer match (left out)", d.mismatched)
-            } else {
-                String::new()
-            }
+            "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic {below}), {} neither",
+            d.chosen, d.rejected, d.neither,
+        ));
+        let mismatched = if d.mismatched > 0 {
+            format!(
+                " ({} of them left out: their records no longer match)",
+                d.mismatched
+            )
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "yield: {} of {} contexts had a pair{mismatched} (a context: a case at a turn, the dialogue before it the same, with scored answers); without one: {} answered by one model only (the models' dialogues of the case went apart before that turn, or ended), {} with no answer of logic 100, {} with none below --max-rejected-logic {below}, {} whose chosen and rejected answers are all one model's",
+            d.paired, d.contexts, d.one_model, d.no_chosen, d.no_rejected, d.same_model,
         ));
     }
     if options.dedup {
