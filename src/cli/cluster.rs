@@ -4,8 +4,8 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::cluster::{Served, collector, submit, worker};
-use sage_core::plan::desk::DeskEstimate;
-use sage_core::plan::estimate::RunEstimate;
+use sage_core::estimate::RunEstimate;
+use sage_core::estimate::desk::DeskEstimate;
 use sage_core::protocol::Role;
 use sage_ports::telemetry::Health;
 use sage_ports::telemetry::trace::{self, LogFormat};
@@ -299,7 +299,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     budgets: super::run::BudgetArgs,
     #[command(flatten)]
-    plan: super::run::PlanArgs,
+    plan: super::PlanArgs,
 }
 
 /// `sage sweep`.

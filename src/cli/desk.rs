@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use sage_actors::desk::run_stored;
-use sage_core::plan::desk::DeskEstimate;
+use sage_core::estimate::desk::DeskEstimate;
 use sage_ports::store::desk::{DeskManifest, Stored};
 use sage_ports::store::{RunDir, inputs};
 use sage_report::transcript::terminal_safe;
@@ -31,7 +31,7 @@ pub struct DeskArgs<'a> {
     /// Serve /metrics here while the run lasts.
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// `--plan`: print what the run would do instead.
-    pub plan: super::run::PlanArgs,
+    pub plan: super::PlanArgs,
 }
 
 /// `sage run --suite support-desk`.

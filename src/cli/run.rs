@@ -3,7 +3,7 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::runner::run_embedded;
-use sage_core::plan::estimate::RunEstimate;
+use sage_core::estimate::RunEstimate;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::Adversarial;
 use sage_core::sop::Sop;
@@ -66,37 +66,7 @@ pub struct RunArgs {
     #[command(flatten)]
     trace: super::TraceArgs,
     #[command(flatten)]
-    plan: PlanArgs,
-}
-
-/// `--plan` and `--json` of `sage run` and `sage sweep`.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct PlanArgs {
-    /// Print what the run would do and exit 0, without running, connecting or writing
-    /// anything: the dialogues per scenario and model under test and why (cases asked, cases
-    /// min_per_route adds, adversarial levels, repeats), the model calls per role (at most and
-    /// expected), the expected tokens and the cost at the configured prices (docs/cli.md).
-    #[arg(long, conflicts_with = "resume")]
-    pub plan: bool,
-    /// With --plan: the plan as one JSON document on standard output.
-    #[arg(long, requires = "plan")]
-    pub json: bool,
-}
-
-impl PlanArgs {
-    /// Prints a plan on standard output: its `text`, or with `--json` its `json`.
-    pub fn print(
-        self,
-        text: impl FnOnce() -> String,
-        json: impl FnOnce() -> serde_json::Result<serde_json::Value>,
-    ) -> anyhow::Result<()> {
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(&json()?)?);
-        } else {
-            print!("{}", terminal_safe(&text()));
-        }
-        Ok(())
-    }
+    plan: super::PlanArgs,
 }
 
 /// The cost budget flags of `sage run` and `sage sweep`.

@@ -4,7 +4,6 @@
 
 pub mod config;
 pub mod desk;
-pub mod estimate;
 pub mod model;
 pub mod rejudge;
 

@@ -22,7 +22,7 @@ pub use sage_core::plan::model::{Latency, SimSpec};
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use sage_core::plan::estimate;
+use sage_core::estimate;
 use sage_core::protocol::{DialogueJob, Role, Usage};
 use sage_core::sop::Sop;
 use std::sync::Arc;
@@ -191,7 +191,7 @@ impl<P: Play> ChatModel for Simulated<P> {
         let (text, finish) = self.model.play(ctx);
         // Token counts as a real tokenizer would roughly give them (4 characters a token). The
         // roles send a simulated model no prompt: one is estimated, as the plan estimates it
-        // (`sage_core::plan::estimate`).
+        // (`sage_core::estimate`).
         let input: usize = if request.messages.is_empty() {
             estimate::simulated_input_chars(ctx.turn)
         } else {

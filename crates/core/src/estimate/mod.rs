@@ -8,9 +8,14 @@
 //!   its first attempt); *expected* is an estimate ([`END_CHANCE`]).
 //! * Tokens: estimates ([`LINE_CHARS`], [`CHARS_PER_TOKEN`]); cost: the tokens at each model's
 //!   price.
+//!
+//! It sits above [`crate::plan`], [`crate::prompts`] and [`crate::scoring`] (it counts the plan,
+//! renders the prompts and prints with the leaderboard's tables); the support desk's in [`desk`].
 
-use super::RunConfig;
-use super::model::{ModelConfig, Price, Provider};
+pub mod desk;
+
+use crate::plan::RunConfig;
+use crate::plan::model::{ModelConfig, Price, Provider};
 use crate::prompts;
 use crate::protocol::rubric::DIMENSIONS;
 use crate::protocol::{DialogueJob, JudgeTurns, Line, Speaker};
@@ -411,17 +416,17 @@ fn simulated(model: &ModelConfig) -> bool {
 impl RunEstimate {
     /// What `config` will do over `sops` (checked, in the run's order).
     pub fn new(config: &RunConfig, sops: &[Arc<Sop>]) -> RunEstimate {
-        let plan = super::Plan::new(config, "plan", sops);
+        let plan = crate::plan::Plan::new(config, "plan", sops);
         let repeats = config.repeats.max(1) as usize;
         let n_models = config.service_models.len();
         let scenarios: Vec<ScenarioEstimate> = sops
             .iter()
             .map(|sop| {
-                let cases = super::case_plan(config, sop);
+                let cases = crate::plan::case_plan(config, sop);
                 let added = (0..cases.len()).filter(|&i| cases.supplemented(i)).count();
                 let mut levels = [0; 3];
                 let mut played = 0;
-                for i in super::played(config, &cases) {
+                for i in crate::plan::played(config, &cases) {
                     played += 1;
                     levels[match cases.adversarial(i) {
                         Adversarial::Zero => 0,
