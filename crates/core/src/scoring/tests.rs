@@ -1399,12 +1399,12 @@ const MANY_MODELS: [&str; 27] = [
     "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF",
 ];
 
-/// The six bundled scenarios played by [`MANY_MODELS`], one dialogue each, model `i` with
-/// Logic parts `i / 27` (so OA rises with `i`), under `judge_turns`.
-fn many_models(judge_turns: crate::protocol::JudgeTurns) -> Summary {
+/// The six bundled scenarios played by the first `n` of [`MANY_MODELS`], one dialogue each,
+/// model `i` with Logic parts `i / 27` (so OA rises with `i`), under `judge_turns`.
+fn many_models(n: usize, judge_turns: crate::protocol::JudgeTurns) -> Summary {
     let ab = fields(&[("A", text("x")), ("B", text("z"))]);
     let mut records = Vec::new();
-    for (i, name) in MANY_MODELS.iter().enumerate() {
+    for (i, name) in MANY_MODELS.iter().enumerate().take(n) {
         let share = i as f64 / MANY_MODELS.len() as f64;
         for (k, sc) in crate::scenario::bundled::BUNDLED.iter().enumerate() {
             let sc = sc.0.trim_end_matches(".yaml");
@@ -1429,7 +1429,7 @@ fn many_models(judge_turns: crate::protocol::JudgeTurns) -> Summary {
 
 #[test]
 fn the_terminal_leaderboard_fits_120_columns_at_27_models_ranked_by_oa() {
-    let s = many_models(crate::protocol::JudgeTurns::Paper);
+    let s = many_models(27, crate::protocol::JudgeTurns::Paper);
     assert_eq!(s.models.len(), 27);
     let text = leaderboard_text(&s);
     for line in text.lines() {
@@ -1519,8 +1519,8 @@ fn names_are_cut_in_the_middle_and_stay_apart() {
 
 #[test]
 fn the_turn_depth_table_shows_one_oa_column_when_the_judged_turns_are_the_turn_level_ones() {
-    let paper = leaderboard_markdown(&many_models(crate::protocol::JudgeTurns::Paper));
-    let every = leaderboard_markdown(&many_models(crate::protocol::JudgeTurns::Every));
+    let paper = leaderboard_markdown(&many_models(2, crate::protocol::JudgeTurns::Paper));
+    let every = leaderboard_markdown(&many_models(2, crate::protocol::JudgeTurns::Every));
     let depth = |md: &str| -> String {
         let at = md.find("## Turn depth (OA)").expect("the table");
         md[at..].lines().nth(2).unwrap().to_string()
