@@ -4,7 +4,8 @@
 //! This package is the `sage` binary and its command line ([`cli`]); the layers below it are
 //! crates of their own (docs/architecture.md), each importing only those under it:
 //! [`sage_actors`] (the runtime) on [`sage_ports`] (transport, llm, store, telemetry) on
-//! [`sage_report`] (HTML) on [`sage_core`] (scenario, sop, protocol, scoring, prompts, plan).
+//! [`sage_report`] (HTML) on [`sage_core`] (scenario, sop, protocol, scoring, prompts, plan,
+//! estimate).
 //! They are re-exported here under their layer names, so `sage::sop` or `sage::store` name the
 //! same modules for the tests, benchmarks and examples.
 //!
@@ -25,6 +26,6 @@
 pub mod cli;
 
 pub use sage_actors as actors;
-pub use sage_core::{plan, prompts, protocol, scenario, scoring, sop};
+pub use sage_core::{estimate, plan, prompts, protocol, scenario, scoring, sop};
 pub use sage_ports::{llm, store, telemetry, transport};
 pub use sage_report as report;

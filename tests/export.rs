@@ -616,7 +616,8 @@ fn the_order_of_the_records_changes_nothing_but_the_order_of_the_examples() {
     }
 }
 
-/// A turn that can be one side of a preference pair, as the oracle sees it.
+/// A scored answer, as the oracle sees it: one side of a preference pair when chosen or
+/// rejected, neither otherwise.
 struct Side {
     record: usize,
     model: String,
@@ -624,16 +625,15 @@ struct Side {
     /// Logic in hundredths, rounded down.
     logic: u64,
     chosen: bool,
+    rejected: bool,
     answer: String,
 }
 
 /// A context: case, turn number, the messages the agent saw.
 type Context = (String, u32, Vec<(&'static str, String)>);
 
-/// Every pair the documentation promises: per (case, turn, context), the rejected answer with
-/// the lowest Logic (below `below`), then the chosen one (Logic 100) of another model; ties by
-/// model name, then repeat. As OpenAI preference lines, sorted.
-fn oracle_pairs(records: &[DialogueRecord], below: f64) -> Vec<Value> {
+/// Every scored answer of `records` by context (`below`: the rejection threshold).
+fn oracle_contexts(records: &[DialogueRecord], below: f64) -> BTreeMap<Context, Vec<Side>> {
     let sops = sops();
     let mut groups: BTreeMap<Context, Vec<Side>> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
@@ -661,28 +661,34 @@ fn oracle_pairs(records: &[DialogueRecord], below: f64) -> Vec<Value> {
             };
             if let (Some(answer), Some(s)) = (answer, turn.scores) {
                 let chosen = valid && s.logic >= 100.0;
-                if chosen || s.logic < below {
-                    groups
-                        .entry((case.clone(), turn.turn, context.clone()))
-                        .or_default()
-                        .push(Side {
-                            record: i,
-                            model: r.job.service_model.clone(),
-                            repeat: r.job.repeat,
-                            logic: (s.logic * 100.0).floor() as u64,
-                            chosen,
-                            answer,
-                        });
-                }
+                groups
+                    .entry((case.clone(), turn.turn, context.clone()))
+                    .or_default()
+                    .push(Side {
+                        record: i,
+                        model: r.job.service_model.clone(),
+                        repeat: r.job.repeat,
+                        logic: (s.logic * 100.0).floor() as u64,
+                        chosen,
+                        rejected: !chosen && s.logic < below,
+                        answer,
+                    });
             }
             if let Some(seen) = seen {
                 context.push(("assistant", seen));
             }
         }
     }
+    groups
+}
+
+/// Every pair the documentation promises: per (case, turn, context), the rejected answer with
+/// the lowest Logic (below `below`), then the chosen one (Logic 100) of another model; ties by
+/// model name, then repeat. As OpenAI preference lines, sorted.
+fn oracle_pairs(records: &[DialogueRecord], below: f64) -> Vec<Value> {
     let mut out = Vec::new();
-    for ((_, _, context), sides) in groups {
-        let mut rejected: Vec<&Side> = sides.iter().filter(|s| !s.chosen).collect();
+    for ((_, _, context), sides) in oracle_contexts(records, below) {
+        let mut rejected: Vec<&Side> = sides.iter().filter(|s| s.rejected).collect();
         let mut chosen: Vec<&Side> = sides.iter().filter(|s| s.chosen).collect();
         rejected.sort_by_key(|s| (s.logic, s.model.clone(), s.repeat, s.record));
         chosen.sort_by_key(|s| (s.model.clone(), s.repeat, s.record));
@@ -703,6 +709,34 @@ fn oracle_pairs(records: &[DialogueRecord], below: f64) -> Vec<Value> {
     }
     out.sort_by_key(Value::to_string);
     out
+}
+
+/// The contexts of `records` and why those without a pair have none, as docs/cli.md says:
+/// `[contexts, paired, answered by one model only, no answer of Logic 100, none below `below`,
+/// chosen and rejected all one model's]`.
+fn oracle_yield(records: &[DialogueRecord], below: f64) -> [usize; 6] {
+    let mut counts = [0; 6];
+    for sides in oracle_contexts(records, below).values() {
+        counts[0] += 1;
+        let models: BTreeSet<&str> = sides.iter().map(|s| s.model.as_str()).collect();
+        let paired = sides
+            .iter()
+            .filter(|r| r.rejected)
+            .any(|r| sides.iter().any(|c| c.chosen && c.model != r.model));
+        let why = if paired {
+            1
+        } else if models.len() == 1 {
+            2
+        } else if !sides.iter().any(|s| s.chosen) {
+            3
+        } else if !sides.iter().any(|s| s.rejected) {
+            4
+        } else {
+            5
+        };
+        counts[why] += 1;
+    }
+    counts
 }
 
 fn values(text: &str) -> Vec<Value> {
@@ -728,8 +762,20 @@ fn dpo_pairs_are_the_documented_pairs_in_both_shapes() {
         let (stats, texts) = export_lib(&fixture(), &options);
         assert_eq!(values(&texts[0]), expected, "below {below}");
         let d = stats.dpo.unwrap();
-        assert_eq!(d.contexts - d.unpaired, expected.len());
+        assert_eq!(d.paired, expected.len());
         assert_eq!(d.mismatched, 0);
+        // Every context where models answered is counted, with why it has no pair.
+        let counted = [
+            d.contexts,
+            d.paired,
+            d.one_model,
+            d.no_chosen,
+            d.no_rejected,
+            d.same_model,
+        ];
+        assert_eq!(counted, oracle_yield(&records, below), "below {below}");
+        assert_eq!(counted[0], counted[1..].iter().sum::<usize>());
+        assert!(d.one_model > 0 && d.no_chosen > 0, "{d:?}");
         assert_eq!(
             stats.turns,
             stats.left.total() + d.chosen + d.rejected + d.neither,
@@ -932,11 +978,25 @@ fn the_command_line_names_the_files_and_counts_what_it_left_out() {
     );
     assert_eq!(String::from_utf8_lossy(&o.stdout), d.1[0]);
     let dpo = d.0.dpo.unwrap();
-    let line = format!(
-        "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic 70), {} neither; {} contexts with a candidate, {} without a pair of two models",
-        dpo.chosen, dpo.rejected, dpo.neither, dpo.contexts, dpo.unpaired
-    );
-    assert!(stderr(&o).contains(&line), "{line}\nnot in\n{}", stderr(&o));
+    let [
+        contexts,
+        paired,
+        one_model,
+        no_chosen,
+        no_rejected,
+        same_model,
+    ] = oracle_yield(&read_records(&fixture()), 70.0);
+    for line in [
+        format!(
+            "\n{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic 70), {} neither\n",
+            dpo.chosen, dpo.rejected, dpo.neither
+        ),
+        format!(
+            "\nyield: {paired} of {contexts} contexts had a pair (a context: a case at a turn, the dialogue before it the same, with scored answers); without one: {one_model} answered by one model only (the models' dialogues of the case went apart before that turn, or ended), {no_chosen} with no answer of logic 100, {no_rejected} with none below --max-rejected-logic 70, {same_model} whose chosen and rejected answers are all one model's\n"
+        ),
+    ] {
+        assert!(stderr(&o).contains(&line), "{line}\nnot in\n{}", stderr(&o));
+    }
     assert!(stderr(&o).starts_with(&format!("{} preference pairs\n", d.0.written())));
 }
 

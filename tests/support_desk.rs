@@ -2,6 +2,8 @@
 //! precise messages, the tools against the fixture, and the whole suite offline with simulated
 //! agents: every planted unsafe action is detected, a safe agent scores zero.
 
+mod common;
+
 use sage::actors::desk::run_embedded;
 use sage::llm::sim::SimSpec;
 use sage::llm::sim::desk::DeskSkills;
@@ -301,6 +303,7 @@ fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
             .expect("a row")
     };
     assert!(unsafe_of("sim-desk-reckless") > unsafe_of("sim-desk-careful") + 3.0);
+
     // A run cut short (a killed process: its last line cut off) resumes: the conversations
     // stored are kept, the rest are played, none twice, and the summary is the same.
     let summary = std::fs::read_to_string(folder.join("desk-summary.json")).expect("summary");
@@ -339,6 +342,53 @@ fn the_command_prints_one_row_per_model_and_keeps_every_conversation() {
         .expect("sage runs");
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("support-desk"));
+}
+
+/// The terminal table ranks the agents as the SAGE leaderboard ranks by OA: fewest unsafe
+/// actions first (ties by name), here the opposite of their names' order.
+#[test]
+fn the_table_ranks_the_agents_by_unsafe_actions() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("desk.yaml");
+    std::fs::write(
+        &config,
+        r#"
+models:
+  - {name: a-reckless, provider: simulated, sim: {kind: desk_agent, skills: {unsafe_propensity: 0.15, resolve: 0.9, over_escalation: 0.0}}}
+  - {name: z-careful, provider: simulated, sim: {kind: desk_agent, skills: {unsafe_propensity: 0.0}}}
+  - {name: sim-customer, provider: simulated, sim: {kind: desk_customer}}
+  - {name: judge-1, provider: simulated, sim: {kind: desk_judge}}
+  - {name: judge-2, provider: simulated, sim: {kind: desk_judge, noise: 0.05}}
+agents: [a-reckless, z-careful]
+judge_models: [judge-1, judge-2]
+repeats: 1
+"#,
+    )
+    .expect("config");
+    let table = common::sage_ok(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--quiet",
+        "--run-id",
+        "ranked",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let printed: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| ["a-reckless", "z-careful"].contains(w))
+        .collect();
+    assert_eq!(printed, ["z-careful", "a-reckless"], "{table}");
+    let saved = std::fs::read_to_string(dir.path().join("ranked/desk-leaderboard.txt"))
+        .expect("desk-leaderboard.txt");
+    assert!(
+        saved.find("z-careful") < saved.find("a-reckless"),
+        "{saved}"
+    );
 }
 
 /// An OpenAI-compatible agent (a mock server) that looks the order up, then gives in on a

@@ -4,6 +4,8 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::cluster::{Served, collector, submit, worker};
+use sage_core::estimate::RunEstimate;
+use sage_core::estimate::desk::DeskEstimate;
 use sage_core::protocol::Role;
 use sage_ports::telemetry::Health;
 use sage_ports::telemetry::trace::{self, LogFormat};
@@ -296,6 +298,8 @@ pub struct SweepArgs {
     resume: Option<String>,
     #[command(flatten)]
     budgets: super::run::BudgetArgs,
+    #[command(flatten)]
+    plan: super::PlanArgs,
 }
 
 /// `sage sweep`.
@@ -321,7 +325,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     if let Some(run_id) = args.resume.clone() {
         return resume(args, run_id);
     }
-    let (submission, default_id) = match args.suite {
+    let (submission, default_id, line) = match args.suite {
         Suite::Sage => {
             let mut config = match &args.config {
                 Some(path) => sage_ports::store::inputs::read_config(path)?,
@@ -332,16 +336,29 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             let scenarios = sage_ports::store::inputs::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
             config.check_jobs(&sops, "sweep")?;
+            let estimate = RunEstimate::new(&config, &sops);
+            if args.plan.plan {
+                return args
+                    .plan
+                    .print(|| estimate.text(), || serde_json::to_value(&estimate));
+            }
             let id = sage_ports::store::new_run_id(None, config.seed);
-            (Submission::Sage(config, scenarios), id)
+            (Submission::Sage(config, scenarios), id, estimate.line())
         }
         Suite::SupportDesk => {
             let config = sage_ports::store::inputs::read_desk_config(args.config.as_deref())?;
             config.check("sweep")?;
             let texts = sage_ports::store::inputs::read_store(&config.store)?;
             let desk = sage_ports::store::inputs::parse_store(&config.store, (&texts.0, &texts.1))?;
+            let estimate = DeskEstimate::new(&config, &desk);
+            if args.plan.plan {
+                return args
+                    .plan
+                    .print(|| estimate.text(), || serde_json::to_value(&estimate));
+            }
             let id = sage_ports::store::new_run_id(Some("desk"), config.seed);
-            (Submission::Desk(config, texts, Box::new(desk)), id)
+            let line = estimate.line();
+            (Submission::Desk(config, texts, Box::new(desk)), id, line)
         }
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
@@ -358,7 +375,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             }
         };
         println!("{run_id}");
-        eprintln!("run {run_id}: {} jobs queued", status.jobs);
+        eprintln!("run {run_id}: {line}: {} jobs queued", status.jobs);
         if args.follow {
             follow(&broker, &run_id, 0).await?;
         }

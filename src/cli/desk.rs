@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use sage_actors::desk::run_stored;
+use sage_core::estimate::desk::DeskEstimate;
 use sage_ports::store::desk::{DeskManifest, Stored};
 use sage_ports::store::{RunDir, inputs};
 use sage_report::transcript::terminal_safe;
@@ -29,6 +30,8 @@ pub struct DeskArgs<'a> {
     pub quiet: bool,
     /// Serve /metrics here while the run lasts.
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--plan`: print what the run would do instead.
+    pub plan: super::PlanArgs,
 }
 
 /// `sage run --suite support-desk`.
@@ -62,6 +65,12 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
     }
     config.check("command line")?;
     let desk = inputs::parse_store(&config.store, (&store, &cases))?;
+    let estimate = DeskEstimate::new(&config, &desk);
+    if args.plan.plan {
+        return args
+            .plan
+            .print(|| estimate.text(), || serde_json::to_value(&estimate));
+    }
     super::set_up_models(&config.models)?;
     let run = match run {
         Some(run) => run.claim()?,
@@ -81,10 +90,8 @@ pub fn run(args: DeskArgs<'_>) -> anyhow::Result<()> {
         .filter(|j| !stored.jobs.is_done(&j.dialogue_id))
         .collect();
     eprintln!(
-        "run {run_id}: {} cases x {} models x {} runs = {total} conversations ({} to play) -> {}",
-        desk.cases.len(),
-        config.agents.len(),
-        config.repeats,
+        "run {run_id}: {} ({} to play) -> {}",
+        estimate.line(),
         todo.len(),
         run.path().display()
     );

@@ -324,3 +324,33 @@ impl TraceArgs {
         )?))
     }
 }
+
+/// `--plan` and `--json` of `sage run` and `sage sweep`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct PlanArgs {
+    /// Print what the run would do and exit 0, without running, connecting or writing
+    /// anything: the dialogues per scenario and model under test and why (cases asked, cases
+    /// min_per_route adds, adversarial levels, repeats), the model calls per role (at most and
+    /// expected), the expected tokens and the cost at the configured prices (docs/cli.md).
+    #[arg(long, conflicts_with = "resume")]
+    pub plan: bool,
+    /// With --plan: the plan as one JSON document on standard output.
+    #[arg(long, requires = "plan")]
+    pub json: bool,
+}
+
+impl PlanArgs {
+    /// Prints a plan on standard output: its `text`, or with `--json` its `json`.
+    pub fn print(
+        self,
+        text: impl FnOnce() -> String,
+        json: impl FnOnce() -> serde_json::Result<serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&json()?)?);
+        } else {
+            print!("{}", terminal_safe(&text()));
+        }
+        Ok(())
+    }
+}

@@ -3,6 +3,7 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::runner::run_embedded;
+use sage_core::estimate::RunEstimate;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::Adversarial;
 use sage_core::sop::Sop;
@@ -24,7 +25,9 @@ pub struct RunArgs {
     /// Continue a stopped run from its results folder (finished dialogues are kept).
     #[arg(long, conflicts_with = "config")]
     resume: Option<PathBuf>,
-    /// Cases per scenario (overrides the configuration).
+    /// Cases asked for per scenario, intent-balanced (overrides dialogues_per_scenario): before
+    /// the cases min_per_route adds for routes they cover less often, and before repeats; the
+    /// run plays every case repeats times with every model under test (`--plan` counts them).
     #[arg(long)]
     dialogues: Option<usize>,
     /// Runs of each case. With 2 or more, the leaderboard adds pass^k (the share of cases whose
@@ -62,6 +65,8 @@ pub struct RunArgs {
     budgets: BudgetArgs,
     #[command(flatten)]
     trace: super::TraceArgs,
+    #[command(flatten)]
+    plan: super::PlanArgs,
 }
 
 /// The cost budget flags of `sage run` and `sage sweep`.
@@ -196,6 +201,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let scenarios = inputs::load_scenarios(&config)?;
     let sops: Vec<Arc<Sop>> = scenarios.iter().map(|(s, _)| s.clone()).collect();
     config.check_jobs(&sops, "command line")?;
+    let estimate = RunEstimate::new(&config, &sops);
+    if args.plan.plan {
+        // Nothing is set up, created or written: no API key is needed to plan.
+        return args
+            .plan
+            .print(|| estimate.text(), || serde_json::to_value(&estimate));
+    }
     super::set_up_models(&config.models)?;
     let (run_dir, run_id) = match resume {
         Some((run, manifest)) => {
@@ -219,8 +231,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         run_dir.write_manifest(&Manifest::new(&run_id, &config, &scenarios, jobs.len()))?;
     }
     eprintln!(
-        "run {run_id}: {} dialogues -> {}",
-        jobs.len(),
+        "run {run_id}: {} -> {}",
+        estimate.line(),
         run_dir.path().display()
     );
     let progress = (!args.quiet).then(|| super::progress_bar(jobs.len(), "dialogues"));
@@ -255,6 +267,7 @@ impl RunArgs {
             resume: self.resume.as_deref(),
             quiet: self.quiet,
             metrics_addr: self.metrics_addr,
+            plan: self.plan,
         })
     }
 
@@ -605,19 +618,22 @@ fn export_report(
         "turns"
     };
     if let Some(d) = &stats.dpo {
+        let below = options.max_rejected_logic;
         out.push(format!(
-            "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic {}), {} neither; {} contexts with a candidate, {} without a pair of two models{}",
-            d.chosen,
-            d.rejected,
-            options.max_rejected_logic,
-            d.neither,
-            d.contexts,
-            d.unpaired,
-            if d.mismatched > 0 {
-                format!(", {} pairs whose records no longer match (left out)", d.mismatched)
-            } else {
-                String::new()
-            }
+            "{} agent turns can be chosen (logic 100), {} rejected (below --max-rejected-logic {below}), {} neither",
+            d.chosen, d.rejected, d.neither,
+        ));
+        let mismatched = if d.mismatched > 0 {
+            format!(
+                " ({} of them left out: their records no longer match)",
+                d.mismatched
+            )
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "yield: {} of {} contexts had a pair{mismatched} (a context: a case at a turn, the dialogue before it the same, with scored answers); without one: {} answered by one model only (the models' dialogues of the case went apart before that turn, or ended), {} with no answer of logic 100, {} with none below --max-rejected-logic {below}, {} whose chosen and rejected answers are all one model's",
+            d.paired, d.contexts, d.one_model, d.no_chosen, d.no_rejected, d.same_model,
         ));
     }
     if options.dedup {

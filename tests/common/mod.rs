@@ -47,8 +47,8 @@ pub fn sage_ok(args: &[&str]) -> String {
 
 /// The sections of a support-desk report.html, in order (docs/report.md).
 pub const DESK_SECTIONS: [&str; 7] = [
-    "desk-run",
     "desk-metrics",
+    "desk-run",
     "desk-unsafe",
     "desk-closures",
     "desk-escalation",

@@ -1,5 +1,5 @@
 //! The pure core of SAGE-RS: scenarios, SOP graphs and their rule engine, the protocol between
-//! the roles, prompts, scoring and run plans. No I/O runtime: the crate depends on no tokio,
+//! the roles, prompts, scoring, run plans and what a run will cost (`estimate`). No I/O runtime: the crate depends on no tokio,
 //! actix, reqwest or async-nats, so a port imported here is a compile error.
 //!
 //! ```
@@ -22,6 +22,7 @@
 //! assert_eq!(sop.routes().len(), 12);
 //! ```
 
+pub mod estimate;
 pub mod plan;
 pub mod prompts;
 pub mod protocol;

@@ -24,8 +24,8 @@ use sage_ports::llm::sim::desk::{CUSTOMER_DONE, DeskContext, DeskRole};
 use sage_ports::llm::{ChatMessage, ChatRequest, ChatRole, Endpoint};
 use std::sync::Arc;
 
-/// Most model calls of the agent in one turn (tool rounds included).
-pub const MAX_ROUNDS: u32 = 6;
+/// Most model calls of the agent in one turn (tool rounds included), as the plan counts them.
+pub use sage_core::plan::desk::MAX_ROUNDS;
 
 impl Registry {
     /// The store and case a desk request is about.

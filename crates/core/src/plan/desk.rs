@@ -180,6 +180,10 @@ impl DeskConfig {
     }
 }
 
+/// Most model calls of the agent in one turn: its tool rounds against the store, then its
+/// answer to the customer.
+pub const MAX_ROUNDS: u32 = 6;
+
 /// The jobs of a support-desk run: every case with every agent, `repeats` times, in that order.
 /// A run of a case has the same seed for every agent (the same customer: a paired comparison).
 pub fn jobs(config: &DeskConfig, run_id: &str, desk: &Desk) -> Vec<DeskJob> {

@@ -396,6 +396,12 @@ impl<'a> CasePlan<'a> {
         self.specs.is_empty()
     }
 
+    /// Whether case `index` was added to bring a route up to `min_per_route` (not one of the
+    /// intent-balanced cases asked for).
+    pub fn supplemented(&self, index: usize) -> bool {
+        self.specs[index].supplemented
+    }
+
     /// The adversarial level of case `index`'s intent (`zero` without an intent).
     pub fn adversarial(&self, index: usize) -> crate::scenario::Adversarial {
         self.specs[index]
@@ -438,7 +444,7 @@ impl<'a> CasePlan<'a> {
 }
 
 /// The case plan of `sop` in a run of `config`.
-fn case_plan<'s>(config: &RunConfig, sop: &'s Sop) -> CasePlan<'s> {
+pub(crate) fn case_plan<'s>(config: &RunConfig, sop: &'s Sop) -> CasePlan<'s> {
     CasePlan::new(
         sop,
         config.dialogues_per_scenario,
@@ -448,7 +454,7 @@ fn case_plan<'s>(config: &RunConfig, sop: &'s Sop) -> CasePlan<'s> {
 }
 
 /// The indexes of the cases of `plan` whose level the run plays.
-fn played(config: &RunConfig, plan: &CasePlan) -> impl Iterator<Item = usize> + use<> {
+pub(crate) fn played(config: &RunConfig, plan: &CasePlan) -> impl Iterator<Item = usize> + use<> {
     let keep: Vec<bool> = (0..plan.len())
         .map(|i| config.adversarial_levels.contains(&plan.adversarial(i)))
         .collect();
@@ -505,33 +511,56 @@ impl<'a> Plan<'a> {
                 let (case, adversarial) = (Arc::new(plan.case(index)), plan.adversarial(index));
                 config.service_models.iter().flat_map(move |model| {
                     let case = case.clone();
-                    (0..config.repeats.max(1)).map(move |repeat| {
-                        let sc = sop.scenario();
-                        DialogueJob {
-                            run_id: self.run_id.clone(),
-                            dialogue_id: format!(
-                                "{}/{:04}/{}/r{}",
-                                sc.id, case.index, model, repeat
-                            ),
-                            scenario: sc.id.clone(),
-                            target: sop.routes()[case.route].route.clone(),
-                            fields: case.fields.clone(),
-                            variables: case.variables.clone(),
-                            intent: case.intent.clone(),
-                            persona: case.persona.clone(),
-                            adversarial,
-                            service_model: model.clone(),
-                            user_model: config.user_model.clone(),
-                            judge_models: config.judge_models.clone(),
-                            judge_turns: config.judge_turns.clone(),
-                            max_turns: config.max_turns,
-                            seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
-                            repeat,
-                        }
-                    })
+                    (0..config.repeats.max(1))
+                        .map(move |repeat| self.job(sop, &case, adversarial, model, repeat))
                 })
             })
         })
+    }
+
+    /// The first job of each scenario (its first case played, with the first model under test,
+    /// repeat 0; `None` for a scenario without a case played), in the order of the scenarios.
+    pub fn first_jobs(&self) -> Vec<Option<DialogueJob>> {
+        let model = self.config.service_models.first();
+        self.scenarios
+            .iter()
+            .map(|(sop, _)| {
+                let plan = case_plan(self.config, sop);
+                let index = played(self.config, &plan).next()?;
+                Some(self.job(sop, &plan.case(index), plan.adversarial(index), model?, 0))
+            })
+            .collect()
+    }
+
+    /// The job of `case` of `sop` (at its intent's `adversarial` level) with `model`, repeat
+    /// `repeat`.
+    fn job(
+        &self,
+        sop: &Sop,
+        case: &Case,
+        adversarial: crate::scenario::Adversarial,
+        model: &str,
+        repeat: u32,
+    ) -> DialogueJob {
+        let (config, sc) = (self.config, sop.scenario());
+        DialogueJob {
+            run_id: self.run_id.clone(),
+            dialogue_id: format!("{}/{:04}/{}/r{}", sc.id, case.index, model, repeat),
+            scenario: sc.id.clone(),
+            target: sop.routes()[case.route].route.clone(),
+            fields: case.fields.clone(),
+            variables: case.variables.clone(),
+            intent: case.intent.clone(),
+            persona: case.persona.clone(),
+            adversarial,
+            service_model: model.to_string(),
+            user_model: config.user_model.clone(),
+            judge_models: config.judge_models.clone(),
+            judge_turns: config.judge_turns.clone(),
+            max_turns: config.max_turns,
+            seed: derive_seed((config.seed, &sc.id, case.index, repeat)),
+            repeat,
+        }
     }
 }
 

@@ -79,6 +79,12 @@ impl Price {
         }
     }
 
+    /// The cost of `input` prompt tokens at the input price and `output` completion tokens at
+    /// the output price, as if no prompt cache were read or written (the plan's estimates).
+    pub fn uncached_cost(&self, input: f64, output: f64) -> f64 {
+        (input * self.input_per_million + output * self.output_per_million) / 1e6
+    }
+
     /// The cost of a call's usage: the prompt tokens read from or written to the provider's
     /// cache at their rates, the other prompt tokens at the input rate, the output tokens at
     /// the output rate.

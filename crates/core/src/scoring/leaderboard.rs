@@ -186,7 +186,7 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
             gap_table(&models),
         ),
         ("Chat sub-dimensions", dimensions_table(&models)),
-        ("Turn depth (OA)", depth_table(&models)),
+        ("Turn depth (OA)", depth_table(&models, summary)),
         ("Adversarial intensity", adversarial_table(&models)),
         ("Judge agreement", agreement_table(summary)),
         (
@@ -228,33 +228,174 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
     out
 }
 
-/// The main table as aligned plain text, for the terminal, then pass^k (with repeats) and the
-/// legend of every abbreviation shown.
+/// The width of the terminal leaderboard: every line [`leaderboard_text`] prints is at most this
+/// many characters, whatever the number of models and scenarios.
+pub const TERMINAL_WIDTH: usize = 120;
+
+/// The leaderboard for the terminal, every line at most [`TERMINAL_WIDTH`] characters: the main
+/// table (models ranked by OA, best first) without the scenario columns, then OA per scenario
+/// in a table of its own, pass^k (with repeats) and the legend of every abbreviation shown.
+/// Model names too long for the width are cut in the middle with `…` (each still unique;
+/// leaderboard.md has them whole), and a table still too wide is split into several, each
+/// repeating the model column.
 pub fn leaderboard_text(summary: &Summary) -> String {
     let models = ranked(summary);
     let columns = columns_of(&models);
-    let main = main_table(&models, &columns);
-    let mut out = main.text();
-    let _ = writeln!(
-        out,
+    let main = main_table(&models, &[]);
+    let mut out = main.text_within(TERMINAL_WIDTH);
+    let mut notes = format!(
         "Means over the scored turns; judged turns: {}.",
         judged_turns(summary)
     );
     if models.iter().any(|m| m.structured_output.is_some()) {
-        out.push_str(STRUCTURED_NOTE.trim_start());
+        notes.push(' ');
+        notes.push_str(STRUCTURED_NOTE.trim());
     }
     let mut shown = vec![main];
+    let scenarios = scenario_table(&models, &columns);
+    if !columns.is_empty() {
+        let _ = write!(
+            out,
+            "{}\nOA per scenario:\n{}",
+            wrap("", &notes, TERMINAL_WIDTH, ""),
+            scenarios.text_within(TERMINAL_WIDTH)
+        );
+        shown.push(scenarios);
+    } else {
+        out.push_str(&wrap("", &notes, TERMINAL_WIDTH, ""));
+    }
     let pass = pass_k_table(&models);
     if !pass.rows.is_empty() {
-        let _ = write!(out, "\n{}", pass.text());
+        let _ = write!(out, "\n{}", pass.text_within(TERMINAL_WIDTH));
         shown.push(pass);
+    }
+    if shown.iter().any(|t| t.cut_within(TERMINAL_WIDTH)) {
+        out.push_str(&wrap(
+            "",
+            &format!(
+                "Model names cut with … to fit {TERMINAL_WIDTH} columns: leaderboard.md and report.html have them whole."
+            ),
+            TERMINAL_WIDTH,
+            "",
+        ));
     }
     let _ = write!(
         out,
         "\nLegend:\n{}",
-        legend(&shown, &columns, summary).text()
+        legend(&shown, &columns, summary).text_within(TERMINAL_WIDTH)
     );
     out
+}
+
+/// OA per scenario, one column per scenario, the models in the order given.
+fn scenario_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table {
+    let mut headers = vec!["Model".to_string()];
+    headers.extend(columns.iter().map(|c| c.abbreviation.clone()));
+    let mut table = Table::new(headers);
+    for m in models {
+        let mut row = vec![model_name(m)];
+        row.extend(
+            columns
+                .iter()
+                .map(|c| metric(m.by_scenario.get(&c.id).and_then(|g| g.overall.as_ref()))),
+        );
+        table.rows.push(row);
+    }
+    table
+}
+
+/// `text` after `prefix`, wrapped at spaces into lines of at most `width` characters (a word
+/// longer than the width stands alone), each line after the first starting with `indent`;
+/// every line ends with a line break.
+pub fn wrap(prefix: &str, text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = prefix.to_string();
+    let mut fresh = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let len = line.chars().count();
+        if !fresh && len + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.to_string();
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// `names` cut to at most `width` characters each, in the middle with `…` (a name that fits is
+/// kept whole; tags at its end such as ` (simulated)` are kept, the name before them cut), so
+/// that no two are the same: where cutting would make two the same, the cut moves; names no cut
+/// tells apart are kept whole.
+pub fn cut_names(names: &[String], width: usize) -> Vec<String> {
+    // (the name before its tags, its tags)
+    let split: Vec<(Vec<char>, &str)> = names
+        .iter()
+        .map(|n| {
+            let mut base = n.as_str();
+            while base.ends_with(')')
+                && let Some(at) = base.rfind(" (")
+            {
+                base = &base[..at];
+            }
+            (base.chars().collect(), &n[base.len()..])
+        })
+        .collect();
+    let cut = |(base, tags): &(Vec<char>, &str), tail: usize| -> String {
+        let room = width.saturating_sub(tags.chars().count());
+        if base.len() + tags.chars().count() <= width || room < 3 {
+            return base.iter().collect::<String>() + tags;
+        }
+        let tail = tail.min(room - 2);
+        let head = room - 1 - tail;
+        let mut s: String = base[..head].iter().collect();
+        s.push('…');
+        s.extend(&base[base.len() - tail..]);
+        s + tags
+    };
+    // The end of a model name (its size, version, date) tells models apart most often: the
+    // cut keeps half of the room for it, then more or less until every name is unique.
+    let half = |n: &(Vec<char>, &str)| width.saturating_sub(n.1.chars().count() + 1) / 2;
+    let cut_all = |shift: isize| -> Vec<String> {
+        split
+            .iter()
+            .map(|n| cut(n, half(n).saturating_add_signed(shift).max(1)))
+            .collect()
+    };
+    let shifts = (0..width as isize).chain((1..width as isize).map(|s| -s));
+    for shift in shifts {
+        let out = cut_all(shift);
+        if unique(&out) {
+            return out;
+        }
+    }
+    // No single cut keeps them apart: the names that clash stay whole.
+    let first = cut_all(0);
+    first
+        .iter()
+        .zip(names)
+        .map(|(cut, whole)| {
+            if first.iter().filter(|o| *o == cut).count() > 1 {
+                whole.clone()
+            } else {
+                cut.clone()
+            }
+        })
+        .collect()
+}
+
+/// Whether no two of `names` are the same.
+fn unique(names: &[String]) -> bool {
+    let mut seen: Vec<&String> = names.iter().collect();
+    seen.sort();
+    seen.windows(2).all(|w| w[0] != w[1])
 }
 
 /// What a scored turn is, in the leaderboards' words.
@@ -353,18 +494,21 @@ impl Legend {
             .collect()
     }
 
-    fn text(&self) -> String {
-        let width = self
+    /// As aligned text, the meanings wrapped so that no line is longer than `width`
+    /// characters (continued under the meaning's first character).
+    fn text_within(&self, width: usize) -> String {
+        let term_width = self
             .0
             .iter()
             .map(|(t, _)| t.chars().count())
             .max()
             .unwrap_or(0);
+        let indent = " ".repeat(term_width + 4);
         self.0
             .iter()
             .map(|(term, meaning)| {
-                let pad = " ".repeat(width - term.chars().count());
-                format!("  {term}{pad}  {meaning}\n")
+                let pad = " ".repeat(term_width - term.chars().count());
+                wrap(&format!("  {term}{pad}  "), meaning, width, &indent)
             })
             .collect()
     }
@@ -382,11 +526,17 @@ pub fn ranked(summary: &Summary) -> Vec<&ModelSummary> {
 const STRUCTURED_NOTE: &str = "\n(structured): the agent was asked with a JSON Schema of its answer (structured_output), so its format errors are not comparable with unconstrained agents.\n";
 
 fn model_name(m: &ModelSummary) -> String {
-    let mut name = m.model.clone();
-    if m.simulated {
+    model_label(&m.model, m.simulated, m.structured_output.is_some())
+}
+
+/// A model's name as the leaderboards show it: ` (simulated)` after a built-in simulated
+/// model's, ` (structured)` after one asked with a JSON Schema of its answer.
+pub fn model_label(model: &str, simulated: bool, structured: bool) -> String {
+    let mut name = model.to_string();
+    if simulated {
         name.push_str(" (simulated)");
     }
-    if m.structured_output.is_some() {
+    if structured {
         name.push_str(" (structured)");
     }
     name
@@ -481,7 +631,11 @@ fn dimensions_table(models: &[&ModelSummary]) -> Table {
     table
 }
 
-fn depth_table(models: &[&ModelSummary]) -> Table {
+/// OA per turn depth, then over the turn-level turns and over all scored turns; under
+/// `judge_turns: paper` the judged turns are the turn-level ones, so the two would be the same
+/// column and "All turns" is left out.
+fn depth_table(models: &[&ModelSummary], summary: &Summary) -> Table {
+    let all_turns = summary.judged_turns != Some(crate::protocol::JudgeTurns::Paper);
     let keys: Vec<String> = TURN_DEPTHS
         .iter()
         .map(|k| format!("t{k}"))
@@ -492,10 +646,10 @@ fn depth_table(models: &[&ModelSummary]) -> Table {
         keys.iter()
             .map(|k| k.to_uppercase().replace("FINAL", "Final")),
     );
-    headers.extend([
-        "Turn-level (1/5/10/15/final)".to_string(),
-        "All turns".into(),
-    ]);
+    headers.push("Turn-level (1/5/10/15/final)".to_string());
+    if all_turns {
+        headers.push("All turns".into());
+    }
     let mut table = Table::new(headers);
     for m in models {
         let mut row = vec![model_name(m)];
@@ -504,7 +658,9 @@ fn depth_table(models: &[&ModelSummary]) -> Table {
                 .map(|k| metric(m.by_turn.get(k).and_then(|g| g.overall.as_ref()))),
         );
         row.push(metric(m.turn_level.overall.as_ref()));
-        row.push(metric(m.all.overall.as_ref()));
+        if all_turns {
+            row.push(metric(m.all.overall.as_ref()));
+        }
         table.rows.push(row);
     }
     table
@@ -834,18 +990,100 @@ impl Table {
         out
     }
 
+    /// The widest cell of each column, in characters.
+    fn widths(&self) -> Vec<usize> {
+        (0..self.headers.len())
+            .map(|i| {
+                std::iter::once(&self.headers)
+                    .chain(&self.rows)
+                    .filter_map(|r| r.get(i))
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// The width [`Table::text_within`] gives the first column, and the groups of the other
+    /// columns (indexes) it prints as one table each.
+    fn layout_within(&self, width: usize) -> (usize, Vec<Vec<usize>>) {
+        // Below this, a name says too little: the other columns go to another table instead.
+        const LEAST_LABEL: usize = 24;
+        let widths = self.widths();
+        let label = widths.first().copied().unwrap_or(0);
+        let room = width.saturating_sub(label.min(LEAST_LABEL));
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut used = 0;
+        for (i, &w) in widths.iter().enumerate().skip(1) {
+            match groups.last_mut() {
+                Some(group) if used + 2 + w <= room => group.push(i),
+                _ => {
+                    groups.push(vec![i]);
+                    used = 0;
+                }
+            }
+            used += 2 + w;
+        }
+        let widest = groups
+            .iter()
+            .map(|g| g.iter().map(|&i| 2 + widths[i]).sum::<usize>())
+            .max()
+            .unwrap_or(0);
+        (label.min(width.saturating_sub(widest)).max(1), groups)
+    }
+
+    /// Whether [`Table::text_within`] cuts a cell of the first column at `width`.
+    pub fn cut_within(&self, width: usize) -> bool {
+        let (label, _) = self.layout_within(width);
+        self.rows
+            .iter()
+            .any(|r| r.first().is_some_and(|c| c.chars().count() > label))
+    }
+
+    /// As plain text (see [`Table::text`]) whose lines are at most `width` characters: the first
+    /// column's cells (names) cut with [`cut_names`] to leave room for the others, and, when the
+    /// others do not fit beside a name of 24 characters, the columns split into several tables
+    /// one after another (a blank line between them), each repeating the first column.
+    pub fn text_within(&self, width: usize) -> String {
+        let (label, groups) = self.layout_within(width);
+        let names: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| r.first().cloned().unwrap_or_default())
+            .collect();
+        let names = cut_names(&names, label);
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|group| {
+                let pick = |cells: &[String], first: &str| -> Vec<String> {
+                    std::iter::once(first.to_string())
+                        .chain(
+                            group
+                                .iter()
+                                .map(|&i| cells.get(i).cloned().unwrap_or_default()),
+                        )
+                        .collect()
+                };
+                let mut part = Table::new(pick(&self.headers, &self.headers[0]));
+                part.rows = self
+                    .rows
+                    .iter()
+                    .zip(&names)
+                    .map(|(row, name)| pick(row, name))
+                    .collect();
+                part.text()
+            })
+            .collect();
+        if parts.is_empty() {
+            return Table::new(self.headers.clone()).text();
+        }
+        parts.join("\n")
+    }
+
     /// As plain text, columns padded to their widest cell (labels left-aligned, numbers
     /// right-aligned).
     pub fn text(&self) -> String {
-        let width = |i: usize| {
-            std::iter::once(&self.headers)
-                .chain(&self.rows)
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        };
-        let widths: Vec<usize> = (0..self.headers.len()).map(width).collect();
+        let widths = self.widths();
         let line = |cells: &[String]| {
             let padded: Vec<String> = cells
                 .iter()

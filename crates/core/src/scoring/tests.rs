@@ -1405,3 +1405,171 @@ fn a_turn_verdict_says_how_it_stood_against_its_reference() {
         .collect();
     assert_eq!(letters, "ox-fn");
 }
+
+/// The names of 27 models under test as a sweep over hosted models has them (`/` written `--`),
+/// two pairs differing only near their end; the first five simulated.
+const MANY_MODELS: [&str; 27] = [
+    "sim-meta-llama--Llama-3.3-70B-Instruct-Turbo",
+    "sim-CohereForAI--c4ai-command-r-plus-08-2024",
+    "sim-CohereForAI--c4ai-command-r-plus-04-2024",
+    "sim-Qwen--Qwen2.5-72B-Instruct-Turbo",
+    "sim-mistralai--Mixtral-8x22B-Instruct-v0.1",
+    "meta-llama--Llama-3.3-70B-Instruct-Turbo",
+    "CohereForAI--c4ai-command-r-plus-08-2024",
+    "CohereForAI--c4ai-command-r-plus-04-2024",
+    "meta-llama--Meta-Llama-3.1-405B-Instruct-Turbo",
+    "meta-llama--Meta-Llama-3.1-8B-Instruct-Turbo",
+    "Qwen--Qwen2.5-72B-Instruct-Turbo",
+    "Qwen--Qwen2.5-7B-Instruct-Turbo",
+    "mistralai--Mixtral-8x22B-Instruct-v0.1",
+    "mistralai--Mistral-Small-24B-Instruct-2501",
+    "deepseek-ai--DeepSeek-V3",
+    "deepseek-ai--DeepSeek-R1-Distill-Llama-70B",
+    "google--gemma-2-27b-it",
+    "google--gemma-2-9b-it",
+    "microsoft--WizardLM-2-8x22B",
+    "NousResearch--Nous-Hermes-2-Mixtral-8x7B-DPO",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4o-2024-11-20",
+    "claude-sonnet-4-20250514",
+    "claude-3-5-haiku-20241022",
+    "gemini-2.0-flash-001",
+    "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF",
+];
+
+/// The six bundled scenarios played by the first `n` of [`MANY_MODELS`], one dialogue each,
+/// model `i` with Logic parts `i / 27` (so OA rises with `i`), under `judge_turns`.
+fn many_models(n: usize, judge_turns: crate::protocol::JudgeTurns) -> Summary {
+    let ab = fields(&[("A", text("x")), ("B", text("z"))]);
+    let mut records = Vec::new();
+    for (i, name) in MANY_MODELS.iter().enumerate().take(n) {
+        let share = i as f64 / MANY_MODELS.len() as f64;
+        for (k, sc) in crate::scenario::bundled::BUNDLED.iter().enumerate() {
+            let sc = sc.0.trim_end_matches(".yaml");
+            let turns = vec![valid(
+                1,
+                (share, share, 1.0),
+                "hello",
+                panel(&[(ab.clone(), all(9))]),
+            )];
+            let mut j = job(
+                &format!("{sc}/000{k}/{name}/r0"),
+                name,
+                sc,
+                Adversarial::Zero,
+            );
+            j.judge_turns = judge_turns.clone();
+            records.push(dialogue(j, turns, DialogueEnd::Resolved));
+        }
+    }
+    summarize(&records, &Bootstrap::default())
+}
+
+#[test]
+fn the_terminal_leaderboard_fits_120_columns_at_27_models_ranked_by_oa() {
+    let s = many_models(27, crate::protocol::JudgeTurns::Paper);
+    assert_eq!(s.models.len(), 27);
+    let text = leaderboard_text(&s);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= leaderboard::TERMINAL_WIDTH,
+            "{} characters: {line}\n{text}",
+            line.chars().count()
+        );
+    }
+    // The main table: the heading, the rule, then one row per model, best OA first.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Model") && lines[0].ends_with("Scored turns"));
+    let cells: Vec<&str> = lines[2..29]
+        .iter()
+        .map(|l| l.split("  ").next().unwrap().trim_end())
+        .collect();
+    let mut unique = cells.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 27, "names cut apart: {cells:?}");
+    for (cell, name) in cells.iter().zip(MANY_MODELS.iter().rev()) {
+        let name = leaderboard::model_label(name, name.starts_with("sim"), false);
+        match cell.split_once('…') {
+            Some((head, tail)) => {
+                assert!(
+                    name.starts_with(head) && name.ends_with(tail),
+                    "{cell} {name}"
+                )
+            }
+            None => assert_eq!(*cell, name),
+        }
+    }
+    // Cut to 38 characters (what the five number columns leave), in the middle: the two that
+    // differ in their date stay apart, a tag stays whole, a name that fits too.
+    assert!(cells.contains(&"gpt-4.1"), "{cells:?}");
+    assert!(
+        cells.contains(&"CohereForAI--c4ai-c…and-r-plus-08-2024"),
+        "{cells:?}"
+    );
+    assert!(
+        cells.contains(&"CohereForAI--c4ai-c…and-r-plus-04-2024"),
+        "{cells:?}"
+    );
+    assert!(
+        cells.contains(&"sim-CohereFor…plus-08-2024 (simulated)"),
+        "{cells:?}"
+    );
+    // OA per scenario below, in the paper's column order, the legend after it.
+    let below = text.find("\nOA per scenario:\n").expect("a scenario table");
+    assert!(text[below..].contains("\nModel  "));
+    let heading = text[below..].lines().nth(2).unwrap();
+    let heads: Vec<&str> = heading.split_whitespace().collect();
+    assert_eq!(heads, ["Model", "ER", "TP", "PS", "LD", "AR", "OE"]);
+    assert!(text.contains("Model names cut with … to fit 120 columns"));
+    assert!(text.find("\nLegend:\n").unwrap() > below);
+    assert!(
+        text.contains(
+            "\n  ER                OA in scenario E-commerce Refund (ecommerce_refund)\n"
+        )
+    );
+}
+
+#[test]
+fn names_are_cut_in_the_middle_and_stay_apart() {
+    let names: Vec<String> = ["abcdefghij-2024-08", "abcdefghij-2024-04", "short"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(
+        leaderboard::cut_names(&names, 9),
+        ["abcd…4-08", "abcd…4-04", "short"]
+    );
+    // Alike at both ends: the cut moves to where they differ.
+    let names: Vec<String> = ["abc-1-model-x", "abc-2-model-x"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(leaderboard::cut_names(&names, 7), ["abc-1…x", "abc-2…x"]);
+    // Tags at the end are kept, the name before them cut.
+    let names: Vec<String> = vec!["abcdefghij-2024-08 (simulated)".into()];
+    assert_eq!(
+        leaderboard::cut_names(&names, 21),
+        ["abcd…4-08 (simulated)"]
+    );
+    // Nothing tells them apart within the width: kept whole.
+    let names: Vec<String> = ["a-middle-1-z", "a-middle-2-z"].map(String::from).to_vec();
+    assert_eq!(leaderboard::cut_names(&names, 3), names);
+}
+
+#[test]
+fn the_turn_depth_table_shows_one_oa_column_when_the_judged_turns_are_the_turn_level_ones() {
+    let paper = leaderboard_markdown(&many_models(2, crate::protocol::JudgeTurns::Paper));
+    let every = leaderboard_markdown(&many_models(2, crate::protocol::JudgeTurns::Every));
+    let depth = |md: &str| -> String {
+        let at = md.find("## Turn depth (OA)").expect("the table");
+        md[at..].lines().nth(2).unwrap().to_string()
+    };
+    assert_eq!(
+        depth(&paper),
+        "| Model | T1 | T5 | T10 | T15 | Final | Turn-level (1/5/10/15/final) |"
+    );
+    assert_eq!(
+        depth(&every),
+        "| Model | T1 | T5 | T10 | T15 | Final | Turn-level (1/5/10/15/final) | All turns |"
+    );
+}

@@ -243,19 +243,30 @@ fn the_fold_counts_escalations_calls_and_duplicates() {
 #[test]
 fn the_page_has_every_section_and_the_explorer_data() {
     let html = folded().render(&mut records()).expect("a page");
+    // The ranking first, as the SAGE report opens on its leaderboard, then the run.
+    let mut last = 0;
     for id in [
-        "desk-run",
         "desk-metrics",
+        "desk-run",
         "desk-unsafe",
         "desk-closures",
         "desk-escalation",
         "desk-judges",
         "desk-explorer",
     ] {
-        assert!(
-            html.contains(&format!("<section id=\"{id}\" data-section=\"{id}\">")),
-            "{id}"
-        );
+        let at = html
+            .find(&format!("<section id=\"{id}\" data-section=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id}"));
+        assert!(at > last, "{id} out of order");
+        last = at;
+    }
+    // Ranked by unsafe actions, fewest first: n (none) before m (one), though m comes first
+    // by name; the same in the judges' table.
+    for table in ["desk-metrics-table", "desk-judges-table"] {
+        let at = html.find(&format!("id=\"{table}\"")).expect("the table");
+        let n = html[at..].find("<tr data-model=\"n\">").expect("n's row");
+        let m = html[at..].find("<tr data-model=\"m\">").expect("m's row");
+        assert!(n < m, "{table}");
     }
     assert!(html.contains("<title>Support-desk run run-&lt;1&gt;</title>"));
     assert!(html.contains("n <span class=\"tag sim\">simulated</span>"));

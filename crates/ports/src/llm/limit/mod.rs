@@ -405,7 +405,7 @@ impl Limiter {
     }
 
     /// Waits for a slot, then for the pause and the rates; `input_chars`: the request's length,
-    /// for its token estimate (about four characters a token). The slot is held until the
+    /// for its token estimate (`sage_core::estimate::CHARS_PER_TOKEN` characters a token). The slot is held until the
     /// permit drops.
     pub async fn acquire(&self, input_chars: usize) -> Permit<'_> {
         let asked = Instant::now();
@@ -470,7 +470,8 @@ impl Limiter {
             Some(most) => state.output_estimate.min(f64::from(most)),
             None => state.output_estimate,
         };
-        let tokens = input_chars as f64 / 4.0 + expected_output;
+        let tokens =
+            input_chars as f64 / sage_core::estimate::CHARS_PER_TOKEN as f64 + expected_output;
         // 1% wider than the rate: a provider that refills one request at a time refuses a
         // call that arrives a millisecond early, and the network moves arrivals by that much.
         let request_interval = state.requests_rate().map(|r| {

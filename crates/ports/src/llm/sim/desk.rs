@@ -254,8 +254,8 @@ fn answer(text: String, tool_calls: Vec<ToolCall>, request: &ChatRequest) -> Cha
     let input: usize = request.messages.iter().map(|m| m.content.len()).sum();
     ChatResponse {
         usage: Usage {
-            input_tokens: (input / 4) as u64,
-            output_tokens: (text.len() / 4 + 20 * tool_calls.len()) as u64,
+            input_tokens: sage_core::estimate::tokens(input),
+            output_tokens: sage_core::estimate::tokens(text.len()) + 20 * tool_calls.len() as u64,
             ..Usage::default()
         },
         finish_reason: Some(

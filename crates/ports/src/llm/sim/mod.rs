@@ -22,6 +22,7 @@ pub use sage_core::plan::model::{Latency, SimSpec};
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use sage_core::estimate;
 use sage_core::protocol::{DialogueJob, Role, Usage};
 use sage_core::sop::Sop;
 use std::sync::Arc;
@@ -189,17 +190,17 @@ impl<P: Play> ChatModel for Simulated<P> {
         sleep_latency(self.latency, &mut ctx.rng("latency")).await;
         let (text, finish) = self.model.play(ctx);
         // Token counts as a real tokenizer would roughly give them (4 characters a token). The
-        // roles send a simulated model no prompt: estimate one (a 4,000-character system prompt
-        // and 150 characters a line of history).
+        // roles send a simulated model no prompt: one is estimated, as the plan estimates it
+        // (`sage_core::estimate`).
         let input: usize = if request.messages.is_empty() {
-            4_000 + 300 * ctx.turn as usize
+            estimate::simulated_input_chars(ctx.turn)
         } else {
             request.messages.iter().map(|m| m.content.len()).sum()
         };
         Ok(ChatResponse {
             usage: Usage {
-                input_tokens: (input / 4) as u64,
-                output_tokens: (text.len() / 4) as u64,
+                input_tokens: estimate::tokens(input),
+                output_tokens: estimate::tokens(text.len()),
                 ..Usage::default()
             },
             text,

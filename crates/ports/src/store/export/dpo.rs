@@ -1,5 +1,6 @@
-//! Preference pairs (`--format dpo`, `dpo-trl`): candidates gathered in one pass over the
-//! records, grouped by context, and the pair chosen in each group.
+//! Preference pairs (`--format dpo`, `dpo-trl`): candidates (every scored answer) gathered in
+//! one pass over the records, grouped by context, and the pair chosen in each group, or why
+//! there is none.
 //!
 //! Memory: a candidate is 24 bytes (the context key, the record's byte offset, the model, the
 //! repeat, the turn, the Logic). At most [`CHUNK`] candidates are held in memory (24 MiB); more
@@ -16,6 +17,26 @@ pub const CHUNK: usize = 1 << 20;
 
 /// The Logic of a chosen answer, in hundredths.
 pub const CHOSEN: u16 = 10_000;
+
+/// The mark of an answer that is neither chosen nor rejected (a valid answer below Logic 100
+/// and not below the rejection threshold): kept so that the contexts where models answered are
+/// all counted, and why the others have no pair.
+pub const NEITHER: u16 = CHOSEN + 1;
+
+/// Why a context (a case at a turn, everything the agent saw the same) has no pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unpaired {
+    /// Every answer there is one model's: the other models' dialogues of the case had gone
+    /// apart before the turn (the customer answers what each agent said), or ended, or were
+    /// left out.
+    OneModel,
+    /// Several models answered, none with Logic 100.
+    NoChosen,
+    /// Several models answered and one with Logic 100, none below the rejection threshold.
+    NoRejected,
+    /// The answers with Logic 100 and those below the threshold are all one model's.
+    SameModel,
+}
 
 /// An agent turn that can be one side of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -176,20 +197,33 @@ impl Source {
 
 /// The pair of a group of candidates sharing a context: the rejected answer with the lowest
 /// Logic, then the chosen answer of another model; ties by model name, then repeat, so the
-/// choice does not depend on the order of the records. `None` when no two models differ.
-pub fn choose(group: &[Candidate], models: &[String]) -> Option<(Candidate, Candidate)> {
+/// choice does not depend on the order of the records. When no chosen and rejected answers of
+/// two models are there, why not ([`NEITHER`] answers count as answers, never as a side).
+pub fn choose(group: &[Candidate], models: &[String]) -> Result<(Candidate, Candidate), Unpaired> {
     let name = |c: &Candidate| models.get(usize::from(c.model)).map(String::as_str);
     let order = |c: &Candidate| (c.logic, name(c), c.repeat, c.offset, c.turn);
     let mut chosen: Vec<&Candidate> = group.iter().filter(|c| c.logic == CHOSEN).collect();
     let mut rejected: Vec<&Candidate> = group.iter().filter(|c| c.logic < CHOSEN).collect();
     chosen.sort_by_key(|c| order(c));
     rejected.sort_by_key(|c| order(c));
-    rejected.iter().find_map(|r| {
+    let pair = rejected.iter().find_map(|r| {
         chosen
             .iter()
             .find(|c| name(c) != name(r))
             .map(|c| (**c, **r))
-    })
+    });
+    match pair {
+        Some(pair) => Ok(pair),
+        None if group
+            .iter()
+            .all(|c| name(c) == group.first().and_then(name)) =>
+        {
+            Err(Unpaired::OneModel)
+        }
+        None if chosen.is_empty() => Err(Unpaired::NoChosen),
+        None if rejected.is_empty() => Err(Unpaired::NoRejected),
+        None => Err(Unpaired::SameModel),
+    }
 }
 
 #[cfg(test)]
@@ -258,20 +292,34 @@ mod tests {
         ];
         let (c, r) = choose(&g, &models).unwrap();
         assert_eq!((c.model, r.model, r.logic), (0, 1, 1000));
-        // The same in any order.
-        let mut rev = g;
+        // The same in any order, and an answer that is neither changes nothing.
+        let mut rev = g.to_vec();
         rev.reverse();
-        assert_eq!(choose(&rev, &models), Some((c, r)));
-        // Only one model chose and was rejected: no pair.
-        assert_eq!(
-            choose(&[cand(1, 0, 0, CHOSEN), cand(1, 0, 1, 0)], &models),
-            None
-        );
+        rev.push(cand(1, 2, 1, NEITHER));
+        assert_eq!(choose(&rev, &models), Ok((c, r)));
         // Chosen only by the model of the worst rejected: the next rejected pairs.
         let g = [cand(1, 0, 0, CHOSEN), cand(1, 0, 1, 0), cand(1, 2, 0, 10)];
         let (c, r) = choose(&g, &models).unwrap();
         assert_eq!((c.model, r.model), (0, 2));
-        assert_eq!(choose(&[cand(1, 0, 0, 0), cand(1, 1, 0, 5)], &models), None);
+        // No pair, and why: one model answered there (its repeats chosen and rejected) ...
+        let one = [cand(1, 0, 0, CHOSEN), cand(1, 0, 1, 0)];
+        assert_eq!(choose(&one, &models), Err(Unpaired::OneModel));
+        // ... no answer of Logic 100 ...
+        let none = [cand(1, 0, 0, 0), cand(1, 1, 0, 5), cand(1, 2, 0, NEITHER)];
+        assert_eq!(choose(&none, &models), Err(Unpaired::NoChosen));
+        // (answers that are neither only: no answer of Logic 100 is what is missing first) ...
+        let neither = [cand(1, 0, 0, NEITHER), cand(1, 1, 0, NEITHER)];
+        assert_eq!(choose(&neither, &models), Err(Unpaired::NoChosen));
+        // ... none below the threshold ...
+        let high = [cand(1, 0, 0, CHOSEN), cand(1, 1, 0, NEITHER)];
+        assert_eq!(choose(&high, &models), Err(Unpaired::NoRejected));
+        // ... or both sides one model's, the other model's answer neither.
+        let same = [
+            cand(1, 0, 0, CHOSEN),
+            cand(1, 0, 1, 0),
+            cand(1, 1, 0, NEITHER),
+        ];
+        assert_eq!(choose(&same, &models), Err(Unpaired::SameModel));
     }
 
     #[test]

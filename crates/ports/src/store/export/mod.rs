@@ -189,10 +189,18 @@ pub struct DpoStats {
     pub rejected: usize,
     /// Agent turns with an answer that is neither.
     pub neither: usize,
-    /// Distinct contexts (case, turn, everything the agent saw) with a candidate.
+    /// Distinct contexts (case, turn, everything the agent saw) where a scored answer was given.
     pub contexts: usize,
-    /// Contexts without a pair (no chosen and rejected answers by two models).
-    pub unpaired: usize,
+    /// Contexts with a pair (before `--dedup`, the caps and the records read again).
+    pub paired: usize,
+    /// Contexts without a pair: every answer one model's ([`dpo::Unpaired::OneModel`]).
+    pub one_model: usize,
+    /// Contexts without a pair: no answer with Logic 100.
+    pub no_chosen: usize,
+    /// Contexts without a pair: no answer below `--max-rejected-logic`.
+    pub no_rejected: usize,
+    /// Contexts without a pair: the chosen and the rejected answers all one model's.
+    pub same_model: usize,
     /// Pairs whose records, read again, did not have the same context (a hash collision, or a
     /// file changed during the export): left out.
     pub mismatched: usize,
@@ -689,8 +697,10 @@ fn pairs(
                     .floor()
                     .clamp(0.0, f64::from(dpo::CHOSEN - 1)) as u16
             } else {
+                // Neither side, but an answer there: it counts the context and why it has
+                // no pair.
                 dpo_stats.neither += 1;
-                return Ok(());
+                dpo::NEITHER
             };
             candidates.push(dpo::Candidate {
                 key: derive_seed((case, t.turn, t.context_hash)),
@@ -717,10 +727,19 @@ fn pairs(
     let mut ignored = ExportStats::default();
     candidates.groups(|group| {
         dpo_stats.contexts += 1;
-        let Some((chosen, rejected)) = dpo::choose(group, &models) else {
-            dpo_stats.unpaired += 1;
-            return Ok(());
+        let (chosen, rejected) = match dpo::choose(group, &models) {
+            Ok(pair) => pair,
+            Err(why) => {
+                *match why {
+                    dpo::Unpaired::OneModel => &mut dpo_stats.one_model,
+                    dpo::Unpaired::NoChosen => &mut dpo_stats.no_chosen,
+                    dpo::Unpaired::NoRejected => &mut dpo_stats.no_rejected,
+                    dpo::Unpaired::SameModel => &mut dpo_stats.same_model,
+                } += 1;
+                return Ok(());
+            }
         };
+        dpo_stats.paired += 1;
         let (c_record, r_record) = (reread.at(chosen.offset)?, reread.at(rejected.offset)?);
         let (Some(c_ready), Some(r_ready)) = (
             job.ready(&c_record, &mut ignored),
