@@ -157,7 +157,7 @@ pub const MAX_NAME_W: f64 = 300.0;
 fn names_width<'a>(names: impl IntoIterator<Item = &'a str>) -> f64 {
     names
         .into_iter()
-        .map(|n| crate::graph::text_width(n, TEXT_PX, false))
+        .map(|n| crate::text::text_width(n, TEXT_PX, false))
         .fold(0.0, f64::max)
         .min(MAX_NAME_W)
 }
@@ -165,12 +165,12 @@ fn names_width<'a>(names: impl IntoIterator<Item = &'a str>) -> f64 {
 /// A model's name as a chart's `<text>` holds it: whole when it fits [`MAX_NAME_W`], else cut
 /// with `…`; with the whole name as its tooltip either way.
 fn name_text(name: &str) -> Markup {
-    let shown = if crate::graph::text_width(name, TEXT_PX, false) <= MAX_NAME_W {
+    let shown = if crate::text::text_width(name, TEXT_PX, false) <= MAX_NAME_W {
         name.to_string()
     } else {
         let mut cut = String::new();
         for ch in name.chars() {
-            if crate::graph::text_width(&format!("{cut}{ch}…"), TEXT_PX, false) > MAX_NAME_W {
+            if crate::text::text_width(&format!("{cut}{ch}…"), TEXT_PX, false) > MAX_NAME_W {
                 break;
             }
             cut.push(ch);

@@ -31,6 +31,7 @@ pub mod limits;
 pub mod page;
 pub mod sage;
 pub mod stats;
+pub mod text;
 pub mod transcript;
 
 pub use explorer::{dialogue_anchor, encode_uri_component};

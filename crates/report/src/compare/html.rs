@@ -381,12 +381,12 @@ fn tick_step(extent: f64) -> f64 {
 fn labels(rows: &[&Row]) -> (f64, Vec<Vec<String>>) {
     let widest = rows
         .iter()
-        .map(|r| crate::graph::text_width(&r.model, FONT, false))
+        .map(|r| crate::text::text_width(&r.model, FONT, false))
         .fold(0.0, f64::max);
     let text_w = widest.clamp(LABEL_MIN, LABEL_MAX);
     let lines = rows
         .iter()
-        .map(|r| crate::graph::wrap(&r.model, text_w, FONT, false))
+        .map(|r| crate::text::wrap(&r.model, text_w, FONT, false))
         .collect();
     (text_w + 16.0, lines)
 }
@@ -527,7 +527,7 @@ mod tests {
         let long = row("meta-llama--Meta-Llama-3.1-405B-Instruct-Turbo");
         // The column: the longest name's width (at least LABEL_MIN) and a margin.
         let (width, lines) = labels(&[&short, &long]);
-        let longest = crate::graph::text_width(&long.model, FONT, false);
+        let longest = crate::text::text_width(&long.model, FONT, false);
         assert!(longest > LABEL_MIN && longest < LABEL_MAX, "{longest}");
         assert_eq!(width, longest + 16.0);
         assert_eq!(lines, [vec!["m".to_string()], vec![long.model.clone()]]);
@@ -542,7 +542,7 @@ mod tests {
         assert_eq!(lines[1].concat(), huge.model);
         for line in &lines[1] {
             assert!(
-                crate::graph::text_width(line, FONT, false) <= LABEL_MAX,
+                crate::text::text_width(line, FONT, false) <= LABEL_MAX,
                 "{line}"
             );
         }
