@@ -45,9 +45,9 @@ fn sweep(n: usize) -> &'static Path {
         let config = common::Sweep {
             models: n,
             scenarios: &scenarios.each_ref().map(String::as_str),
-            cases: 2,
-            min_per_route: 1,
-            max_turns: 8,
+            cases: 4,
+            min_per_route: 0,
+            max_turns: 6,
             judges: 3,
             seed: 7,
         }
@@ -260,19 +260,46 @@ fn the_case_view_reads_at_any_number_of_models() {
         let folder = sweep(n);
         let ranked = ranked(folder);
         let records = common::records_json(folder);
-        // A case every model played, opened from a middling model's dialogue.
-        let from = records
-            .iter()
-            .find(|r| r["job"]["service_model"] == ranked[n / 2].as_str())
-            .expect("a dialogue of the middling model");
-        let id = from["job"]["dialogue_id"].as_str().expect("id").to_string();
-        let case = id.replace(&format!("/{}/", ranked[n / 2]), "/");
+        // A case every model played, opened from a middling model's dialogue: one whose best
+        // dialogue is not the leaderboard's first model's (the view picks by the case, not by
+        // the leaderboard).
         let case_of = |r: &Value| {
             let m = r["job"]["service_model"].as_str().expect("model");
             let id = r["job"]["dialogue_id"].as_str().expect("id");
             id.replace(&format!("/{m}/"), "/")
         };
-        let of_case: Vec<&Value> = records.iter().filter(|r| case_of(r) == case).collect();
+        // A dialogue's mean Overall over its counted turns, in hundredths (as the page rounds).
+        let overall = |record: &Value| -> Option<f64> {
+            let scores: Vec<f64> = record["turns"]
+                .as_array()?
+                .iter()
+                .filter(|t| t["outcome"]["kind"] != "infra_error")
+                .filter_map(|t| t["scores"]["overall"].as_f64())
+                .collect();
+            (!scores.is_empty())
+                .then(|| (scores.iter().sum::<f64>() / scores.len() as f64 * 100.0).round())
+        };
+        let (id, case, of_case) = records
+            .iter()
+            .filter(|r| r["job"]["service_model"] == ranked[n / 2].as_str())
+            .map(|from| {
+                let case = case_of(from);
+                let of_case: Vec<&Value> = records.iter().filter(|r| case_of(r) == case).collect();
+                let id = from["job"]["dialogue_id"].as_str().expect("id").to_string();
+                (id, case, of_case)
+            })
+            .find(|(_, _, of_case)| {
+                let first = of_case
+                    .iter()
+                    .find(|r| r["job"]["service_model"] == ranked[0].as_str())
+                    .and_then(|r| overall(r));
+                let best = of_case
+                    .iter()
+                    .filter_map(|r| overall(r))
+                    .fold(f64::MIN, f64::max);
+                first.is_some_and(|f| f < best)
+            })
+            .expect("a case whose best is not the leaderboard's first");
         assert_eq!(of_case.len(), n, "every model played case {case}");
         for width in WIDTHS {
             let tab = open(&browser, folder, width);
@@ -308,13 +335,34 @@ fn the_case_view_reads_at_any_number_of_models() {
                     "{model}: a verdict per turn"
                 );
             }
-            // The best, the worst (by Overall) and the one it came from, in that order.
+            // The best and the worst by Overall (the first of the leaderboard's order among
+            // equals) and the one it came from, in the leaderboard's order.
+            let overall_of = |model: &str| {
+                of_case
+                    .iter()
+                    .find(|r| r["job"]["service_model"] == model)
+                    .and_then(|r| overall(r))
+            };
+            let scored: Vec<(&String, f64)> = ranked
+                .iter()
+                .filter_map(|m| Some((m, overall_of(m)?)))
+                .collect();
+            let best = scored
+                .iter()
+                .fold(scored[0], |a, b| if b.1 > a.1 { *b } else { a });
+            let worst = scored
+                .iter()
+                .fold(scored[0], |a, b| if b.1 < a.1 { *b } else { a });
+            let want: Vec<&String> = ranked
+                .iter()
+                .filter(|m| [best.0, worst.0, &ranked[n / 2]].contains(m))
+                .collect();
             let shown: Vec<String> = serde_json::from_value(view["shown"].clone()).expect("shown");
-            assert!(
-                shown.contains(&ranked[n / 2]),
-                "the dialogue it came from: {view}"
+            assert_eq!(
+                shown.iter().collect::<Vec<_>>(),
+                want,
+                "the best, the worst and the one it came from: {view}"
             );
-            assert!(shown.len() >= 2 && shown.len() <= 3, "{view}");
             assert!(
                 view["narrowest"].as_f64() >= Some(150.0),
                 "{n} models at {width} px: a text block under 150 px: {view}"
