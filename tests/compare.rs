@@ -1016,6 +1016,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
         structured_output: None,
         usage: Usage::default(),
         cost_usd: 0.0,
+        fork: None,
     }
 }
 

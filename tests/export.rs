@@ -875,11 +875,22 @@ fn a_planted_pair_is_found_across_the_file() {
         "rejected": [{"role": "assistant", "content": "{\"planted\": \"rejected\"}"}],
     });
     let found = values(&texts[0]);
+    // The pair as TRL reads it, and beside it what a person audits it with.
+    let trl = |v: &Value| json!({"prompt": v["prompt"], "chosen": v["chosen"], "rejected": v["rejected"]});
+    let hits: Vec<&Value> = found.iter().filter(|v| trl(v) == planted).collect();
+    assert_eq!(hits.len(), 1, "{found:#?}");
+    assert_eq!(hits[0]["chosen_logic"], 100.0);
+    assert_eq!(hits[0]["rejected_logic"], 12.5);
     assert_eq!(
-        found.iter().filter(|v| **v == planted).count(),
-        1,
-        "{found:#?}"
+        hits[0]["chosen_dialogue"],
+        "telecom_package/0001/sim-weak/r1"
     );
+    assert_eq!(
+        hits[0]["rejected_dialogue"],
+        "telecom_package/0001/sim-strong/r0"
+    );
+    assert_eq!(hits[0]["turn"], 1);
+    assert!(hits[0].get("parent").is_none(), "not a fork's pair");
     // Every pair of the planted file is a documented one.
     assert_eq!(found.len(), oracle_pairs(&read_records(&dir), 50.0).len());
     assert_eq!(stats.dpo.unwrap().mismatched, 0);

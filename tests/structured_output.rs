@@ -112,6 +112,7 @@ async fn a_simulated_agents_valid_answers_validate_against_the_schema() {
                 last_action: None,
                 agent_chat: None,
                 attempt: 0,
+                sample: None,
             };
             let called = endpoint
                 .call(&ChatRequest {

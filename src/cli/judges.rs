@@ -5,7 +5,6 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use sage_core::scoring::labels::{Calibration, CalibrationFold, parse_labels};
 use sage_ports::store::RunDir;
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Largest labels file read.
@@ -50,11 +49,7 @@ fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyho
     let text = super::read_text(file, MAX_LABELS_BYTES, "--labels")?;
     let labels = parse_labels(&text, &name)?;
     let manifest = run.read_manifest()?;
-    let sops: HashMap<_, _> = sage_ports::store::inputs::load_scenarios(&manifest.config)
-        .with_context(|| format!("{}: loading the run's scenarios", dir.display()))?
-        .into_iter()
-        .map(|(sop, _)| (sop.scenario().id.clone(), sop))
-        .collect();
+    let sops = super::run_scenarios(&manifest, dir)?;
     let mut fold = CalibrationFold::new(labels, &manifest.run_id);
     run.scan_dialogues(|record| {
         let sop = sops.get(&record.job.scenario).map(|s| s.as_ref());

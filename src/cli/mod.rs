@@ -2,6 +2,7 @@
 
 mod cluster;
 mod desk;
+mod fork;
 mod judges;
 mod models;
 mod rejudge;
@@ -71,6 +72,11 @@ enum Command {
     /// calls, on the judged turns, resumable and held to a budget, into a new results folder
     /// (then `sage report NEW --compare DIR` shows what the new judges change).
     Rejudge(rejudge::RejudgeArgs),
+    /// Ask a run's stored dialogues again at some of their turns: each context as stored, the
+    /// models named answering it K times each, every reply scored against the stored turn's
+    /// reference (preference pairs the rule engine verified); with --continue each branch plays
+    /// on, and --at deviation tells whether fixing one turn flips a failed dialogue.
+    Fork(fork::ForkArgs),
     /// Check a run's judges against people: `calibrate` reads people's labels of judged turns.
     #[command(subcommand)]
     Judges(judges::JudgesCommand),
@@ -171,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args).map(|()| ExitCode::SUCCESS),
         Command::Rescore(args) => rescore::rescore(args).map(|()| ExitCode::SUCCESS),
         Command::Rejudge(args) => rejudge::rejudge(args).map(|()| ExitCode::SUCCESS),
+        Command::Fork(args) => fork::fork(args).map(|()| ExitCode::SUCCESS),
         Command::Judges(cmd) => judges::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Worker(args) => cluster::worker(args).map(|()| ExitCode::SUCCESS),
         Command::Aggregator(args) => cluster::aggregator(args).map(|()| ExitCode::SUCCESS),
@@ -238,6 +245,19 @@ pub fn progress_bar(len: usize, what: &str) -> indicatif::ProgressBar {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     p
+}
+
+/// The compiled scenarios of the run whose manifest is `manifest` (folder `dir`), by id.
+pub fn run_scenarios(
+    manifest: &sage_ports::store::Manifest,
+    dir: &std::path::Path,
+) -> anyhow::Result<std::collections::HashMap<String, std::sync::Arc<sage_core::sop::Sop>>> {
+    use anyhow::Context;
+    Ok(sage_ports::store::inputs::load_scenarios(&manifest.config)
+        .with_context(|| format!("{}: loading the run's scenarios", dir.display()))?
+        .into_iter()
+        .map(|(sop, _)| (sop.scenario().id.clone(), sop))
+        .collect())
 }
 
 /// Sets every model up once before a folder is created or claimed, as the run will set it up:

@@ -6,7 +6,6 @@ use anyhow::{Context, bail};
 use sage_core::plan::rejudge::RejudgeConfig;
 use sage_core::scoring::rejudge::RejudgeFile;
 use sage_ports::store::RunDir;
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The options of `sage rejudge`.
@@ -41,11 +40,7 @@ pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
     let config = panel.apply(&manifest.config, &file)?;
     let judges: Vec<_> = panel.judges(&config).into_iter().cloned().collect();
     super::set_up_models(&judges)?;
-    let sops: HashMap<_, _> = sage_ports::store::inputs::load_scenarios(&manifest.config)
-        .with_context(|| format!("{}: loading the run's scenarios", args.dir.display()))?
-        .into_iter()
-        .map(|(sop, _)| (sop.scenario().id.clone(), sop))
-        .collect();
+    let sops = super::run_scenarios(&manifest, &args.dir)?;
 
     let (base, run_id) = super::rescore::new_folder(&args.out)?;
     let record = RejudgeFile {
@@ -81,13 +76,12 @@ pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
         }
         to.claim()?
     } else {
-        let to = RunDir::create(&base, &run_id)?;
-        let mut new_manifest = manifest.clone();
-        new_manifest.run_id = run_id.clone();
-        new_manifest.config = config.clone();
-        to.write_manifest(&new_manifest)?;
-        to.write_json("rejudge.json", &record)?;
-        to
+        super::rescore::create_derived(
+            (&base, &run_id),
+            &manifest,
+            &config,
+            ("rejudge.json", &record),
+        )?
     };
 
     let progress = super::progress_bar(manifest.jobs, "dialogues judged again");

@@ -161,6 +161,24 @@ pub(super) fn print_written(run: &RunDir, reported: &sage_ports::store::Reported
     }
 }
 
+/// Creates the folder `run_id` in `base` of a run derived from the run of `manifest` (a fork,
+/// a rejudge): its manifest (the same, with `run_id` and `config`) and `name` (fork.json,
+/// rejudge.json) holding `what`, which says what it was derived from and how.
+pub(super) fn create_derived(
+    (base, run_id): (&Path, &str),
+    manifest: &sage_ports::store::Manifest,
+    config: &sage_core::plan::RunConfig,
+    (name, what): (&str, &impl serde::Serialize),
+) -> anyhow::Result<RunDir> {
+    let to = RunDir::create(base, run_id)?;
+    let mut new_manifest = manifest.clone();
+    new_manifest.run_id = run_id.to_string();
+    new_manifest.config = config.clone();
+    to.write_manifest(&new_manifest)?;
+    to.write_json(name, what)?;
+    Ok(to)
+}
+
 /// The parent folder and the run id (the folder's name) of `--out`.
 pub(super) fn new_folder(out: &Path) -> anyhow::Result<(PathBuf, String)> {
     let name = out.file_name().and_then(|n| n.to_str()).with_context(|| {

@@ -157,10 +157,12 @@ fn stored(
             eprintln!("warning: {why}");
         }
     }
+    // A rescored or forked folder's records are not a plan's jobs.
     if run
         .path()
         .join(sage_core::scoring::rescore::RESCORE_JSON)
         .exists()
+        || run.path().join(sage_core::fork::FORK_JSON).exists()
     {
         let jobs = sage_ports::store::RunJobs {
             run_id: manifest.run_id.clone(),

@@ -1,16 +1,20 @@
 //! The dialogue driver: plays one dialogue turn by turn through a [`Transport`] (user, service,
 //! judge panel, rule engine), judges and scores the turns its job's `judge_turns` picks, and
-//! returns the finished record.
+//! returns the finished record. A dialogue plays from its first turn (a run) or from a stored
+//! dialogue's turn ([`Start`]: a fork's branch, `sage fork`): the turns before are kept as
+//! given, and the first turn played replays the stored customer message against a given
+//! reference.
 
 use sage_core::protocol::{
-    DialogueEnd, DialogueJob, DialogueRecord, JudgeRequest, Line, RuleRequest, ServiceOutcome,
-    ServiceRequest, Speaker, TurnRecord, Usage, UserRequest,
+    DialogueEnd, DialogueJob, DialogueRecord, JudgeReply, JudgeRequest, Line, RuleRequest,
+    ServiceOutcome, ServiceReply, ServiceRequest, Speaker, TurnRecord, Usage, UserReply,
+    UserRequest,
 };
 use sage_core::scoring;
-use sage_core::scoring::rejudge::{agent_chat, no_judge_answered};
-use sage_core::sop::Sop;
+use sage_core::scoring::rejudge::{agent_chat, history_of, no_judge_answered};
+use sage_core::sop::{Route, Sop, Values};
 use sage_ports::telemetry::{DialogueMetrics, genai};
-use sage_ports::transport::Transport;
+use sage_ports::transport::{Transport, TransportError};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -60,17 +64,7 @@ impl Panel<'_> {
     /// engine for the consensus's reference route, and scores the turn. Whatever fails is
     /// recorded in the turn's `infra_error`; the calls made are added to the turn's.
     async fn judge(&self, record: &mut TurnRecord, history: Arc<Vec<Line>>, agent_chat: &str) {
-        let judges = self
-            .transport
-            .judge(JudgeRequest {
-                job: self.job.clone(),
-                turn: record.turn,
-                history,
-                user_message: record.user_message.clone(),
-                agent_chat: agent_chat.to_string(),
-            })
-            .await;
-        match judges {
+        match self.ask_judges(record, history, agent_chat).await {
             Err(e) => record.infra_error = Some(e.to_string()),
             Ok(mut panel) => {
                 record.calls.append(&mut panel.calls);
@@ -100,6 +94,94 @@ impl Panel<'_> {
                 .and_then(|sop| scoring::turn::score_record(record, sop));
         }
     }
+
+    /// The judge panel's reply about `record`'s turn.
+    async fn ask_judges(
+        &self,
+        record: &TurnRecord,
+        history: Arc<Vec<Line>>,
+        agent_chat: &str,
+    ) -> Result<JudgeReply, TransportError> {
+        self.transport
+            .judge(JudgeRequest {
+                job: self.job.clone(),
+                turn: record.turn,
+                history,
+                user_message: record.user_message.clone(),
+                agent_chat: agent_chat.to_string(),
+            })
+            .await
+    }
+
+    /// Scores a replayed turn against a given reference (a fork's: the parent turn's
+    /// consensus and route). With `reference.judge` the judges are asked about the reply for
+    /// its Chat (their classification is kept in their verdicts; the consensus stays the
+    /// given one); else no judge is asked and the turn has no Chat, so no scores.
+    async fn judge_against(
+        &self,
+        record: &mut TurnRecord,
+        history: Arc<Vec<Line>>,
+        agent_chat: &str,
+        reference: &Reference,
+    ) {
+        let mut panel = JudgeReply {
+            judgments: Vec::new(),
+            consensus: None,
+            calls: Vec::new(),
+        };
+        if reference.judge {
+            match self.ask_judges(record, history, agent_chat).await {
+                Ok(reply) => panel = reply,
+                Err(e) => record.infra_error = Some(e.to_string()),
+            }
+        }
+        record.calls.append(&mut panel.calls);
+        panel.consensus = Some(reference.consensus.clone());
+        record.judges = Some(panel);
+        record.reference = Some(reference.route.clone());
+        if record.infra_error.is_none() {
+            record.scores = self
+                .sop
+                .and_then(|sop| scoring::turn::score_record(record, sop));
+        }
+    }
+}
+
+/// Where a dialogue starts: its first turn (the default), or after turns already played.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// The turns already played, kept as they are (a fork: the parent's turns before the fork
+    /// turn); the history, the agent's last action and the next turn come from them.
+    pub turns: Vec<TurnRecord>,
+    /// How the first turn played is played: replayed from a stored dialogue (`None`: as in a
+    /// run).
+    pub replay: Option<Replay>,
+}
+
+/// The first turn played, replayed from a stored dialogue (a fork's branch): the stored
+/// customer message, not asked again; the agent asked (or its reply given), and the turn
+/// scored against a given reference.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The customer's message as stored.
+    pub user_message: String,
+    /// The agent's reply when it is given (not asked): a fork's fix.
+    pub reply: Option<ServiceReply>,
+    /// The sample asked for ([`ServiceRequest::sample`]).
+    pub sample: Option<u32>,
+    /// The reference the turn is scored against.
+    pub reference: Reference,
+}
+
+/// A reference given for a replayed turn.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// The classification the agent's is compared with (the stored judges' consensus).
+    pub consensus: Values,
+    /// The route the rule engine derived from it.
+    pub route: Result<Route, String>,
+    /// Ask the judges about the reply, for its Chat.
+    pub judge: bool,
 }
 
 /// Plays one dialogue to its end, judging and scoring the turns its job's `judge_turns` picks
@@ -112,14 +194,34 @@ pub async fn run_dialogue(
     job: DialogueJob,
     simulated: bool,
 ) -> DialogueRecord {
+    play(transport, sops, job, simulated, Start::default()).await
+}
+
+/// Plays a dialogue from `start` to its end (`job.max_turns`, or the customer's), as
+/// [`run_dialogue`] plays one from its first turn: the same turns, judging, scoring and end.
+pub async fn play(
+    transport: &dyn Transport,
+    sops: &HashMap<String, Arc<Sop>>,
+    job: DialogueJob,
+    simulated: bool,
+    start: Start,
+) -> DialogueRecord {
     // Shared with every request of the dialogue; the history is appended in place once the
     // requests of a turn (which hold it) are done.
     let job = Arc::new(job);
     let metrics = DialogueMetrics::start(&job);
     let sop = sops.get(&job.scenario).cloned();
-    let mut history: Arc<Vec<Line>> = Arc::new(Vec::with_capacity(2 * job.max_turns as usize));
-    let mut turns: Vec<TurnRecord> = Vec::with_capacity(job.max_turns as usize);
-    let mut last_action: Option<String> = None;
+    let Start {
+        mut turns,
+        mut replay,
+    } = start;
+    let first = turns.last().map_or(1, |t| t.turn + 1);
+    let mut history: Arc<Vec<Line>> = Arc::new(history_of(&turns));
+    turns.reserve(job.max_turns.saturating_sub(first - 1) as usize);
+    let mut last_action: Option<String> = turns.iter().rev().find_map(|t| match &t.outcome {
+        ServiceOutcome::Valid { turn } => Some(turn.action.clone()),
+        _ => None,
+    });
     // The history length before the last turn while that turn waits to learn whether it is
     // the dialogue's final one (judged under `paper`); it is counted in the metrics once
     // settled.
@@ -138,18 +240,30 @@ pub async fn run_dialogue(
     };
     // The span of the turn waiting to learn whether it is the final one.
     let mut pending_span = tracing::Span::none();
-    for turn in 1..=job.max_turns {
+    for turn in first..=job.max_turns {
         // Each turn a span under the dialogue's; the roles' model calls under it.
         let span = genai::turn_span(&job, turn);
-        let user = transport
-            .user(UserRequest {
-                job: job.clone(),
-                turn,
-                history: history.clone(),
-                last_action: last_action.clone(),
-            })
-            .instrument(span.clone())
-            .await;
+        // A replayed turn (only the first played): the stored customer message.
+        let given = replay.take();
+        let user = match &given {
+            Some(r) => Ok(UserReply {
+                message: Some(r.user_message.clone()),
+                calls: Vec::new(),
+                infra_error: None,
+                retry: None,
+            }),
+            None => {
+                transport
+                    .user(UserRequest {
+                        job: job.clone(),
+                        turn,
+                        history: history.clone(),
+                        last_action: last_action.clone(),
+                    })
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         // The turn before waited to learn whether it is the final one: it is when the
         // customer ends the dialogue now (no extra call: the judges read the same history).
         if let Some(len) = pending.take()
@@ -199,15 +313,25 @@ pub async fn run_dialogue(
             };
             break;
         };
-        let service = transport
-            .service(ServiceRequest {
-                job: job.clone(),
-                turn,
-                history: history.clone(),
-                user_message: user_message.clone(),
-            })
-            .instrument(span.clone())
-            .await;
+        let (reply, sample) = match &given {
+            Some(r) => (r.reply.clone(), r.sample),
+            None => (None, None),
+        };
+        let service = match reply {
+            Some(reply) => Ok(reply),
+            None => {
+                transport
+                    .service(ServiceRequest {
+                        job: job.clone(),
+                        turn,
+                        history: history.clone(),
+                        user_message: user_message.clone(),
+                        sample,
+                    })
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         // An agent that cannot be reached: the turn is an infrastructure error; after
         // `MAX_SERVICE_FAILURES` in a row the dialogue ends (it would only burn user calls).
         let service = match service {
@@ -257,12 +381,21 @@ pub async fn run_dialogue(
         // A turn judged whatever follows is judged now (the last possible turn is the final
         // one); under `paper` any other turn might be the final one: it waits for the next
         // customer call to tell.
-        let judged_now = job.judge_turns.judges(turn, turn == job.max_turns);
-        if judged_now {
-            panel
-                .judge(&mut record, history.clone(), &agent_chat)
-                .instrument(span.clone())
-                .await;
+        let judged_now = given.is_some() || job.judge_turns.judges(turn, turn == job.max_turns);
+        match &given {
+            Some(r) => {
+                panel
+                    .judge_against(&mut record, history.clone(), &agent_chat, &r.reference)
+                    .instrument(span.clone())
+                    .await
+            }
+            None if judged_now => {
+                panel
+                    .judge(&mut record, history.clone(), &agent_chat)
+                    .instrument(span.clone())
+                    .await
+            }
+            None => {}
         }
         if let ServiceOutcome::Valid { turn } = &record.outcome {
             last_action = Some(turn.action.clone());
@@ -294,6 +427,7 @@ pub async fn run_dialogue(
         structured_output: None, // set by the caller, which knows the configuration
         usage: Usage::default(),
         cost_usd: 0.0,
+        fork: None,
     };
     scoring::rejudge::recount(&mut record);
     record

@@ -12,6 +12,7 @@ pub mod desk;
 pub mod dialogue;
 pub mod draft;
 pub mod fixture;
+pub mod fork;
 pub mod lanes;
 pub mod rehearsal;
 pub mod rejudge;
@@ -155,18 +156,30 @@ pub fn start_local_roles(
     }
 }
 
-/// Play this dialogue job, through the driver's transport or the one given.
+/// Play this dialogue job, through the driver's transport or the one given, from its first
+/// turn or from where `start` says (a fork's branch).
 pub struct RunDialogue {
     /// The job.
     pub job: DialogueJob,
     /// A transport for this dialogue only (the driver's own when `None`).
     pub through: Option<Arc<dyn Transport>>,
+    /// Where the dialogue starts (its first turn by default).
+    pub start: dialogue::Start,
 }
 
 impl RunDialogue {
     /// Play `job` through the driver's transport.
     pub fn new(job: DialogueJob) -> RunDialogue {
-        RunDialogue { job, through: None }
+        RunDialogue::from(job, dialogue::Start::default())
+    }
+
+    /// Play `job` from `start` through the driver's transport.
+    pub fn from(job: DialogueJob, start: dialogue::Start) -> RunDialogue {
+        RunDialogue {
+            job,
+            through: None,
+            start,
+        }
     }
 }
 
@@ -231,7 +244,7 @@ impl Handler<RunDialogue> for DialogueActor {
             async move {
                 let started = std::time::SystemTime::now();
                 let mut record =
-                    dialogue::run_dialogue(transport.as_ref(), &sops, msg.job, simulated).await;
+                    dialogue::play(transport.as_ref(), &sops, msg.job, simulated, msg.start).await;
                 record.structured_output = structured;
                 sage_ports::telemetry::genai::record_dialogue(&tracing::Span::current(), &record);
                 // A dialogue the sample rate left out is traced all the same when it erred.

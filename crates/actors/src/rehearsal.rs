@@ -156,6 +156,7 @@ pub async fn rehearse(
         turn: 1,
         history: Arc::new(Vec::new()),
         user_message: message.clone(),
+        sample: None,
     };
     let mut agent_chat = None;
     for model in unique(&config.service_models) {

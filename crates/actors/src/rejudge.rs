@@ -79,13 +79,7 @@ pub async fn rejudge(
 
     // The stored records, read on a thread of their own and handed over a few at a time, so
     // only the dialogues in flight are in memory.
-    let (tx, rx) = tokio::sync::mpsc::channel::<DialogueRecord>(config.concurrency.max(1));
-    let reader = {
-        let from = from.clone();
-        tokio::task::spawn_blocking(move || from.scan_dialogues(|r| drop(tx.blocking_send(r))))
-    };
-    let records =
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) });
+    let (records, reader) = crate::runner::stored_records(from, config.concurrency);
     let left = Cell::new(0usize);
     let mut writer = to.writer()?;
     let todo = records.filter(|r| {

@@ -189,6 +189,7 @@ fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> Sim
         last_action: None,
         agent_chat: None,
         attempt: 0,
+        sample: None,
     }
 }
 
@@ -396,7 +397,11 @@ pub fn service_request(
         messages,
         json: true,
         attempt: 0,
-        sim: Some(Arc::new(context(sop, &req.job, Role::Service, req.turn))),
+        sim: Some(Arc::new(SimContext {
+            sample: req.sample,
+            ..context(sop, &req.job, Role::Service, req.turn)
+        })),
+        sample: req.sample,
         tools: Vec::new(),
         desk: None,
         // Off unless the model's configuration sets it: the paper measures format errors.

@@ -37,6 +37,27 @@ pub enum RunError {
     Runtime(String),
 }
 
+/// The records stored in `from`, read on a blocking thread of their own and handed over
+/// `capacity` at a time (so only those in flight are in memory), and the reader's handle (its
+/// I/O error, if any, once the stream has ended). For the commands that go through a run's
+/// records again: `sage rejudge`, `sage fork`.
+pub fn stored_records(
+    from: &RunDir,
+    capacity: usize,
+) -> (
+    impl futures::Stream<Item = sage_core::protocol::DialogueRecord>,
+    tokio::task::JoinHandle<Result<(), StoreError>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+    let reader = {
+        let from = from.clone();
+        tokio::task::spawn_blocking(move || from.scan_dialogues(|r| drop(tx.blocking_send(r))))
+    };
+    let records =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) });
+    (records, reader)
+}
+
 /// The model endpoints of a configuration, held to `limiters` (one per limit group).
 pub fn endpoints(
     config: &RunConfig,

@@ -1,5 +1,6 @@
 //! The pure core of SAGE-RS: scenarios, SOP graphs and their rule engine, the protocol between
-//! the roles, prompts, scoring, run plans and what a run will cost (`estimate`). No I/O runtime: the crate depends on no tokio,
+//! the roles, prompts, scoring, run plans, what a run will cost (`estimate`) and stored dialogues
+//! asked again (`fork`). No I/O runtime: the crate depends on no tokio,
 //! actix, reqwest or async-nats, so a port imported here is a compile error.
 //!
 //! ```
@@ -23,6 +24,7 @@
 //! ```
 
 pub mod estimate;
+pub mod fork;
 pub mod plan;
 pub mod prompts;
 pub mod protocol;

@@ -30,6 +30,7 @@ pub mod label;
 pub mod limits;
 pub mod page;
 pub mod sage;
+pub mod side_by_side;
 pub mod stats;
 pub mod text;
 pub mod transcript;

@@ -439,6 +439,7 @@ mod tests {
             structured_output: None,
             usage: Usage::default(),
             cost_usd: 0.0,
+            fork: None,
         };
         let text = transcript_text(&record);
         let lines: Vec<&str> = text.lines().map(str::trim_end).collect();

@@ -915,8 +915,8 @@ fn play(run: &ServedRun, payload: &[u8], through: Arc<dyn Transport>) -> Result<
             let job: DialogueJob = serde_json::from_slice(payload).map_err(undecodable)?;
             planned(run, &job.dialogue_id, &job)?;
             let sent = driver.send(RunDialogue {
-                job,
                 through: Some(through),
+                ..RunDialogue::new(job)
             });
             sent.map(|r| r.map(|record| Ok(Played::Dialogue(record))))
                 .boxed()

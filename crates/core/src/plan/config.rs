@@ -98,6 +98,7 @@ impl Default for RunConfig {
             profile: profile.into(),
             skills: SkillOverrides::default(),
             latency: None,
+            fail_turns: Vec::new(),
         };
         let judge = |noise: f64| SimSpec::Judge {
             noise,

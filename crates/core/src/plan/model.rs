@@ -323,6 +323,10 @@ pub enum SimSpec {
         /// Simulated latency.
         #[serde(default)]
         latency: Option<Latency>,
+        /// Turns at which the agent takes a wrong action on purpose, whatever its skills: planted
+        /// failures (tests, demonstrations of `sage fork --at deviation --continue`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fail_turns: Vec<u32>,
     },
     /// The customer.
     User {
@@ -665,8 +669,17 @@ impl SimSpec {
         }
         match self {
             SimSpec::Agent {
-                profile, skills, ..
+                profile,
+                skills,
+                fail_turns,
+                ..
             } => {
+                if fail_turns.len() > 64 || fail_turns.iter().any(|t| !(1..=1000).contains(t)) {
+                    return Err(format!(
+                        "model {model}: sim.fail_turns has {} entries; expected at most 64 turn numbers from 1 to 1000",
+                        fail_turns.len()
+                    ));
+                }
                 if !SIM_AGENT_PROFILES.contains(&profile.as_str()) {
                     return Err(format!(
                         "model {model}: sim.profile is `{}`; expected one of: {}",

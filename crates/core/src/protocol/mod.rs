@@ -303,6 +303,11 @@ pub struct ServiceRequest {
     pub history: Arc<Vec<Line>>,
     /// The user message to answer.
     pub user_message: String,
+    /// A fork's sample (`sage fork --samples K`, 0-based): the same context asked again, each
+    /// sample drawn apart (a simulated agent draws by it, a real one gets another seed and a
+    /// sampling temperature). Absent in a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
 }
 
 /// The outcome of a service turn: a valid answer, a typed format error, or an infrastructure
@@ -553,6 +558,50 @@ pub struct DialogueRecord {
     pub usage: Usage,
     /// Total cost in US dollars.
     pub cost_usd: f64,
+    /// Set on a fork's branch (`sage fork`): the stored dialogue it was forked from and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<Box<Fork>>,
+}
+
+/// Where a fork's branch comes from (`sage fork`, docs/training-data.md). Its record holds the
+/// parent's turns before the fork turn (what was said and chosen there: its context, without
+/// the parent's verdicts, scores and calls), then its own reply at the fork turn, scored
+/// against the parent turn's reference, then, with `--continue`, the turns it played on to its
+/// end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fork {
+    /// The parent dialogue's id (in the folder forked).
+    pub parent: String,
+    /// The parent's model under test.
+    pub parent_model: String,
+    /// The turn forked, 1-based.
+    pub turn: u32,
+    /// Which of the branch model's samples this is, 0-based (the fix: 0).
+    pub sample: u32,
+    /// Set on the reference-following branch of a deviation fork: the reply that follows the
+    /// reference at the turn where the parent first left it, played on by the parent's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<FixSource>,
+    /// The Logic of the reply at the fork turn (0-100) against the parent turn's reference:
+    /// its classification against the parent's judges' consensus, its path and action against
+    /// the route the rule engine derived from it. Absent when the reply could not be had.
+    pub logic: Option<f64>,
+}
+
+/// Where the reply of a fix branch comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum FixSource {
+    /// A sample of the fork that followed the reference (its model and sample).
+    Sample {
+        /// The model that answered.
+        model: String,
+        /// Its sample.
+        sample: u32,
+    },
+    /// No sample followed it: the reply was written from the reference (the parent's
+    /// classification consensus, the reference path and action, the parent's chat).
+    Written,
 }
 
 impl DialogueRecord {

@@ -295,6 +295,7 @@ mod tests {
             structured_output: None,
             usage: Default::default(),
             cost_usd,
+            fork: None,
         }
     }
 

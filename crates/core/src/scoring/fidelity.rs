@@ -183,6 +183,7 @@ mod tests {
             structured_output: None,
             usage: Usage::default(),
             cost_usd: 0.0,
+            fork: None,
         };
         assert_eq!(
             DialogueFidelity::of(&record),

@@ -83,8 +83,14 @@ pub fn judged_turns(record: &DialogueRecord, judge_turns: &JudgeTurns) -> Vec<us
 /// The conversation before turn `index` as the judges read it: each earlier turn's customer
 /// line, then the agent's (none for a turn the agent did not answer).
 pub fn history_before(record: &DialogueRecord, index: usize) -> Vec<Line> {
-    let mut lines = Vec::with_capacity(2 * index);
-    for turn in &record.turns[..index.min(record.turns.len())] {
+    history_of(&record.turns[..index.min(record.turns.len())])
+}
+
+/// The conversation `turns` make, as the customer, the agent and the judges read it: each
+/// turn's customer line, then the agent's (none for a turn the agent did not answer).
+pub fn history_of(turns: &[TurnRecord]) -> Vec<Line> {
+    let mut lines = Vec::with_capacity(2 * turns.len());
+    for turn in turns {
         lines.push(Line {
             speaker: Speaker::User,
             text: turn.user_message.clone(),
@@ -203,6 +209,7 @@ mod tests {
             structured_output: None,
             usage: Usage::default(),
             cost_usd: 0.0,
+            fork: None,
         }
     }
 

@@ -190,6 +190,7 @@ fn dialogue(job: DialogueJob, turns: Vec<TurnRecord>, end: DialogueEnd) -> Dialo
         end,
         usage: Usage::default(),
         cost_usd: 0.0,
+        fork: None,
     }
 }
 

@@ -173,6 +173,29 @@ pub fn score_record(record: &TurnRecord, sop: &Sop) -> Option<TurnScores> {
     }
 }
 
+/// The Logic (0-100) of a stored turn's answer against its panel's consensus and reference
+/// route, whether or not a judge scored its Chat (a fork's reply asked without judges has a
+/// Logic and no scores): 0 for a format error; `None` for an infrastructure error, or without a
+/// consensus and a reference route.
+pub fn turn_logic(record: &TurnRecord, sop: &Sop) -> Option<f64> {
+    if record.infra_error.is_some() {
+        return None;
+    }
+    let consensus = record.judges.as_ref()?.consensus.as_ref()?;
+    let reference = record.reference.as_ref()?.as_ref().ok()?;
+    let parts = match &record.outcome {
+        ServiceOutcome::InfraError { .. } => return None,
+        ServiceOutcome::FormatError { .. } => LogicParts::FORMAT_ERROR,
+        ServiceOutcome::Valid { turn } => LogicParts::of(
+            turn,
+            consensus,
+            reference,
+            &Finals::for_route(sop, reference),
+        ),
+    };
+    Some(logic(parts.acc_cls, parts.sim_path, parts.acc_action))
+}
+
 /// The chat scores of the judges of a stored turn that answered.
 pub fn answered_chat_scores(record: &TurnRecord) -> impl Iterator<Item = &ChatScores> {
     record

@@ -283,7 +283,8 @@ impl ChatModel for AnthropicMessages {
                 system_blocks(system.join("\n\n"), request.cache_prefix)
             },
             messages,
-            temperature: self.temperature,
+            // No seed in the messages API: a sample differs by its temperature only.
+            temperature: request.sampling(None, self.temperature).1,
             tools: request
                 .tools
                 .iter()

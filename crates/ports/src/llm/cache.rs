@@ -41,6 +41,10 @@ struct KeyMaterial<'a> {
     /// otherwise, so keys without one are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     structured: Option<(super::StructuredOutput, &'a super::JsonSchema)>,
+    /// A fork's sample (left out in a run, so its keys are unchanged): each sample is asked
+    /// for and paid once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -57,8 +61,8 @@ pub(crate) fn cache_key(config: &ModelConfig, request: &ChatRequest) -> String {
             .as_deref()
             .map(|u| u.trim().trim_end_matches('/')),
         model: config.model_id(),
-        temperature: config.temperature,
-        seed: config.seed,
+        temperature: request.sampling(config.seed, config.temperature).1,
+        seed: request.sampling(config.seed, config.temperature).0,
         max_tokens: config.max_tokens,
         json: request.json,
         json_mode: config.json_mode,
@@ -70,6 +74,7 @@ pub(crate) fn cache_key(config: &ModelConfig, request: &ChatRequest) -> String {
             .as_ref()
             .map(|s| (request.structured_output(config), &*s.schema))
             .filter(|(form, _)| form.sends_schema()),
+        sample: request.sample,
     };
     let mut hasher = Sha256::new();
     // Serializing plain data into a Vec cannot fail; an empty key material would still hash.
@@ -199,6 +204,43 @@ mod tests {
             .messages
             .push(super::super::ChatMessage::tool_result("c1", "{}"));
         assert_ne!(cache_key(&plain, &answered), k);
+    }
+
+    #[test]
+    fn a_forks_samples_are_asked_apart_and_a_runs_keys_are_unchanged() {
+        let c = ModelConfig::new("m", Provider::Openai);
+        let run = cache_key(&c, &request("hi"));
+        let sample = |k| {
+            let mut r = request("hi");
+            r.sample = Some(k);
+            r
+        };
+        // Without a sample the request is sent as configured (no temperature, no seed).
+        assert_eq!(request("hi").sampling(None, None), (None, None));
+        assert_eq!(
+            request("hi").sampling(Some(3), Some(0.0)),
+            (Some(3), Some(0.0))
+        );
+        // A sample: the seed moved by the draw, and a temperature that samples.
+        assert_eq!(
+            sample(5).sampling(None, None),
+            (Some(5), Some(crate::llm::SAMPLE_TEMPERATURE))
+        );
+        assert_eq!(
+            sample(5).sampling(Some(10), Some(0.0)),
+            (Some(15), Some(1.0))
+        );
+        assert_eq!(
+            sample(5).sampling(Some(10), Some(0.3)),
+            (Some(15), Some(0.3))
+        );
+        assert_eq!(sample(1).sampling(Some(u64::MAX), None).0, Some(0));
+        // Each sample its own answer in the cache; none of them a run's.
+        let keys: std::collections::HashSet<String> =
+            (0..4).map(|k| cache_key(&c, &sample(k))).collect();
+        assert_eq!(keys.len(), 4);
+        assert!(!keys.contains(&run));
+        assert_eq!(cache_key(&c, &sample(2)), cache_key(&c, &sample(2)));
     }
 
     #[tokio::test]

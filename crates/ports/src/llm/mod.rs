@@ -53,6 +53,10 @@ pub struct ChatRequest {
     pub desk: Option<Arc<sim::desk::DeskContext>>,
     /// The schema of the answer the role parses, for structured output (none: no schema).
     pub structured: Option<Structured>,
+    /// A fork's sample (`sage fork --samples K`): a real backend asks with the seed
+    /// `model seed + sample` and, when the model's temperature is unset or 0, at
+    /// [`SAMPLE_TEMPERATURE`], so the samples differ; part of the cache key.
+    pub sample: Option<u32>,
     /// Bytes at the start of the system prompt (the first message) that every dialogue of the
     /// scenario shares ([`sage_core::prompts::SystemPrompt::shared`]): a backend with a prompt
     /// cache ends its cached part there. None: the whole system prompt (the same on every
@@ -70,7 +74,32 @@ pub struct Structured {
     pub default_on: bool,
 }
 
+/// The sampling temperature a fork's samples are asked at when the model's configuration sets
+/// none or 0 (greedy decoding would give every sample the same answer).
+pub const SAMPLE_TEMPERATURE: f32 = 1.0;
+
 impl ChatRequest {
+    /// The seed and temperature this request is sent with by a model configured with `seed`
+    /// and `temperature`: those, or for a fork's sample `seed + sample` (from 0 when unset)
+    /// and [`SAMPLE_TEMPERATURE`] when the temperature is unset or 0.
+    pub fn sampling(
+        &self,
+        seed: Option<u64>,
+        temperature: Option<f32>,
+    ) -> (Option<u64>, Option<f32>) {
+        match self.sample {
+            None => (seed, temperature),
+            Some(k) => (
+                Some(seed.unwrap_or(0).wrapping_add(u64::from(k))),
+                Some(
+                    temperature
+                        .filter(|t| *t > 0.0)
+                        .unwrap_or(SAMPLE_TEMPERATURE),
+                ),
+            ),
+        }
+    }
+
     /// The form this request asks a model configured as `config` for: none without `json`;
     /// otherwise [`ModelConfig::structured_output_for`], a schema form degraded to
     /// `json_object` when the role gave no schema.

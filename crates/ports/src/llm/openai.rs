@@ -574,6 +574,7 @@ impl OpenAiChat {
             None => (form == StructuredOutput::JsonObject)
                 .then(|| Ordered::Obj(vec![("type".into(), Ordered::Str("json_object".into()))])),
         };
+        let (seed, temperature) = request.sampling(self.seed, self.temperature);
         let body = CompletionRequest {
             model: &self.model,
             messages: wire_messages(&request.messages),
@@ -589,8 +590,8 @@ impl OpenAiChat {
                     },
                 })
                 .collect(),
-            temperature: self.temperature,
-            seed: self.seed,
+            temperature,
+            seed,
             max_tokens: self.max_tokens,
             response_format,
         };
@@ -936,6 +937,28 @@ mod tests {
                 assert!(text.contains("<redacted>"), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn a_forks_sample_is_sent_with_its_seed_and_a_sampling_temperature() {
+        let mut config = ModelConfig::new("m", crate::llm::Provider::Openai);
+        config.base_url = Some("http://127.0.0.1:9/v1".into());
+        config.seed = Some(40);
+        let chat = OpenAiChat::new(&config).expect("backend");
+        let body = |sample| {
+            let request = ChatRequest {
+                sample,
+                ..ChatRequest::default()
+            };
+            let bytes = chat.body(&request, StructuredOutput::None).expect("body");
+            serde_json::from_slice::<serde_json::Value>(&bytes).expect("json")
+        };
+        let run = body(None);
+        assert_eq!(run["seed"], 40);
+        assert!(run.get("temperature").is_none(), "{run}");
+        let sample = body(Some(2));
+        assert_eq!(sample["seed"], 42);
+        assert_eq!(sample["temperature"], 1.0);
     }
 
     #[test]

@@ -292,6 +292,66 @@ struct JudgeReach {
     first_error: Option<String>,
 }
 
+/// Tells a fork's section what the fork was (its fork.json), where the forked run's report is
+/// (a link relative to `page`, the fork's report), and hands it the parents of its flipped
+/// dialogues, read from the forked run's folder when it is still where fork.json says.
+fn fork_parents(
+    run: &RunDir,
+    page: &Path,
+    section: &mut sage_report::sage::fork::ForkSection,
+) -> Result<(), StoreError> {
+    let file: sage_core::fork::ForkFile = run.read_json(sage_core::fork::FORK_JSON)?;
+    // fork.json names the forked folder resolved; when the folders moved together, it is the
+    // fork's sibling of the same name.
+    let from = Path::new(&file.from);
+    let sibling = from
+        .file_name()
+        .map(|name| run.path().join("..").join(name));
+    let from = [Some(from.to_path_buf()), sibling]
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("manifest.json").is_file())
+        .unwrap_or_else(|| from.to_path_buf());
+    let parent_run = RunDir::open(&from).ok().filter(|dir| {
+        dir.read_manifest()
+            .is_ok_and(|m| m.run_id == file.from_run_id)
+    });
+    let report_href = parent_run.as_ref().and_then(|dir| {
+        let report = dir.path().join(REPORT_HTML);
+        let here = page.parent()?;
+        relative_href(here, &report)
+    });
+    let wanted: std::collections::HashSet<String> =
+        section.wanted_parents().map(str::to_string).collect();
+    section.set_source(sage_report::sage::fork::ForkSource { file, report_href });
+    if let (Some(dir), false) = (parent_run, wanted.is_empty()) {
+        let mut found = Vec::new();
+        dir.scan_dialogues(|r| {
+            if wanted.contains(&r.job.dialogue_id) {
+                found.push(r);
+            }
+        })?;
+        for record in found {
+            section.add_parent(record);
+        }
+    }
+    Ok(())
+}
+
+/// The link from a page in folder `here` to the file `to` (both resolved), each path segment
+/// percent-encoded; `None` when either cannot be resolved.
+fn relative_href(here: &Path, to: &Path) -> Option<String> {
+    let here = here.canonicalize().ok()?;
+    let to = to.parent()?.canonicalize().ok()?.join(to.file_name()?);
+    let (a, b): (Vec<_>, Vec<_>) = (here.components().collect(), to.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let up = std::iter::repeat_n("..".to_string(), a.len() - common);
+    let down = b[common..]
+        .iter()
+        .map(|c| sage_report::encode_uri_component(&c.as_os_str().to_string_lossy()));
+    Some(up.chain(down).collect::<Vec<_>>().join("/"))
+}
+
 /// A SAGE run's report, folded one record at a time (the summary, the repeated ids, the models
 /// that never answered, and the HTML report when asked for); [`SageFold::write`] writes
 /// summary.json, leaderboard.md and report.html.
@@ -475,6 +535,10 @@ impl SageFold {
                 let show = show_command(&report.info().run_id);
                 // The judges against people, when `sage judges calibrate` was run on it.
                 report.set_calibration(run.read_json(CALIBRATION_JSON).ok());
+                // A fork's report: what was forked, and the parents of its flipped dialogues.
+                if run.path().join(sage_core::fork::FORK_JSON).exists() {
+                    fork_parents(run, &target, report.fork_mut())?;
+                }
                 let mut none = NoRecords;
                 let written = run.write_report_html(html, |out| {
                     let records = match &mut records {

@@ -38,15 +38,7 @@ details.flip{border-bottom:1px solid var(--line)}\
 details.flip>summary{cursor:pointer;padding:4px 2px;display:flex;flex-wrap:wrap;gap:4px 14px;align-items:baseline}\
 details.flip>summary::before{content:'▸';color:var(--muted)}\
 details.flip[open]>summary::before{content:'▾'}\
-details.flip[open]>summary{background:var(--panel)}\
-table.side-by-side{border-collapse:collapse;width:100%;table-layout:fixed;margin:6px 0 14px;font-size:13px}\
-table.side-by-side th,table.side-by-side td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}\
-table.side-by-side th.num,table.side-by-side td.num{width:48px;text-align:right}\
-table.side-by-side th{background:var(--panel)}\
-table.side-by-side p{margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere}\
-.turn.differs{border-left:3px solid var(--bad);padding-left:6px}\
-code.diff{color:var(--bad);font-weight:600}\
-span.ending{font-weight:normal;color:var(--muted);font-size:12px}";
+details.flip[open]>summary{background:var(--panel)}";
 
 impl Comparison {
     /// The `compare` section.
@@ -316,7 +308,10 @@ impl Comparison {
                 self.current, self.baseline
             ),
             sections: vec![self.section(links, transcripts)],
-            styles: vec![COMPARE_CSS.to_string()],
+            styles: vec![
+                COMPARE_CSS.to_string(),
+                crate::side_by_side::CSS.to_string(),
+            ],
             scripts: Vec::new(),
         }
     }

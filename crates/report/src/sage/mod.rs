@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod chart_section;
+pub mod fork;
 mod judges;
 mod leaderboard;
 mod routes;
@@ -149,6 +150,8 @@ pub struct SageReport {
     explorer: Explorer<SageExplorer>,
     /// The judges against people, when the run was calibrated (calibration.json).
     calibration: Option<sage_core::scoring::labels::Calibration>,
+    /// A fork's branches (none in a run's report).
+    fork: fork::ForkSection,
 }
 
 impl SageReport {
@@ -175,6 +178,7 @@ impl SageReport {
             infra_examples: Vec::new(),
             explorer: Explorer::new(SageExplorer::default(), Limits::default()),
             calibration: None,
+            fork: fork::ForkSection::default(),
         }
     }
 
@@ -191,6 +195,11 @@ impl SageReport {
         calibration: Option<sage_core::scoring::labels::Calibration>,
     ) {
         self.calibration = calibration;
+    }
+
+    /// The fork section's fold (a fork's report: `sage fork`).
+    pub fn fork_mut(&mut self) -> &mut fork::ForkSection {
+        &mut self.fork
     }
 
     /// The explorer's fold.
@@ -369,19 +378,28 @@ impl SageReport {
                 }
             }
         }
+        self.fork.add(record);
         self.explorer.add(record, at);
     }
 
     /// The page's sections before the explorer, the leaderboard first (`leaderboard`, `run`,
-    /// `charts`, `sop-graphs`, `judges`) for `summary` (the summary folded from the same
-    /// records).
+    /// `charts`, `sop-graphs`, `judges`; a fork's report opens on `fork`) for `summary` (the
+    /// summary folded from the same records).
     pub fn sections(&mut self, summary: &Summary) -> Vec<Section> {
-        vec![
-            Section::new(
-                "leaderboard",
-                "Leaderboard",
-                self.leaderboard_section(summary),
-            ),
+        // A fork's report opens on the fork: its replies have a Logic and, without
+        // `--judge`, no Chat, so its leaderboard says less than the fork section.
+        let mut sections: Vec<Section> = self
+            .fork
+            .any()
+            .then(|| self.fork.section())
+            .into_iter()
+            .collect();
+        sections.push(Section::new(
+            "leaderboard",
+            "Leaderboard",
+            self.leaderboard_section(summary),
+        ));
+        sections.extend([
             Section::new("run", "Run", self.run_html(summary)),
             Section::new("charts", "Charts", self.charts_html(summary)),
             Section::new(
@@ -390,7 +408,8 @@ impl SageReport {
                 self.graphs_html(summary),
             ),
             Section::new("judges", "Judges", self.judges_html(summary)),
-        ]
+        ]);
+        sections
     }
 
     /// Writes the whole page to `out`, each section as it is rendered, the dialogue explorer
@@ -430,6 +449,8 @@ pub fn styles() -> Vec<String> {
         explorer::CSS.to_string(),
         explorer::sage::CSS.to_string(),
         LEADERBOARD_CSS.to_string(),
+        fork::CSS.to_string(),
+        crate::side_by_side::CSS.to_string(),
     ]
 }
 

@@ -144,6 +144,8 @@ impl Skills {
 pub struct SimAgent {
     /// Its skills.
     pub skills: Skills,
+    /// Turns at which it takes a wrong action on purpose (planted failures).
+    pub fail_turns: Vec<u32>,
 }
 
 const EMPATHY: [&str; 5] = [
@@ -266,7 +268,8 @@ impl Play for SimAgent {
             .sop
             .route(&classification, &variables)
             .unwrap_or_else(|_| ctx.job.target.clone());
-        let route = if chance(&mut rng, self.skills.derivation(turn, level)) {
+        let derived = chance(&mut rng, self.skills.derivation(turn, level));
+        let route = if derived && !self.fail_turns.contains(&turn) {
             own
         } else {
             wrong_route(ctx, &own, &mut rng)

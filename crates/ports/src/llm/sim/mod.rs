@@ -47,21 +47,28 @@ pub struct SimContext {
     pub agent_chat: Option<String>,
     /// Content retries of the same call (0 for the first): varies the draw.
     pub attempt: u32,
+    /// A fork's sample ([`sage_core::protocol::ServiceRequest::sample`]): varies the draw.
+    pub sample: Option<u32>,
 }
 
 impl SimContext {
-    /// A generator seeded by (dialogue seed, role, turn, judge, attempt, salt): every random
-    /// choice of a simulated model draws from its own stream, so results never depend on
-    /// scheduling.
+    /// A generator seeded by (dialogue seed, role, turn, judge, attempt, salt), and a fork's
+    /// sample when there is one: every random choice of a simulated model draws from its own
+    /// stream, so results never depend on scheduling, and a fork's branch draws as its parent
+    /// did but at the sampled turn.
     pub fn rng(&self, salt: &str) -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(sage_core::plan::derive_seed((
+        let base = (
             self.job.seed,
             self.role.as_str(),
             self.turn,
             self.judge_index,
             self.attempt,
             salt,
-        )))
+        );
+        ChaCha8Rng::seed_from_u64(match self.sample {
+            None => sage_core::plan::derive_seed(base),
+            Some(sample) => sage_core::plan::derive_seed((base, "sample", sample)),
+        })
     }
 }
 
@@ -91,6 +98,7 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
             profile,
             skills,
             latency,
+            fail_turns,
         } => {
             let base = agent::Skills::profile(&profile).ok_or_else(|| {
                 LlmError::Config(format!(
@@ -127,7 +135,7 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
                 )));
             }
             Arc::new(Simulated {
-                model: agent::SimAgent { skills },
+                model: agent::SimAgent { skills, fail_turns },
                 latency,
             })
         }

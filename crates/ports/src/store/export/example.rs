@@ -169,6 +169,10 @@ impl<'r> TurnView<'_, 'r> {
 /// system prompt, the customer's lines and the agent's chat replies (as in the live dialogue;
 /// a format error's reply is the raw text the customer saw). With `hashing`, each view carries
 /// the [`context_hash`] of its context, computed incrementally. Stops at `f`'s first error.
+///
+/// A fork's branch (`record.fork`): the turns before its fork turn are its parent's, so they are
+/// context only (no view); its reply at the fork turn has the fork's Logic (scored against the
+/// parent's reference, with or without a judge's Chat); a fix's reply there is context too.
 pub fn walk<'r, E>(
     record: &'r DialogueRecord,
     system: &'r str,
@@ -191,12 +195,19 @@ pub fn walk<'r, E>(
             content: system,
         },
     );
+    // A fix's reply at its fork turn is a sample's copied or one written from the reference:
+    // not a model's answer; what its model said after it is.
+    let own_from = own_from(record);
     for (index, turn) in record.turns.iter().enumerate() {
-        let logic = turn.scores.map(|s| s.logic);
+        let logic = answer_logic(record, index);
         let judged = turn.judges.is_some();
         let infra_error =
             turn.infra_error.is_some() || matches!(turn.outcome, ServiceOutcome::InfraError { .. });
+        let own = turn.turn >= own_from;
         if turn.user_message.is_empty() {
+            if !own {
+                continue;
+            }
             f(&TurnView {
                 index,
                 turn: turn.turn,
@@ -217,25 +228,30 @@ pub fn walk<'r, E>(
                 content: &turn.user_message,
             },
         );
+        // What the customer saw is the agent's chat, whether or not its raw answer is kept (a
+        // fork keeps its parent's turns without it).
         let (seen, answer) = match (&turn.outcome, &turn.raw_output) {
             (ServiceOutcome::Valid { turn: t }, Some(raw)) => {
                 (Some(t.chat.as_str()), Answer::Valid(raw))
             }
+            (ServiceOutcome::Valid { turn: t }, None) => (Some(t.chat.as_str()), Answer::None),
             (ServiceOutcome::FormatError { chat, .. }, raw) => {
                 (Some(chat.as_str()), Answer::FormatError(raw.as_deref()))
             }
-            _ => (None, Answer::None),
+            (ServiceOutcome::InfraError { .. }, _) => (None, Answer::None),
         };
-        f(&TurnView {
-            index,
-            turn: turn.turn,
-            context: &context,
-            answer,
-            logic,
-            judged,
-            infra_error,
-            context_hash: hash,
-        })?;
+        if own {
+            f(&TurnView {
+                index,
+                turn: turn.turn,
+                context: &context,
+                answer,
+                logic,
+                judged,
+                infra_error,
+                context_hash: hash,
+            })?;
+        }
         if let Some(seen) = seen {
             push(
                 &mut context,
@@ -248,6 +264,32 @@ pub fn walk<'r, E>(
         }
     }
     Ok(())
+}
+
+/// The first turn number of `record` that is its own: 0 for a run's dialogue; for a fork's
+/// branch its fork turn (the turns before are its parent's), or the turn after it for a fix
+/// (its reply there is a sample's copied, or one written from the reference).
+fn own_from(record: &DialogueRecord) -> u32 {
+    record
+        .fork
+        .as_ref()
+        .map_or(0, |f| f.turn + u32::from(f.fix.is_some()))
+}
+
+/// The agent turns of `record` that are its own ([`walk`] views only those).
+pub fn own_turns(record: &DialogueRecord) -> usize {
+    let from = own_from(record);
+    record.turns.iter().filter(|t| t.turn >= from).count()
+}
+
+/// The Logic of the answer at `index` of `record`: its scores', or at a fork's turn the fork's
+/// (scored against the parent's reference, with or without a judge's Chat).
+pub fn answer_logic(record: &DialogueRecord, index: usize) -> Option<f64> {
+    let turn = record.turns.get(index)?;
+    match &record.fork {
+        Some(fork) if fork.turn == turn.turn => fork.logic,
+        _ => turn.scores.map(|s| s.logic),
+    }
 }
 
 /// The context and answer of the turn at `index` of `record` (see [`walk`]); `None` when the
@@ -286,8 +328,22 @@ fn chain(hash: u64, m: Message<'_>) -> u64 {
 /// model served it and however often (`telecom_package/0007/sim-strong/r1` ->
 /// `telecom_package/0007`).
 pub fn case_of(job: &DialogueJob) -> &str {
-    let case = case_key(&job.dialogue_id);
-    case.strip_suffix(job.service_model.as_str())
+    case_of_id(&job.dialogue_id, &job.service_model)
+}
+
+/// The case a record plays: its job's ([`case_of`]), and for a fork's branch its parent's, so
+/// every branch of a customer's case goes where the case goes (a split never parts them).
+pub fn record_case(record: &DialogueRecord) -> &str {
+    match &record.fork {
+        Some(fork) => case_of_id(&fork.parent, &fork.parent_model),
+        None => case_of(&record.job),
+    }
+}
+
+/// [`case_of`] of a dialogue id and its model under test.
+fn case_of_id<'a>(dialogue_id: &'a str, model: &str) -> &'a str {
+    let case = case_key(dialogue_id);
+    case.strip_suffix(model)
         .and_then(|c| c.strip_suffix('/'))
         .filter(|c| !c.is_empty())
         .unwrap_or(case)

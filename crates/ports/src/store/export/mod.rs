@@ -20,7 +20,7 @@ mod write;
 
 use super::{Manifest, RunDir, StoreError};
 use example::{
-    Answer, FULLY_CORRECT, Filter, Filtered, Left, Split, case_of, example_hash, reaches,
+    Answer, FULLY_CORRECT, Filter, Filtered, Left, Split, example_hash, reaches, record_case,
     split_part, walk,
 };
 use sage_core::plan::derive_seed;
@@ -458,9 +458,10 @@ impl Parts {
         prompt: &[example::Message<'_>],
         chosen: &str,
         rejected: &str,
+        audit: &write::Audit<'_>,
     ) -> Result<(), ExportError> {
         self.writers[part]
-            .pair(prompt, chosen, rejected)
+            .pair(prompt, chosen, rejected, audit)
             .map_err(|e| Parts::error(&self.parts[part], e))
     }
 
@@ -506,7 +507,7 @@ impl Job<'_> {
             prompts::agent_system_prompt(sop, &prompts::system_information(sop, &record.job));
         Some(Ready {
             system,
-            part: split_part(self.seed, case_of(&record.job), &self.options.splits),
+            part: split_part(self.seed, record_case(record), &self.options.splits),
             route,
         })
     }
@@ -571,7 +572,7 @@ fn examples(
     let hashing = seen.is_some() || caps.is_some();
     run.scan_jsonl_at("dialogues.jsonl", |offset, record: DialogueRecord| {
         stats.dialogues += 1;
-        stats.turns += record.turns.len();
+        stats.turns += example::own_turns(&record);
         let Some(ready) = job.ready(&record, stats) else {
             return Ok(());
         };
@@ -654,14 +655,20 @@ fn pairs(
     let reject_below = options.max_rejected_logic;
     run.scan_jsonl_at("dialogues.jsonl", |offset, record: DialogueRecord| {
         stats.dialogues += 1;
-        stats.turns += record.turns.len();
+        stats.turns += example::own_turns(&record);
         let Some(ready) = job.ready(&record, stats) else {
             return Ok(());
         };
-        let model = match models.iter().position(|m| *m == record.job.service_model) {
+        // Who answered: the model, and for a fork's branch its sample (two samples of one
+        // model are two answers to pair).
+        let source = match &record.fork {
+            Some(fork) => format!("{}#s{}", record.job.service_model, fork.sample),
+            None => record.job.service_model.clone(),
+        };
+        let model = match models.iter().position(|m| *m == source) {
             Some(i) => i,
             None => {
-                models.push(record.job.service_model.clone());
+                models.push(source);
                 models.len() - 1
             }
         };
@@ -679,7 +686,7 @@ fn pairs(
             small("model number", model)?,
             small("repeat", record.job.repeat as usize)?,
         );
-        let case = case_of(&record.job);
+        let case = record_case(&record);
         walk(&record, &ready.system, true, |t| {
             let (valid, logic) = match t.scored() {
                 Ok(s) => (s.valid, s.logic),
@@ -762,7 +769,7 @@ fn pairs(
         };
         if prompt != r_prompt
             || rejected_text.is_empty()
-            || case_of(&c_record.job) != case_of(&r_record.job)
+            || record_case(&c_record) != record_case(&r_record)
         {
             dpo_stats.mismatched += 1;
             return Ok(());
@@ -797,7 +804,16 @@ fn pairs(
         if options.max_per_scenario.is_some() {
             *per_scenario.entry(scenario.clone()).or_default() += 1;
         }
-        parts.pair(part, &prompt, chosen_text, rejected_text)
+        let index = |c: &dpo::Candidate| usize::from(c.turn);
+        let audit = write::Audit {
+            chosen_logic: example::answer_logic(&c_record, index(&chosen)).unwrap_or_default(),
+            rejected_logic: example::answer_logic(&r_record, index(&rejected)).unwrap_or_default(),
+            chosen_dialogue: &c_record.job.dialogue_id,
+            rejected_dialogue: &r_record.job.dialogue_id,
+            turn: c_record.turns[index(&chosen)].turn,
+            parent: c_record.fork.as_ref().map(|f| f.parent.as_str()),
+        };
+        parts.pair(part, &prompt, chosen_text, rejected_text, &audit)
     })?;
     stats.dpo = Some(dpo_stats);
     Ok(())

@@ -40,12 +40,34 @@ struct OpenaiPreference<'a> {
     non_preferred_output: [OpenaiMessage<'a>; 1],
 }
 
-/// TRL's conversational preference format.
+/// TRL's conversational preference format, with where each side comes from (columns TRL
+/// leaves alone) so that a pair can be checked against its records.
 #[derive(Serialize)]
 struct TrlPreference<'a> {
     prompt: Vec<OpenaiMessage<'a>>,
     chosen: [OpenaiMessage<'a>; 1],
     rejected: [OpenaiMessage<'a>; 1],
+    #[serde(flatten)]
+    audit: &'a Audit<'a>,
+}
+
+/// Where a preference pair's two answers come from: each one's dialogue and Logic, the turn,
+/// and for a fork's branches the dialogue they were forked from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Audit<'a> {
+    /// The chosen answer's Logic (100).
+    pub chosen_logic: f64,
+    /// The rejected answer's Logic (below `--max-rejected-logic`).
+    pub rejected_logic: f64,
+    /// The chosen answer's dialogue.
+    pub chosen_dialogue: &'a str,
+    /// The rejected answer's dialogue.
+    pub rejected_dialogue: &'a str,
+    /// The turn (1-based) both answer.
+    pub turn: u32,
+    /// The stored dialogue a fork's branches were forked from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<&'a str>,
 }
 
 fn openai<'a>(messages: &'a [Message<'a>]) -> Vec<OpenaiMessage<'a>> {
@@ -131,8 +153,15 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Writes one preference pair: the prompt, the chosen and the rejected answers.
-    pub fn pair(&mut self, prompt: &[Message<'_>], chosen: &str, rejected: &str) -> io::Result<()> {
+    /// Writes one preference pair: the prompt, the chosen and the rejected answers (`dpo-trl`
+    /// with their `audit`; OpenAI's format takes no other key).
+    pub fn pair(
+        &mut self,
+        prompt: &[Message<'_>],
+        chosen: &str,
+        rejected: &str,
+        audit: &Audit<'_>,
+    ) -> io::Result<()> {
         match self.format {
             Format::Dpo => serde_json::to_writer(
                 &mut self.out,
@@ -150,6 +179,7 @@ impl<W: Write> Writer<W> {
                     prompt: openai(prompt),
                     chosen: assistant(chosen),
                     rejected: assistant(rejected),
+                    audit,
                 },
             )?,
             _ => return Err(io::Error::other("an example format writes examples")),
@@ -265,8 +295,16 @@ mod tests {
     #[test]
     fn pairs_in_both_preference_shapes() {
         let prompt = &examples()[1];
+        let audit = Audit {
+            chosen_logic: 100.0,
+            rejected_logic: 40.0,
+            chosen_dialogue: "s/0001/m/r0/f2/a/s0",
+            rejected_dialogue: "s/0001/m/r0/f2/b/s3",
+            turn: 2,
+            parent: Some("s/0001/m/r0"),
+        };
         let mut w = Writer::new(Format::Dpo, Vec::new()).unwrap();
-        w.pair(prompt, "good", "bad").unwrap();
+        w.pair(prompt, "good", "bad", &audit).unwrap();
         assert!(w.example(prompt, "x").is_err());
         let v: Value = serde_json::from_slice(&w.finish().unwrap()).unwrap();
         assert_eq!(v["input"]["messages"].as_array().unwrap().len(), 4);
@@ -279,8 +317,10 @@ mod tests {
             v["non_preferred_output"],
             json!([{"role": "assistant", "content": "bad"}])
         );
+        // OpenAI's shape takes no other key.
+        assert_eq!(v.as_object().unwrap().len(), 3);
         let mut w = Writer::new(Format::DpoTrl, Vec::new()).unwrap();
-        w.pair(prompt, "good", "bad").unwrap();
+        w.pair(prompt, "good", "bad", &audit).unwrap();
         let v: Value = serde_json::from_slice(&w.finish().unwrap()).unwrap();
         assert_eq!(v["prompt"][0], json!({"role": "system", "content": "sys"}));
         assert_eq!(
@@ -291,5 +331,11 @@ mod tests {
             v["rejected"],
             json!([{"role": "assistant", "content": "bad"}])
         );
+        assert_eq!(
+            (&v["chosen_logic"], &v["rejected_logic"], &v["turn"]),
+            (&json!(100.0), &json!(40.0), &json!(2))
+        );
+        assert_eq!(v["parent"], "s/0001/m/r0");
+        assert_eq!(v["rejected_dialogue"], "s/0001/m/r0/f2/b/s3");
     }
 }
