@@ -53,6 +53,14 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// An adaptive run: a model stops getting cases once its OA's 95% confidence sequence
+    /// puts it surely in or surely out of the top K (`--adaptive-top`); the cases are played
+    /// in a random order (docs/run-config.md, "Adaptive runs").
+    #[arg(long)]
+    adaptive: bool,
+    /// The K of an adaptive run's top K [default: 3].
+    #[arg(long, value_name = "K", requires = "adaptive")]
+    adaptive_top: Option<usize>,
     /// Serve /metrics, /healthz and /readyz here while the run lasts (port 0: any free port,
     /// printed); none by default.
     #[arg(long, env = "SAGE_RUN_METRICS_ADDR")]
@@ -316,6 +324,12 @@ impl RunArgs {
         if let Some(out) = &self.out {
             config.output_dir = out.clone();
         }
+        if self.adaptive {
+            config.adaptive_top = Some(
+                self.adaptive_top
+                    .unwrap_or(sage_core::scoring::adaptive::DEFAULT_TOP),
+            );
+        }
         self.apply_budgets(&mut config)?;
         Ok((config, None))
     }
@@ -347,6 +361,9 @@ fn print_run(embedded: sage_actors::runner::Embedded, run_dir: &RunDir) -> anyho
     println!("{}", terminal_safe(&reported.table));
     if let Some(budget) = &reported.budget {
         println!("{}", budget.line(run_dir.path()));
+    }
+    if let Some(adaptive) = &reported.adaptive {
+        print!("{}", terminal_safe(&adaptive.text()));
     }
     println!("results: {}", run_dir.path().display());
     if let Some(html) = &reported.html {

@@ -99,6 +99,9 @@ pub fn build_endpoints(
 pub trait JobSource {
     /// Every job, in the order to play them.
     fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_>;
+    /// Every job, the cases in a random order (an adaptive run's: every prefix a random
+    /// sample of the cases).
+    fn jobs_in_random_order(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_>;
     /// Jobs in all.
     fn count(&self) -> usize;
 }
@@ -106,6 +109,13 @@ pub trait JobSource {
 impl JobSource for Vec<DialogueJob> {
     fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
         Box::new(self.iter().cloned())
+    }
+    fn jobs_in_random_order(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        let mut jobs = self.clone();
+        // A dialogue's seed is its case's and repeat's, whatever the model: a hash of it
+        // orders the cases at random and keeps each case's models together.
+        jobs.sort_by_key(|j| (sage_core::plan::derive_seed(j.seed), j.dialogue_id.clone()));
+        Box::new(jobs.into_iter())
     }
     fn count(&self) -> usize {
         self.len()
@@ -115,6 +125,9 @@ impl JobSource for Vec<DialogueJob> {
 impl JobSource for sage_core::plan::Plan<'_> {
     fn jobs(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
         Box::new(sage_core::plan::Plan::jobs(self))
+    }
+    fn jobs_in_random_order(&self) -> Box<dyn Iterator<Item = DialogueJob> + '_> {
+        Box::new(sage_core::plan::Plan::jobs_in_random_order(self))
     }
     fn count(&self) -> usize {
         self.len()
@@ -150,6 +163,8 @@ pub async fn run_embedded(
 ) -> Result<Embedded, RunError> {
     let mut report = SageFold::for_run(config, jobs.count(), run_dir, sops);
     let mut budget = BudgetFold::new(config);
+    // An adaptive run: a model decided against the top K gets no more cases.
+    let mut adaptive = sage_core::scoring::adaptive::Adaptive::for_run(config);
     // Records already stored are kept, once checked to be of these jobs (read once).
     let mut stored = None;
     if run_dir.path().join("dialogues.jsonl").exists() {
@@ -162,6 +177,9 @@ pub async fn run_embedded(
             |at, r: sage_core::protocol::DialogueRecord| {
                 if report.add(&r, at) {
                     budget.add(&r);
+                    if let Some(a) = adaptive.as_mut() {
+                        a.add(&r);
+                    }
                 }
             },
         )?;
@@ -170,17 +188,24 @@ pub async fn run_embedded(
     let done = stored.as_ref().map_or(0, |s| s.done());
     // Read when the next job is asked for: after every record finished so far was added.
     let budget = std::cell::RefCell::new(budget);
+    let adaptive = std::cell::RefCell::new(adaptive);
     // One lane per model under test, so a slow or limited one never holds back the others.
     let todo: Vec<crate::lanes::Lane<'_, DialogueJob>> = config
         .service_models
         .iter()
         .map(|model| {
-            let (stored, budget) = (&stored, &budget);
+            let (stored, budget, adaptive) = (&stored, &budget, &adaptive);
+            let all = match config.adaptive_top {
+                Some(_) => jobs.jobs_in_random_order(),
+                None => jobs.jobs(),
+            };
             Box::new(
-                jobs.jobs()
-                    .filter(move |j| j.service_model == *model)
+                all.filter(move |j| j.service_model == *model)
                     .filter(move |j| !stored.as_ref().is_some_and(|s| s.is_done(&j.dialogue_id)))
-                    .filter(move |j| budget.borrow().admits(&j.service_model)),
+                    .filter(move |j| budget.borrow().admits(&j.service_model))
+                    .filter(move |j| {
+                        (adaptive.borrow().as_ref()).is_none_or(|a| a.admits(&j.service_model))
+                    }),
             ) as crate::lanes::Lane<'_, DialogueJob>
         })
         .collect();
@@ -235,6 +260,9 @@ pub async fn run_embedded(
     while let Some(record) = finished.next().await {
         let record = record.map_err(|e| RunError::Runtime(e.to_string()))?;
         budget.borrow_mut().add(&record);
+        if let Some(a) = adaptive.borrow_mut().as_mut() {
+            a.add(&record);
+        }
         if tx.send(record).await.is_err() {
             break; // the writer stopped on an error, reported below
         }

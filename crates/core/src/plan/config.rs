@@ -82,6 +82,11 @@ pub struct RunConfig {
     /// default (left out of manifest.json when off).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub customer_guard: bool,
+    /// An adaptive run (`sage run --adaptive`): the K of the top K a model stops getting cases
+    /// at, once it is surely in or surely out of it (docs/run-config.md, "Adaptive runs").
+    /// None when absent (left out of manifest.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive_top: Option<usize>,
 }
 
 /// A simulated model of this name.
@@ -147,6 +152,7 @@ impl Default for RunConfig {
             record_prompts: false,
             max_cost_usd: None,
             customer_guard: false,
+            adaptive_top: None,
         }
     }
 }
@@ -307,6 +313,15 @@ impl RunConfig {
         }
         if let Some(usd) = self.max_cost_usd {
             super::model::cost_budget("max_cost_usd", usd).or_else(err)?;
+        }
+        if let Some(k) = self.adaptive_top
+            && !(1..self.service_models.len()).contains(&k)
+        {
+            return err(format!(
+                "adaptive_top: {k}; expected 1 to {} (fewer than the {} models under test: the top K must leave some out)",
+                self.service_models.len().saturating_sub(1),
+                self.service_models.len()
+            ));
         }
         // A model's budget bounds its dialogues as the agent under test.
         if let Some(m) = self

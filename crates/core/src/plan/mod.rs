@@ -518,6 +518,37 @@ impl<'a> Plan<'a> {
         })
     }
 
+    /// Every job, the cases in a random order across the scenarios (drawn from the run seed;
+    /// each case with every model and repeat): an adaptive run's order, so that the dialogues
+    /// a model has played at any time are a random sample of the run's cases, as its
+    /// confidence sequence assumes. Holds each scenario's case plan and the list of cases
+    /// played (16 bytes each).
+    pub fn jobs_in_random_order(&self) -> impl Iterator<Item = DialogueJob> + '_ {
+        let config = self.config;
+        let plans: Arc<Vec<Arc<CasePlan>>> = Arc::new(
+            self.scenarios
+                .iter()
+                .map(|(sop, _)| Arc::new(case_plan(config, sop)))
+                .collect(),
+        );
+        let mut order: Vec<(usize, usize)> = plans
+            .iter()
+            .enumerate()
+            .flat_map(|(s, plan)| played(config, plan).map(move |i| (s, i)))
+            .collect();
+        order.sort_by_key(|(s, i)| derive_seed((config.seed, "adaptive order", *s, *i)));
+        order.into_iter().flat_map(move |(s, index)| {
+            let plan = plans[s].clone();
+            let sop = &self.scenarios[s].0;
+            let (case, adversarial) = (Arc::new(plan.case(index)), plan.adversarial(index));
+            config.service_models.iter().flat_map(move |model| {
+                let case = case.clone();
+                (0..config.repeats.max(1))
+                    .map(move |repeat| self.job(sop, &case, adversarial, model, repeat))
+            })
+        })
+    }
+
     /// The first job of each scenario (its first case played, with the first model under test,
     /// repeat 0; `None` for a scenario without a case played), in the order of the scenarios.
     pub fn first_jobs(&self) -> Vec<Option<DialogueJob>> {
@@ -677,6 +708,49 @@ mod tests {
         assert_eq!(
             set.check("telecom_package/9999/x/r0", job),
             Err(Foreign::UnknownId("telecom_package/9999/x/r0".into()))
+        );
+    }
+
+    #[test]
+    fn an_adaptive_order_has_the_same_jobs_cases_shuffled_across_scenarios() {
+        let config = RunConfig {
+            dialogues_per_scenario: 6,
+            ..RunConfig::default()
+        };
+        let sops: Vec<Arc<Sop>> = ["telecom_package", "airline_refund", "online_education"]
+            .iter()
+            .map(|id| {
+                let path = format!("{}/../../scenarios/{id}.yaml", env!("CARGO_MANIFEST_DIR"));
+                Arc::new(crate::sop::load(std::path::Path::new(&path)).unwrap())
+            })
+            .collect();
+        let plan = Plan::new(&config, "r1", &sops);
+        let plain: Vec<DialogueJob> = plan.jobs().collect();
+        let shuffled: Vec<DialogueJob> = plan.jobs_in_random_order().collect();
+        let ids = |jobs: &[DialogueJob]| {
+            let mut ids: Vec<String> = jobs.iter().map(|j| j.dialogue_id.clone()).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(&shuffled), ids(&plain));
+        // Each case keeps its models together; the scenarios are mixed from the start.
+        let models = config.service_models.len();
+        for case in shuffled.chunks(models) {
+            assert!(case.iter().all(|j| j.seed == case[0].seed));
+        }
+        let first: std::collections::BTreeSet<&str> = shuffled[..12 * models]
+            .iter()
+            .map(|j| j.scenario.as_str())
+            .collect();
+        assert_eq!(first.len(), 3, "{first:?}");
+        let again: Vec<String> = plan.jobs_in_random_order().map(|j| j.dialogue_id).collect();
+        assert!(
+            again.iter().eq(shuffled.iter().map(|j| &j.dialogue_id)),
+            "the same order"
+        );
+        assert!(
+            !again.iter().eq(plain.iter().map(|j| &j.dialogue_id)),
+            "another order"
         );
     }
 }

@@ -8,6 +8,7 @@
 //! * [`unpaired`]: two runs' scores compared without pairing (a stratified bootstrap).
 //! * [`budget`]: cost budgets, what was spent against them ([`budget::BudgetFold`]).
 
+pub mod adaptive;
 pub mod budget;
 pub mod calibration;
 pub mod desk;

@@ -174,6 +174,7 @@ impl DeskFold {
                 html: None,
                 explorer: None,
                 budget: None,
+                adaptive: None,
             },
             infra_errors: records.iter().filter(|r| r.infra_error.is_some()).count(),
             truncated_turns: records.iter().map(|r| u64::from(r.truncated_turns)).sum(),

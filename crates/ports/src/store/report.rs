@@ -188,6 +188,8 @@ pub struct Reported {
     pub explorer: Option<sage_report::explorer::Embedded>,
     /// The run's cost budgets and what was spent (summary.json's `budget`), when it has one.
     pub budget: Option<BudgetSummary>,
+    /// An adaptive run's decisions (summary.json's `adaptive`).
+    pub adaptive: Option<sage_core::scoring::adaptive::AdaptiveSummary>,
 }
 
 /// A model under test that never answered in a run.
@@ -370,6 +372,9 @@ pub struct SageFold {
     labels: Option<Box<sage_report::label::LabelFold>>,
     /// What the dialogues cost against the run's budgets.
     budget: BudgetFold,
+    /// An adaptive run's decisions, folded in the records' order (the order the run stored
+    /// them in, so the run's own).
+    adaptive: Option<sage_core::scoring::adaptive::Adaptive>,
     /// Dialogues in the run's plan.
     jobs: usize,
 }
@@ -406,6 +411,7 @@ impl SageFold {
             html: None,
             labels: None,
             budget: BudgetFold::new(config),
+            adaptive: sage_core::scoring::adaptive::Adaptive::for_run(config),
             jobs,
         }
     }
@@ -479,6 +485,9 @@ impl SageFold {
         }
         self.summary.add(record);
         self.budget.add(record);
+        if let Some(a) = &mut self.adaptive {
+            a.add(record);
+        }
         if let Some(html) = &mut self.html {
             html.add(record, at);
         }
@@ -502,6 +511,7 @@ impl SageFold {
     pub fn summary(&self) -> sage_core::scoring::Summary {
         sage_core::scoring::Summary {
             budget: self.budget(),
+            adaptive: self.adaptive.as_ref().map(|a| a.summary()),
             ..self.summary.summary()
         }
     }
@@ -592,6 +602,7 @@ impl SageFold {
             html,
             explorer,
             budget: summary.budget,
+            adaptive: summary.adaptive,
         })
     }
 }

@@ -908,6 +908,8 @@ impl SummaryFold {
             budget: None,
             // Named by the run's manifest, not its records: the store adds them.
             scenario_sha256: BTreeMap::new(),
+            // Decided by the run's configuration and the records' order: the store adds it.
+            adaptive: None,
             customer_fidelity: CustomerFidelitySummary {
                 by_customer: (self.by_customer.iter())
                     .map(|((user, level), sums)| sums.figures(user, Some(*level), None))

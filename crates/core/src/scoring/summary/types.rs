@@ -50,6 +50,10 @@ pub struct Summary {
     /// changes its hash, and `sage report --compare` refuses to compare across it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scenario_sha256: BTreeMap<String, String>,
+    /// An adaptive run's standings (`sage run --adaptive`): per model whether it stopped
+    /// early, after how many dialogues and why; absent in a run that is not adaptive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::scoring::adaptive::AdaptiveSummary>,
 }
 
 /// The customer's fidelity, by who played the customer and how hard, and by whom it talked to.
