@@ -194,18 +194,7 @@ fn parse_role(name: &str) -> anyhow::Result<Role> {
 
 /// A watch that turns true on SIGTERM or Ctrl-C.
 fn shutdown_signal() -> tokio::sync::watch::Receiver<bool> {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("a SIGTERM handler");
-        tokio::select! {
-            _ = term.recv() => {},
-            _ = tokio::signal::ctrl_c() => {},
-        }
-        tracing::info!("shutting down");
-        let _ = tx.send(true);
-    });
-    rx
+    super::stop_signal(|| tracing::info!("shutting down"), false)
 }
 
 /// `sage worker`.

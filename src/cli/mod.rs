@@ -247,6 +247,34 @@ pub fn progress_bar(len: usize, what: &str) -> indicatif::ProgressBar {
     p
 }
 
+/// A watch that turns true on the first SIGTERM or Ctrl-C (after `on_stop` ran); with
+/// `second_quits`, a second one ends the process at once (exit 130).
+pub fn stop_signal(
+    on_stop: impl FnOnce() + Send + 'static,
+    second_quits: bool,
+) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let signal = || async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => tokio::select! {
+                    _ = term.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                },
+                Err(_) => drop(tokio::signal::ctrl_c().await),
+            }
+        };
+        signal().await;
+        on_stop();
+        let _ = tx.send(true);
+        if second_quits {
+            signal().await;
+            std::process::exit(130);
+        }
+    });
+    rx
+}
+
 /// The compiled scenarios of the run whose manifest is `manifest` (folder `dir`), by id.
 pub fn run_scenarios(
     manifest: &sage_ports::store::Manifest,

@@ -2,7 +2,7 @@
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use sage_actors::runner::run_embedded;
+use sage_actors::runner::run_embedded_until;
 use sage_core::estimate::RunEstimate;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::Adversarial;
@@ -250,9 +250,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         // Dropped at the end of this block, inside the runtime: the last spans are flushed.
         let _trace = args.trace.start("sage-run")?;
         super::serve_run_metrics(args.metrics_addr).await?;
-        Ok::<_, anyhow::Error>(run_embedded(&config, &sops, &jobs, &run_dir, progress).await?)
+        let stop = stop_on_ctrl_c();
+        Ok::<_, anyhow::Error>(
+            run_embedded_until(&config, &sops, &jobs, &run_dir, progress, stop).await?,
+        )
     })?;
-    print_run(embedded, &run_dir)
+    let stopped = embedded.stopped;
+    print_run(embedded, &run_dir)?;
+    if stopped {
+        eprintln!(
+            "stopped (Ctrl-C): the dialogues in flight finished and are stored; continue with: sage run --resume {}",
+            terminal_safe(&run_dir.path().display().to_string())
+        );
+        std::process::exit(130);
+    }
+    Ok(())
 }
 
 impl RunArgs {
@@ -333,6 +345,20 @@ impl RunArgs {
         self.apply_budgets(&mut config)?;
         Ok((config, None))
     }
+}
+
+/// A stop signal that turns true on the first Ctrl-C (SIGINT) or SIGTERM: the run starts no
+/// dialogue after it and lets those in flight finish. A second one ends the process at once
+/// (exit 130; `--resume` drops a line the kill left half-written).
+fn stop_on_ctrl_c() -> tokio::sync::watch::Receiver<bool> {
+    super::stop_signal(
+        || {
+            eprintln!(
+                "stopping: no new dialogue starts, those in flight finish (Ctrl-C again to quit now)"
+            )
+        },
+        true,
+    )
 }
 
 /// Prints what an embedded SAGE run did: its warnings, the leaderboard, the budget line and

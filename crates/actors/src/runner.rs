@@ -141,6 +141,9 @@ pub struct Embedded {
     pub counts: Counts,
     /// The report of the whole run so far: write it with [`SageFold::write`].
     pub report: SageFold,
+    /// Whether the run was stopped before its end ([`run_embedded_until`]): the dialogues in
+    /// flight then finished and were stored, the others were not started.
+    pub stopped: bool,
 }
 
 /// Plays every job not yet stored in `run_dir` and stores its record, folding every record
@@ -160,6 +163,21 @@ pub async fn run_embedded(
     jobs: &(impl JobSource + ?Sized),
     run_dir: &RunDir,
     progress: Option<indicatif::ProgressBar>,
+) -> Result<Embedded, RunError> {
+    let (_never, stop) = tokio::sync::watch::channel(false);
+    run_embedded_until(config, sops, jobs, run_dir, progress, stop).await
+}
+
+/// [`run_embedded`], stopped when `stop` turns true (`sage run` on Ctrl-C): no dialogue starts
+/// after that, those in flight finish and are stored, and the report covers what was stored
+/// (`--resume` plays the rest).
+pub async fn run_embedded_until(
+    config: &RunConfig,
+    sops: &[Arc<Sop>],
+    jobs: &(impl JobSource + ?Sized),
+    run_dir: &RunDir,
+    progress: Option<indicatif::ProgressBar>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Embedded, RunError> {
     let mut report = SageFold::for_run(config, jobs.count(), run_dir, sops);
     let mut budget = BudgetFold::new(config);
@@ -194,7 +212,7 @@ pub async fn run_embedded(
         .service_models
         .iter()
         .map(|model| {
-            let (stored, budget, adaptive) = (&stored, &budget, &adaptive);
+            let (stored, budget, adaptive, stop) = (&stored, &budget, &adaptive, &stop);
             let all = match config.adaptive_top {
                 Some(_) => jobs.jobs_in_random_order(),
                 None => jobs.jobs(),
@@ -205,7 +223,8 @@ pub async fn run_embedded(
                     .filter(move |j| budget.borrow().admits(&j.service_model))
                     .filter(move |j| {
                         (adaptive.borrow().as_ref()).is_none_or(|a| a.admits(&j.service_model))
-                    }),
+                    })
+                    .take_while(move |_| !*stop.borrow()),
             ) as crate::lanes::Lane<'_, DialogueJob>
         })
         .collect();
@@ -284,5 +303,10 @@ pub async fn run_embedded(
     if let Some(arbiter) = second {
         arbiter.stop();
     }
-    Ok(Embedded { counts, report })
+    let stopped = *stop.borrow();
+    Ok(Embedded {
+        counts,
+        report,
+        stopped,
+    })
 }
