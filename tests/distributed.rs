@@ -300,6 +300,72 @@ impl CrashCluster {
     }
 }
 
+/// `sage status RUN` while a sweep plays: each model's OA so far with its interval and n,
+/// the dialogues left, the spend and an ETA, from the aggregator's fold; at the end, the
+/// summary's numbers.
+#[test]
+fn the_status_shows_each_models_oa_while_the_sweep_plays() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "{uniform_ms: [10, 30]}", 4, 11);
+    let cluster = CrashCluster::start(dir.path(), 8);
+    let (url, out) = (cluster.url.clone(), cluster.out.clone());
+    let _workers = [cluster.worker("worker-a"), cluster.worker("worker-b")];
+    sage_ok(&[
+        "sweep", "--nats", &url, "--config", &config, "--run-id", "live",
+    ]);
+    let status = wait_status(&url, "live", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= 30
+            && s["models"].as_array().is_some_and(|m| m.len() == 2)
+    });
+    let jobs = status["jobs"].as_u64().unwrap();
+    assert!(
+        status["stored"].as_u64() < Some(jobs),
+        "the run ended first: {status}"
+    );
+    assert_eq!(status["state"], "running");
+    for m in status["models"].as_array().unwrap() {
+        let oa = &m["oa"];
+        let (low, mean, high) = (
+            oa["ci_low"].as_f64().unwrap(),
+            oa["mean"].as_f64().unwrap(),
+            oa["ci_high"].as_f64().unwrap(),
+        );
+        assert!(
+            low <= mean && mean <= high && high <= 100.0 && low >= 0.0,
+            "{m}"
+        );
+        assert!(oa["n"].as_u64().unwrap() > 0 && m["dialogues"].as_u64().unwrap() > 0);
+    }
+    assert!(
+        status["eta_secs"].as_f64().is_some_and(|s| s > 0.0),
+        "{status}"
+    );
+    let plain = sage_ok(&["status", "--nats", &url, "--nats-connect-secs", "5", "live"]);
+    assert!(
+        plain.contains("OA so far") && plain.contains("sim-strong"),
+        "{plain}"
+    );
+
+    // Complete: the standings are the summary's.
+    let end = wait_status(&url, "live", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("live").join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    for m in summary["models"].as_array().unwrap() {
+        let live = end["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["model"] == m["model"])
+            .expect("every model");
+        assert_eq!(live["oa"], m["all"]["overall"], "{}", m["model"]);
+    }
+    assert!(end.get("eta_secs").is_none(), "{end}");
+}
+
 #[test]
 fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice() {
     let dir = common::cluster::test_dir();

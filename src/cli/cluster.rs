@@ -491,10 +491,11 @@ pub fn status(args: StatusArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&runs)?);
         } else {
             print!("{}", terminal_safe(&submit::status_table(&runs)));
-            if let [one] = runs.as_slice()
-                && let Some(table) = &one.leaderboard
-            {
-                println!("\n{table}");
+            if let [one] = runs.as_slice() {
+                match &one.leaderboard {
+                    Some(table) => println!("\n{table}"),
+                    None => print!("\n{}", terminal_safe(&submit::live_table(one))),
+                }
             }
         }
         Ok(())

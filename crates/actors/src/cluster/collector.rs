@@ -7,8 +7,8 @@
 //! [`RUN_IDLE`] without records, so the aggregator's memory follows the runs in progress.
 
 use super::{
-    CONTROL_HEADER, ClusterError, ResumeRequest, RunSpec, RunState, RunStatus, get_json, put_json,
-    status_key,
+    CONTROL_HEADER, ClusterError, LiveModel, ResumeRequest, RunSpec, RunState, RunStatus, get_json,
+    put_json, status_key,
 };
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
@@ -34,6 +34,10 @@ const RUN_IDLE: Duration = Duration::from_secs(600);
 /// How often a running run's status is written to the bucket.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 
+/// How often a running status's live standings (each model's OA so far) are folded: a summary
+/// with its intervals costs more than a count, so not at every status.
+const LIVE_EVERY: Duration = Duration::from_secs(2);
+
 /// One run's results folder as the aggregator keeps it.
 struct RunFolder {
     /// The folder: claimed while the run is in progress, let go (its `.lock` removed) once it
@@ -53,6 +57,10 @@ struct RunFolder {
     dirty: bool,
     /// Once its budgets stop it: how far the dialogues it had in flight are stored.
     drain: Drain,
+    /// When this aggregator took the run, and its records stored then (for the ETA).
+    taken: (Instant, usize),
+    /// When the status's live standings were last folded ([`LIVE_EVERY`]).
+    live_at: Option<Instant>,
 }
 
 /// How far a run its budgets stopped (not every dialogue stored, none more to start) is in
@@ -133,6 +141,7 @@ impl Collector {
             status.budget = report.budget();
             let writer = dir.jsonl_writer(records)?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
+            let taken = (Instant::now(), status.stored);
             self.runs.insert(
                 run.to_string(),
                 RunFolder {
@@ -145,6 +154,8 @@ impl Collector {
                     status_written: Instant::now(),
                     dirty: true,
                     drain: Drain::Jobs,
+                    taken,
+                    live_at: None,
                 },
             );
         }
@@ -675,6 +686,7 @@ impl ManifestHead {
 
 async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
     folder.status.updated_at = now_utc().0;
+    live(folder);
     match put_json(bucket, &status_key(&folder.status.run_id), &folder.status).await {
         Ok(()) => {
             folder.status_written = Instant::now();
@@ -682,6 +694,27 @@ async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
         }
         Err(e) => tracing::warn!(error = %e, "cannot write the run status"),
     }
+}
+
+/// Folds a SAGE run's live standings into its status (each model's OA so far, the cost and the
+/// ETA), at most every [`LIVE_EVERY`] while it runs and once when it completes.
+fn live(folder: &mut RunFolder) {
+    let complete = folder.status.state == RunState::Complete;
+    if !complete && folder.live_at.is_some_and(|t| t.elapsed() < LIVE_EVERY) {
+        return;
+    }
+    let Report::Sage(fold) = &folder.report else {
+        return;
+    };
+    let summary = fold.summary();
+    folder.status.models = LiveModel::of(&summary);
+    folder.status.cost_usd = summary.calls_by_model.values().map(|c| c.cost_usd).sum();
+    let (since, before) = folder.taken;
+    let done = folder.status.stored.saturating_sub(before);
+    let left = folder.status.jobs.saturating_sub(folder.status.stored);
+    folder.status.eta_secs = (done >= 2 && !complete && left > 0)
+        .then(|| left as f64 * since.elapsed().as_secs_f64() / done as f64);
+    folder.live_at = Some(Instant::now());
 }
 
 /// Consumes records into `out` until `stop` turns true.

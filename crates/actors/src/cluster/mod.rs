@@ -228,6 +228,44 @@ pub struct RunStatus {
     /// `sage sweep --follow` prints them and exits 1, as `sage run` does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmeasured: Vec<String>,
+    /// While a SAGE run plays: each model's OA so far with its 95% interval, from the
+    /// aggregator's fold of the records stored (the fold the final summary comes from),
+    /// refreshed every few seconds; best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<LiveModel>,
+    /// What the stored dialogues cost, US dollars (every call in them).
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Seconds left at the rate dialogues were stored since this aggregator took the run
+    /// (`None` before two were, or once it has ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_secs: Option<f64>,
+}
+
+/// One model's standing while its run plays (a run status's `models`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveModel {
+    /// The model under test.
+    pub model: String,
+    /// Its dialogues stored.
+    pub dialogues: usize,
+    /// Its OA so far with the 95% bootstrap interval and the turns behind it (`None` before
+    /// a scored turn).
+    pub oa: Option<sage_core::scoring::stats::Metric>,
+}
+
+impl LiveModel {
+    /// The standings in `summary`, best OA first (ties by name).
+    pub fn of(summary: &sage_core::scoring::Summary) -> Vec<LiveModel> {
+        sage_core::scoring::leaderboard::ranked(summary)
+            .into_iter()
+            .map(|m| LiveModel {
+                model: m.model.clone(),
+                dialogues: m.dialogues,
+                oa: m.all.overall,
+            })
+            .collect()
+    }
 }
 
 impl RunStatus {
@@ -248,6 +286,9 @@ impl RunStatus {
             budget: None,
             resumes: 0,
             unmeasured: Vec::new(),
+            models: Vec::new(),
+            cost_usd: 0.0,
+            eta_secs: None,
         }
     }
 

@@ -293,6 +293,44 @@ pub async fn all_status(broker: &Broker) -> Result<AllStatus, ClusterError> {
     Ok(out)
 }
 
+/// A running run's standings so far: each model's OA with half its 95% interval and its
+/// dialogues, best first, then the cost and the time left (empty without standings).
+pub fn live_table(run: &RunStatus) -> String {
+    if run.models.is_empty() {
+        return String::new();
+    }
+    let width = run
+        .models
+        .iter()
+        .map(|m| m.model.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut out = format!(
+        "{:<width$} {:>15} {:>9}\n",
+        "model", "OA so far", "dialogues"
+    );
+    for m in &run.models {
+        let oa = m.oa.map_or("-".to_string(), |o| {
+            format!("{:.2} ±{:.1}", o.mean, (o.ci_high - o.ci_low) / 2.0)
+        });
+        out.push_str(&format!(
+            "{:<width$} {oa:>15} {:>9}\n",
+            m.model, m.dialogues
+        ));
+    }
+    out.push_str(&format!("spent ${:.4}", run.cost_usd));
+    if let Some(eta) = run.eta_secs {
+        out.push_str(&format!(
+            "; {} dialogues left, about {:.0} s at the rate so far",
+            run.jobs.saturating_sub(run.stored),
+            eta
+        ));
+    }
+    out.push('\n');
+    out
+}
+
 /// One line per run: id, state, progress, turns, infrastructure errors, last update.
 pub fn status_table(runs: &[RunStatus]) -> String {
     let mut out = format!(
