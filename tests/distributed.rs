@@ -366,6 +366,109 @@ fn the_status_shows_each_models_oa_while_the_sweep_plays() {
     assert!(end.get("eta_secs").is_none(), "{end}");
 }
 
+/// The lines of a run's dialogues.jsonl on the aggregator, each a whole record (parsed).
+fn whole_lines(folder: &Path) -> usize {
+    let text = std::fs::read_to_string(folder.join("dialogues.jsonl")).unwrap_or_default();
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("a whole record");
+    }
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "a half-written last line"
+    );
+    text.lines().count()
+}
+
+/// `sage sweep --pause` and `--unpause`: while paused no dialogue starts (once those in
+/// flight are stored, nothing more is), and the run completes after. `--cancel`: the state
+/// says `cancelled` within 15 s, nothing is stored afterwards, every line is whole, and
+/// `--resume` plays the rest, every dialogue stored once.
+#[test]
+fn a_paused_sweep_waits_and_a_cancelled_one_stops_then_resumes_every_dialogue_once() {
+    let dir = common::cluster::test_dir();
+    let config = write_config(dir.path(), "{uniform_ms: [10, 30]}", 4, 11);
+    let cluster = CrashCluster::start(dir.path(), 8);
+    let (url, out) = (cluster.url.clone(), cluster.out.clone());
+    let _workers = [cluster.worker("worker-a"), cluster.worker("worker-b")];
+    let stored = |s: &serde_json::Value| s["stored"].as_u64().unwrap_or(0);
+    let now = |run: &str| wait_status(&url, run, Duration::from_secs(10), |_| true);
+    let sweep = |args: &[&str]| {
+        let mut all = vec!["sweep", "--nats", url.as_str(), "--nats-connect-secs", "5"];
+        all.extend_from_slice(args);
+        sage_ok(&all)
+    };
+
+    sweep(&["--config", &config, "--run-id", "held"]);
+    wait_status(&url, "held", Duration::from_secs(120), |s| stored(s) >= 20);
+    sweep(&["--pause", "held"]);
+    wait_status(&url, "held", Duration::from_secs(15), |s| {
+        s["control"] == "paused"
+    });
+    // The dialogues in flight when it paused finish; then nothing more is stored.
+    std::thread::sleep(Duration::from_secs(5));
+    let paused = now("held");
+    let lines = whole_lines(&out.join("held"));
+    std::thread::sleep(Duration::from_secs(5));
+    let later = now("held");
+    let jobs = paused["jobs"].as_u64().unwrap();
+    assert!(
+        stored(&paused) < jobs,
+        "the run ended before its pause: {paused}"
+    );
+    assert_eq!(
+        stored(&later),
+        stored(&paused),
+        "stored while paused: {later}"
+    );
+    assert_eq!(whole_lines(&out.join("held")), lines);
+    let plain = sage_ok(&["status", "--nats", &url, "--nats-connect-secs", "5", "held"]);
+    assert!(plain.contains("paused"), "{plain}");
+    sweep(&["--unpause", "held"]);
+    let done = wait_status(&url, "held", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(stored(&done), jobs);
+    assert_eq!(stored_ids(&out.join("held")).len() as u64, jobs);
+
+    sweep(&["--config", &config, "--run-id", "cut"]);
+    wait_status(&url, "cut", Duration::from_secs(120), |s| stored(s) >= 20);
+    let asked = std::time::Instant::now();
+    sweep(&["--cancel", "cut"]);
+    let cancelled = wait_status(&url, "cut", Duration::from_secs(15), |s| {
+        s["state"] == "cancelled"
+    });
+    assert!(asked.elapsed() < Duration::from_secs(15));
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert!(stored(&cancelled) < jobs, "{cancelled}");
+    let lines = whole_lines(&out.join("cut"));
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        whole_lines(&out.join("cut")),
+        lines,
+        "stored after the cancel"
+    );
+    assert_eq!(stored(&now("cut")), lines as u64);
+    // Nothing to cancel or pause once it has ended.
+    let o = common::sage(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--nats-connect-secs",
+        "5",
+        "--pause",
+        "cut",
+    ]);
+    assert!(!o.status.success());
+    // Resumed: the rest, every dialogue once.
+    sweep(&["--resume", "cut"]);
+    let done = wait_status(&url, "cut", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(stored(&done), jobs);
+    assert_eq!(whole_lines(&out.join("cut")) as u64, jobs);
+    assert_eq!(stored_ids(&out.join("cut")).len() as u64, jobs);
+}
+
 #[test]
 fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice() {
     let dir = common::cluster::test_dir();

@@ -285,6 +285,17 @@ pub struct SweepArgs {
     /// stored (docs/run-config.md, "Cost budgets").
     #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "run_id"])]
     resume: Option<String>,
+    /// Cancel this run: no dialogue of it starts any more, those in flight finish and are
+    /// stored, its state turns `cancelled` (`--resume RUN_ID` plays the rest).
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "run_id", "resume", "pause", "unpause"])]
+    cancel: Option<String>,
+    /// Pause this run: its jobs wait in the queue and no dialogue of it starts until
+    /// `--unpause`.
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "run_id", "resume", "unpause"])]
+    pause: Option<String>,
+    /// Let a paused run play on.
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "run_id", "resume"])]
+    unpause: Option<String>,
     #[command(flatten)]
     budgets: super::run::BudgetArgs,
     #[command(flatten)]
@@ -313,6 +324,18 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     }
     if let Some(run_id) = args.resume.clone() {
         return resume(args, run_id);
+    }
+    use sage_actors::cluster::Control;
+    let asked = [
+        (&args.cancel, Some(Control::Cancelled), "cancel"),
+        (&args.pause, Some(Control::Paused), "pause"),
+        (&args.unpause, None, "unpause"),
+    ];
+    if let Some((run_id, control, flag)) = asked
+        .into_iter()
+        .find_map(|(run, control, flag)| Some((run.clone()?, control, flag)))
+    {
+        return control_run(&args.nats, &run_id, control, flag);
     }
     let (submission, default_id, line) = match args.suite {
         Suite::Sage => {
@@ -374,17 +397,50 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
 
 /// `sage sweep --resume RUN_ID`: the run's budgets replaced by those given, and the
 /// aggregator asked to queue its dialogues not stored.
+/// `sage sweep --cancel|--pause|--unpause RUN_ID`.
+fn control_run(
+    nats: &NatsArgs,
+    run_id: &str,
+    control: Option<sage_actors::cluster::Control>,
+    flag: &str,
+) -> anyhow::Result<()> {
+    sage_core::protocol::id::check_run_id(run_id).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))?;
+    super::system(async move {
+        let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
+        let broker = nats.broker("sage-sweep").await?;
+        let status = submit::control(&broker, run_id, control).await?;
+        let what = match control {
+            Some(sage_actors::cluster::Control::Cancelled) => {
+                "cancel asked: no dialogue starts any more, those in flight finish and are stored; `sage sweep --resume RUN_ID` plays the rest"
+            }
+            Some(sage_actors::cluster::Control::Paused) => {
+                "pause asked: its jobs wait in the queue until `sage sweep --unpause RUN_ID`"
+            }
+            None => "unpause asked: it plays on",
+        };
+        eprintln!(
+            "run {run_id} ({}/{} dialogues stored): {what}",
+            status.stored, status.jobs
+        );
+        Ok(())
+    })
+}
+
 fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
     use sage_actors::cluster::RunSpec;
     sage_core::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
-    if !args.budgets.sets_budget() {
-        bail!(
-            "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD"
-        );
-    }
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
+        // A cancelled run resumes as it was; one its budgets stopped needs higher ones.
+        let cancelled = submit::status(&broker, &run_id)
+            .await?
+            .is_some_and(|s| s.state == sage_actors::cluster::RunState::Cancelled);
+        if !cancelled && !args.budgets.sets_budget() {
+            bail!(
+                "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD (a cancelled run needs none)"
+            );
+        }
         let mut spec = RunSpec::get(&broker.runs().await?, &run_id).await?;
         let RunSpec::Sage { manifest, .. } = &mut spec else {
             bail!("run {run_id}: a support-desk run has no cost budget to resume with");

@@ -7,8 +7,8 @@
 //! [`RUN_IDLE`] without records, so the aggregator's memory follows the runs in progress.
 
 use super::{
-    CONTROL_HEADER, ClusterError, LiveModel, ResumeRequest, RunSpec, RunState, RunStatus, get_json,
-    put_json, status_key,
+    CONTROL_HEADER, ClusterError, Control, ControlRequest, LiveModel, ResumeRequest, RunSpec,
+    RunState, RunStatus, get_json, put_json, status_key,
 };
 use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
@@ -264,10 +264,27 @@ impl Collector {
         let budget_news = before != reached(&folder.status);
         settle(run, folder)?;
         // Other news is written when due, after each message (`flush_status`).
-        if folder.status.state == RunState::Complete || budget_news {
+        if folder.status.state.over() || budget_news {
             write_status(&bucket, folder).await;
         }
         Ok(true)
+    }
+
+    /// Pauses, unpauses or cancels a run that has not ended (`sage sweep --pause|--unpause|
+    /// --cancel`): its status says so at once, and the workers watching it obey.
+    async fn control(&mut self, request: &ControlRequest) -> Result<(), ClusterError> {
+        let run = request.run_id.as_str();
+        let bucket = self.bucket.clone();
+        let folder = self.folder(run).await?;
+        if folder.status.state.over() {
+            tracing::warn!(run, "a control request for a run that has ended dropped");
+            return Ok(());
+        }
+        tracing::info!(run, control = ?request.control, "run control");
+        folder.status.control = request.control;
+        settle(run, folder)?;
+        write_status(&bucket, folder).await;
+        Ok(())
     }
 
     /// Resumes a run its budgets stopped (`sage sweep --resume`): its folder is read again
@@ -296,6 +313,8 @@ impl Collector {
         folder.dir.write_manifest(manifest)?;
         folder.drain = Drain::Jobs;
         folder.status.resumes = request.resume;
+        // A cancelled run resumed plays on.
+        folder.status.control = None;
         folder.status.state = if folder.status.stored > 0 {
             RunState::Running
         } else {
@@ -340,9 +359,7 @@ impl Collector {
         let all = super::submit::all_status(broker).await?;
         for status in all.runs {
             let run = status.run_id.as_str();
-            if status.state == RunState::Complete
-                || !self.out.join(run).join("manifest.json").exists()
-            {
+            if status.state.over() || !self.out.join(run).join("manifest.json").exists() {
                 continue;
             }
             // One run that cannot be loaded or written leaves the others to be finished.
@@ -369,7 +386,7 @@ impl Collector {
     /// last sequence at that moment). A broker that does not answer leaves them for next time.
     async fn settle_stopped(&mut self, records: &jetstream::consumer::PullConsumer) {
         for (run, folder) in &mut self.runs {
-            if folder.status.state == RunState::Complete || !folder.stopped() {
+            if folder.status.state.over() || !folder.stopped() {
                 continue;
             }
             if folder.drain == Drain::Jobs {
@@ -408,7 +425,7 @@ impl Collector {
     fn let_go_idle(&mut self) {
         self.runs.retain(|run, folder| {
             let keep = folder.dirty
-                || folder.status.state != RunState::Complete
+                || !folder.status.state.over()
                 || folder.last_record.elapsed() < RUN_IDLE;
             if !keep {
                 tracing::info!(run, "complete run let go");
@@ -438,9 +455,11 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
         return Ok(());
     }
     let (table, html, unmeasured) = folder.report.write(&folder.dir)?;
-    if folder.status.state != RunState::Complete {
+    if !folder.status.state.over() {
         let (stored, jobs) = (folder.status.stored, folder.status.jobs);
-        if stored < jobs {
+        if stored < jobs && folder.status.control == Some(Control::Cancelled) {
+            tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run cancelled");
+        } else if stored < jobs {
             tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run stopped by its cost budget");
         } else {
             tracing::info!(run, folder = %folder.dir.path().display(), "run complete");
@@ -449,7 +468,12 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     for problem in &unmeasured {
         tracing::error!(run, %problem, "the run could not measure");
     }
-    folder.status.state = RunState::Complete;
+    let cancelled = folder.status.control == Some(Control::Cancelled);
+    folder.status.state = if cancelled && folder.status.stored < folder.status.jobs {
+        RunState::Cancelled
+    } else {
+        RunState::Complete
+    };
     folder.status.unmeasured = unmeasured;
     folder.status.leaderboard = Some(table);
     folder.status.report = html.map(|p| p.display().to_string());
@@ -482,7 +506,7 @@ async fn drain_mark(broker: &Broker, run: &str) -> Result<Option<u64>, String> {
 /// Summarizes a run that has ended but is not complete yet (see [`settle`]), its folder
 /// claimed, and writes its status; nothing for a run in progress or already complete.
 async fn finish(bucket: &kv::Store, run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
-    if folder.status.state == RunState::Complete || !folder.status.ended() {
+    if folder.status.state.over() || !folder.status.ended() {
         return Ok(());
     }
     folder.dir = folder.dir.clone().claim()?;
@@ -699,7 +723,7 @@ async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
 /// Folds a SAGE run's live standings into its status (each model's OA so far, the cost and the
 /// ETA), at most every [`LIVE_EVERY`] while it runs and once when it completes.
 fn live(folder: &mut RunFolder) {
-    let complete = folder.status.state == RunState::Complete;
+    let complete = folder.status.state.over();
     if !complete && folder.live_at.is_some_and(|t| t.elapsed() < LIVE_EVERY) {
         return;
     }
@@ -708,7 +732,8 @@ fn live(folder: &mut RunFolder) {
     };
     let summary = fold.summary();
     folder.status.models = LiveModel::of(&summary);
-    folder.status.cost_usd = summary.calls_by_model.values().map(|c| c.cost_usd).sum();
+    let cost: f64 = summary.calls_by_model.values().map(|c| c.cost_usd).sum();
+    folder.status.cost_usd = if cost.is_finite() { cost } else { 0.0 };
     let (since, before) = folder.taken;
     let done = folder.status.stored.saturating_sub(before);
     let left = folder.status.jobs.saturating_sub(folder.status.stored);
@@ -839,6 +864,23 @@ async fn handle(
             .with_label_values(&["record", reason])
             .inc()
     };
+    if header(message.headers.as_ref(), CONTROL_HEADER) == Some("control") {
+        let request: ControlRequest = match serde_json::from_slice(&message.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "undecodable control request dropped");
+                rejected("invalid");
+                return Ok(false);
+            }
+        };
+        if message.subject.as_str() != records_subject(&request.run_id) {
+            tracing::error!(run = %request.run_id, "control request on another run's subject dropped");
+            rejected("foreign");
+            return Ok(false);
+        }
+        collector.control(&request).await?;
+        return Ok(false);
+    }
     if header(message.headers.as_ref(), CONTROL_HEADER) == Some("resume") {
         let request: ResumeRequest = match serde_json::from_slice(&message.payload) {
             Ok(r) => r,

@@ -181,6 +181,49 @@ pub enum RunState {
     Running,
     /// Every dialogue stored; the summary is written.
     Complete,
+    /// Cancelled (`sage sweep --cancel`): nothing more started, the dialogues in flight then
+    /// stored, the summary written; `sage sweep --resume` plays the rest.
+    Cancelled,
+}
+
+impl RunState {
+    /// Whether the run is over: complete (or stopped by its budgets), or cancelled.
+    pub fn over(self) -> bool {
+        matches!(self, RunState::Complete | RunState::Cancelled)
+    }
+}
+
+/// What an operator asked of a run (`sage sweep --pause|--cancel`; `--unpause` clears it),
+/// carried to the aggregator on the run's records subject and to the workers in its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    /// No dialogue of the run starts: its jobs wait in the queue.
+    Paused,
+    /// No dialogue of the run starts ever again: its jobs are dropped (a resume queues them
+    /// again); those in flight finish and are stored.
+    Cancelled,
+}
+
+/// `sage sweep --pause|--unpause|--cancel RUN`'s request to the aggregator (`None`: unpause).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRequest {
+    /// The run.
+    #[serde(deserialize_with = "sage_core::protocol::id::run_id")]
+    pub run_id: String,
+    /// What is asked.
+    pub control: Option<Control>,
+}
+
+/// Whether a worker starts a job of a run now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Play it.
+    Play,
+    /// Drop it unplayed (a cost budget reached, or the run cancelled): a resume queues it again.
+    Drop,
+    /// Hand it back to the queue for later (the run paused).
+    Wait,
 }
 
 /// A run's progress under `status.<run>` (written by `sweep`, then by the aggregator).
@@ -236,6 +279,9 @@ pub struct RunStatus {
     /// What the stored dialogues cost, US dollars (every call in them).
     #[serde(default)]
     pub cost_usd: f64,
+    /// What an operator asked of the run (`paused`, `cancelled`), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<Control>,
     /// Seconds left at the rate dialogues were stored since this aggregator took the run
     /// (`None` before two were, or once it has ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,7 +308,11 @@ impl LiveModel {
             .map(|m| LiveModel {
                 model: m.model.clone(),
                 dialogues: m.dialogues,
-                oa: m.all.overall,
+                // Finite numbers only: JSON has no NaN (it would write null, and a status that
+                // does not read back would hide a pause or a cancel from the workers).
+                oa: m.all.overall.filter(|o| {
+                    [o.mean, o.ci_low, o.ci_high].iter().all(|x| x.is_finite())
+                }),
             })
             .collect()
     }
@@ -289,6 +339,7 @@ impl RunStatus {
             models: Vec::new(),
             cost_usd: 0.0,
             eta_secs: None,
+            control: None,
         }
     }
 
@@ -300,10 +351,23 @@ impl RunStatus {
             .is_none_or(|b| !b.reached && !b.models.get(model).is_some_and(|m| m.reached))
     }
 
-    /// Whether the run has ended: every dialogue stored, or the budgets keep every dialogue
-    /// not stored from starting.
+    /// What a worker does with a job of `model` now: the run cancelled or its budget reached,
+    /// drop it; paused, hand it back; else play it.
+    pub fn admit(&self, model: Option<&str>) -> Admit {
+        match self.control {
+            Some(Control::Cancelled) => Admit::Drop,
+            Some(Control::Paused) => Admit::Wait,
+            None if model.is_some_and(|m| !self.admits(m)) => Admit::Drop,
+            None => Admit::Play,
+        }
+    }
+
+    /// Whether the run has ended: every dialogue stored, the budgets keep every dialogue not
+    /// stored from starting, or it was cancelled.
     pub fn ended(&self) -> bool {
-        self.stored >= self.jobs || self.budget.as_ref().is_some_and(|b| b.stops_the_rest())
+        self.stored >= self.jobs
+            || self.budget.as_ref().is_some_and(|b| b.stops_the_rest())
+            || self.control == Some(Control::Cancelled)
     }
 }
 
@@ -327,7 +391,7 @@ pub struct ResumeRequest {
     pub resume: u32,
 }
 
-/// What a worker knows of a budgeted run's status: the latest value of its `status.<run>`
+/// What a worker knows of a run's status (its budgets, a pause or a cancel): the latest value of its `status.<run>`
 /// key, kept by a watch on it (no bucket read per job).
 pub struct BudgetWatch {
     run: String,
@@ -360,8 +424,9 @@ impl BudgetWatch {
                 };
                 live.store(true, Ordering::Relaxed);
                 while let Some(Ok(entry)) = entries.next().await {
-                    if let Ok(status) = serde_json::from_slice::<RunStatus>(&entry.value) {
-                        keep(&into, entry.revision, status);
+                    match serde_json::from_slice::<RunStatus>(&entry.value) {
+                        Ok(status) => keep(&into, entry.revision, status),
+                        Err(e) => tracing::warn!(key, error = %e, "an unreadable run status ignored"),
                     }
                 }
                 live.store(false, Ordering::Relaxed);
@@ -376,20 +441,20 @@ impl BudgetWatch {
         }
     }
 
-    /// Whether a job of `model` queued by resume `resume` (0: by the submission) may start.
+    /// What to do with a job of `model` queued by resume `resume` (0: by the submission).
     /// The status is read from the bucket when the watch is not live or has not yet seen that
     /// resume (or any value).
-    pub async fn admits(
+    pub async fn admit(
         &self,
         broker: &Broker,
-        model: &str,
+        model: Option<&str>,
         resume: u32,
-    ) -> Result<bool, NatsError> {
+    ) -> Result<Admit, NatsError> {
         let seen = |latest: &Option<(u64, RunStatus)>| {
             latest
                 .as_ref()
                 .filter(|(_, s)| s.resumes >= resume)
-                .map(|(_, s)| s.admits(model))
+                .map(|(_, s)| s.admit(model))
         };
         if self.watching.load(Ordering::Relaxed)
             && let Some(admits) = seen(&self.latest.read().unwrap_or_else(|e| e.into_inner()))
@@ -405,7 +470,7 @@ impl BudgetWatch {
             keep(&self.latest, entry.revision, status);
         }
         let latest = self.latest.read().unwrap_or_else(|e| e.into_inner());
-        Ok(latest.as_ref().is_none_or(|(_, s)| s.admits(model)))
+        Ok(latest.as_ref().map_or(Admit::Play, |(_, s)| s.admit(model)))
     }
 }
 
@@ -843,11 +908,12 @@ impl Runs {
             (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
         };
         let config = manifest.config;
+        // Every run's status is watched where dialogues start: its budgets, a pause or a
+        // cancel stop them within a moment.
         let budget = (self
             .served
             .roles
-            .contains(&sage_core::protocol::Role::Dialogue)
-            && sage_core::scoring::budget::BudgetFold::new(&config).is_set())
+            .contains(&sage_core::protocol::Role::Dialogue))
         .then(|| BudgetWatch::start(self.broker.clone(), id));
         let sops: HashMap<String, Arc<Sop>> = sops
             .into_iter()

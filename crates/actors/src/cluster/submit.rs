@@ -2,8 +2,8 @@
 //! the jobs work queue) and read runs' progress.
 
 use super::{
-    CONTROL_HEADER, ClusterError, RESUME_HEADER, ResumeRequest, RunSpec, RunState, RunStatus,
-    get_json, manifest_key, put_json, status_key,
+    CONTROL_HEADER, ClusterError, Control, ControlRequest, RESUME_HEADER, ResumeRequest, RunSpec,
+    RunState, RunStatus, get_json, manifest_key, put_json, status_key,
 };
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -193,7 +193,7 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
     let status: RunStatus = get_json(&bucket, &status_key(run_id))
         .await?
         .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
-    if status.state != RunState::Complete {
+    if !status.state.over() {
         return Err(ClusterError::Invalid(format!(
             "run {run_id} has not ended ({}/{} dialogues stored); resume it once a budget has stopped it (`sage status {run_id}`)",
             status.stored, status.jobs
@@ -224,6 +224,52 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
     Ok(request.resume)
 }
 
+/// Asks the aggregator to pause, unpause (`None`) or cancel a run that has not ended; the
+/// workers obey once its status says so (within a second or two).
+pub async fn control(
+    broker: &Broker,
+    run_id: &str,
+    control: Option<Control>,
+) -> Result<RunStatus, ClusterError> {
+    let bucket = broker.runs().await?;
+    let status: RunStatus = get_json(&bucket, &status_key(run_id))
+        .await?
+        .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
+    if status.state.over() {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} has ended ({}/{} dialogues stored): there is nothing to pause or cancel",
+            status.stored, status.jobs
+        )));
+    }
+    broker.records_stream().await?;
+    let request = ControlRequest {
+        run_id: run_id.to_string(),
+        control,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(CONTROL_HEADER, "control");
+    let what = match control {
+        Some(Control::Paused) => "pause",
+        Some(Control::Cancelled) => "cancel",
+        None => "unpause",
+    };
+    broker
+        .publish_json(
+            records_subject(run_id),
+            // A message id of its own: the stream keeps each request (no deduplication).
+            &format!(
+                "{run_id}/{what}-{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+            ),
+            Some(headers),
+            &request,
+        )
+        .await?;
+    Ok(status)
+}
+
 /// Removes a run from the runs bucket (its manifest and status): `sage status` no longer lists
 /// it, and a job or record of it that still comes is dropped as of an unknown run. A run that
 /// is not complete is refused unless `force`. Returns the status it had.
@@ -232,7 +278,7 @@ pub async fn forget(broker: &Broker, run_id: &str, force: bool) -> Result<RunSta
     let status: RunStatus = get_json(&bucket, &status_key(run_id))
         .await?
         .ok_or_else(|| ClusterError::UnknownRun(run_id.to_string()))?;
-    if status.state != RunState::Complete && !force {
+    if !status.state.over() && !force {
         return Err(ClusterError::Invalid(format!(
             "run {run_id} is not complete ({}/{} dialogues stored); forgetting it now would drop the rest (--force to do it anyway)",
             status.stored, status.jobs
@@ -339,10 +385,14 @@ pub fn status_table(runs: &[RunStatus]) -> String {
     );
     for r in runs {
         let state = match r.state {
+            RunState::Submitted | RunState::Running if r.control == Some(Control::Paused) => {
+                "paused"
+            }
             RunState::Submitted => "submitted",
             // Its budgets stopped it; the dialogues in flight then are being stored.
             RunState::Running if r.ended() => "stopping",
             RunState::Running => "running",
+            RunState::Cancelled => "cancelled",
             // Ended with dialogues a cost budget kept from starting.
             RunState::Complete if r.stored < r.jobs => "budget",
             RunState::Complete => "complete",

@@ -709,21 +709,28 @@ impl Job {
                 return;
             }
         };
-        if let (Some(budget), Some(model)) = (&served.budget, &job.service_model) {
+        if let Some(watch) = &served.budget {
             let resume = header(message.headers.as_ref(), super::RESUME_HEADER)
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-            match budget.admits(&self.broker, model, resume).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    // Not played: a resume with a higher budget queues it again (a Nak would
-                    // bring it back for ever).
-                    tracing::debug!(dialogue = %job.dialogue_id, model, "cost budget reached; job not started");
+            let model = job.service_model.as_deref();
+            match watch.admit(&self.broker, model, resume).await {
+                Ok(super::Admit::Play) => {}
+                Ok(super::Admit::Drop) => {
+                    // Not played (a cost budget reached, or the run cancelled): a resume
+                    // queues it again (a Nak would bring it back for ever).
+                    tracing::debug!(dialogue = %job.dialogue_id, "run stopped; job not started");
                     let _ = message.ack_with(AckKind::Term).await;
                     return;
                 }
+                Ok(super::Admit::Wait) => {
+                    // Paused: back to the queue, to be asked again in a moment.
+                    self.hand_back(&message, "paused", Some(Duration::from_secs(1)))
+                        .await;
+                    return;
+                }
                 Err(e) => {
-                    tracing::warn!(run = %job.run_id, error = %e, "cannot read the run's budget yet");
+                    tracing::warn!(run = %job.run_id, error = %e, "cannot read the run's status yet");
                     self.hand_back(&message, "transport_error", Some(Duration::from_secs(5)))
                         .await;
                     return;
