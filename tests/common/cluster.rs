@@ -390,30 +390,44 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .expect("request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("response");
-    let status = response
+    // Bytes first: a chunked body's framing may fall inside a character, so the body is
+    // only text once it is joined again.
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("response");
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(response.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let body = &response[split..];
+    let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .expect("a status line");
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let chunked = head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(body) } else { body.into() })
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
+    (status, String::from_utf8(body).expect("a UTF-8 body"))
 }
 
 /// The body of a chunked HTTP/1.1 response (chunk sizes in hexadecimal, each on its line).
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&body[..end]).expect("a chunk size");
         let size = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
         if size == 0 {
             break;
         }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
+        let rest = &body[end + 2..];
+        out.extend_from_slice(&rest[..size]);
+        body = rest[size..].strip_prefix(b"\r\n").unwrap_or(&rest[size..]);
     }
     out
 }

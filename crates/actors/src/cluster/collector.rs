@@ -864,39 +864,46 @@ async fn handle(
             .with_label_values(&["record", reason])
             .inc()
     };
-    if header(message.headers.as_ref(), CONTROL_HEADER) == Some("control") {
-        let request: ControlRequest = match serde_json::from_slice(&message.payload) {
+    // A request to the aggregator on a run's records subject: read, checked to be on its
+    // run's subject, then handled (and acked: never stored).
+    fn request<T: serde::de::DeserializeOwned>(
+        message: &jetstream::Message,
+        kind: &str,
+        run_of: fn(&T) -> &str,
+        rejected: &dyn Fn(&str),
+    ) -> Option<T> {
+        let request: T = match serde_json::from_slice(&message.payload) {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(error = %e, "undecodable control request dropped");
+                tracing::error!(error = %e, kind, "undecodable request dropped");
                 rejected("invalid");
-                return Ok(false);
+                return None;
             }
         };
-        if message.subject.as_str() != records_subject(&request.run_id) {
-            tracing::error!(run = %request.run_id, "control request on another run's subject dropped");
+        let run = run_of(&request);
+        if message.subject.as_str() != records_subject(run) {
+            tracing::error!(run, kind, "request on another run's subject dropped");
             rejected("foreign");
-            return Ok(false);
+            return None;
         }
-        collector.control(&request).await?;
-        return Ok(false);
+        Some(request)
     }
-    if header(message.headers.as_ref(), CONTROL_HEADER) == Some("resume") {
-        let request: ResumeRequest = match serde_json::from_slice(&message.payload) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, "undecodable resume request dropped");
-                rejected("invalid");
-                return Ok(false);
+    match header(message.headers.as_ref(), CONTROL_HEADER) {
+        Some("control") => {
+            let run_of: fn(&ControlRequest) -> &str = |r| &r.run_id;
+            if let Some(request) = request(message, "control", run_of, &rejected) {
+                collector.control(&request).await?;
             }
-        };
-        if message.subject.as_str() != records_subject(&request.run_id) {
-            tracing::error!(run = %request.run_id, "resume request on another run's subject dropped");
-            rejected("foreign");
             return Ok(false);
         }
-        collector.resume(&request).await?;
-        return Ok(false);
+        Some("resume") => {
+            let run_of: fn(&ResumeRequest) -> &str = |r| &r.run_id;
+            if let Some(request) = request(message, "resume", run_of, &rejected) {
+                collector.resume(&request).await?;
+            }
+            return Ok(false);
+        }
+        _ => {}
     }
     let head: RecordHead = match serde_json::from_slice(&message.payload) {
         Ok(r) => r,

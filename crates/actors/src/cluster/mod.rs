@@ -310,9 +310,10 @@ impl LiveModel {
                 dialogues: m.dialogues,
                 // Finite numbers only: JSON has no NaN (it would write null, and a status that
                 // does not read back would hide a pause or a cancel from the workers).
-                oa: m.all.overall.filter(|o| {
-                    [o.mean, o.ci_low, o.ci_high].iter().all(|x| x.is_finite())
-                }),
+                oa: m
+                    .all
+                    .overall
+                    .filter(|o| [o.mean, o.ci_low, o.ci_high].iter().all(|x| x.is_finite())),
             })
             .collect()
     }
@@ -426,7 +427,9 @@ impl BudgetWatch {
                 while let Some(Ok(entry)) = entries.next().await {
                     match serde_json::from_slice::<RunStatus>(&entry.value) {
                         Ok(status) => keep(&into, entry.revision, status),
-                        Err(e) => tracing::warn!(key, error = %e, "an unreadable run status ignored"),
+                        Err(e) => {
+                            tracing::warn!(key, error = %e, "an unreadable run status ignored")
+                        }
                     }
                 }
                 live.store(false, Ordering::Relaxed);
