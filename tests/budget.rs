@@ -365,12 +365,8 @@ fn wrong_budgets_are_refused_with_the_key_and_what_is_expected() {
         err.contains(&format!("command line: max_cost_usd is 0; {expected}")),
         "{err}"
     );
-    // A sweep resumed without a budget, or with a configuration, is refused before connecting.
-    let err = refused(&["sweep", "--resume", "r1", "--nats", "nats://127.0.0.1:1"]);
-    assert!(
-        err.contains("--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD"),
-        "{err}"
-    );
+    // A sweep resumed with a configuration is refused before connecting (one resumed without
+    // a budget is refused once the run is known not to be cancelled: below, with a cluster).
     let err = refused(&["sweep", "--resume", "r1", "--config", &config]);
     assert!(err.contains("cannot be used with"), "{err}");
     let err = refused(&[
@@ -521,6 +517,14 @@ fn a_sweep_stops_at_its_budgets_and_a_resume_completes_it() {
         columns[1..3],
         ["budget", &format!("{stored}/24")],
         "{table}"
+    );
+    // Resumed without a budget: only a cancelled run resumes so; this one needs a higher one.
+    let none = sage(&["sweep", "--nats", &url, "--resume", "d-run"]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(!none.status.success());
+    assert!(
+        err.contains("--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD (a cancelled run needs none)"),
+        "{err}"
     );
     // Resumed with a budget what was spent already reaches: refused, nothing queued.
     let spent_out = sage(&[

@@ -440,6 +440,9 @@ impl Collector {
     async fn flush_status(&mut self, due: bool) {
         for folder in self.runs.values_mut() {
             if folder.dirty && (!due || folder.status_written.elapsed() >= STATUS_EVERY) {
+                // The standings with the periodic writes only: a budget's news is written at
+                // once, without waiting for a summary to be folded.
+                live(folder);
                 write_status(&self.bucket, folder).await;
             }
         }
@@ -476,6 +479,9 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
     };
     folder.status.unmeasured = unmeasured;
     folder.status.leaderboard = Some(table);
+    // The final standings: the summary's numbers.
+    folder.live_at = None;
+    live(folder);
     folder.status.report = html.map(|p| p.display().to_string());
     // A finished folder is let go: no `.lock` left in it.
     folder.writer = None;
@@ -710,7 +716,6 @@ impl ManifestHead {
 
 async fn write_status(bucket: &kv::Store, folder: &mut RunFolder) {
     folder.status.updated_at = now_utc().0;
-    live(folder);
     match put_json(bucket, &status_key(&folder.status.run_id), &folder.status).await {
         Ok(()) => {
             folder.status_written = Instant::now();
