@@ -170,10 +170,20 @@ pub fn fork(args: ForkArgs) -> anyhow::Result<()> {
 
 /// A fork's configuration in a few words.
 fn describe(c: &ForkConfig) -> String {
+    // A sweep's 27 names would make the line unreadable: the first three and a count.
+    let models = if c.models.len() <= 3 {
+        c.models.join(",")
+    } else {
+        format!(
+            "{},... ({} models)",
+            c.models[..3].join(","),
+            c.models.len()
+        )
+    };
     format!(
         "--at {} --models {} --samples {}{}{} --seed {}",
         c.at,
-        c.models.join(","),
+        models,
         c.samples,
         if c.continue_on { " --continue" } else { "" },
         if c.judge { " --judge" } else { "" },
