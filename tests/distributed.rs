@@ -988,7 +988,8 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
 
 /// A support-desk run survives a worker killed mid-run (SIGKILL: its conversations in flight
 /// are neither stored nor acked): they are played again by another worker, every conversation
-/// is stored once, and the desk summary equals the embedded run's.
+/// is stored once, and the desk summary equals the embedded run's. Then one cancelled mid-run
+/// resumes to its end, every conversation stored once.
 #[test]
 fn a_killed_worker_loses_no_support_desk_conversation() {
     let dir = common::cluster::test_dir();
@@ -1048,6 +1049,43 @@ fn a_killed_worker_loses_no_support_desk_conversation() {
         })
         .sum();
     assert!(redelivered >= 1.0, "no conversation was delivered again");
+
+    // A support-desk run cancelled mid-run resumes (without a budget: it has none) to its
+    // end, every conversation stored once.
+    let sweep = |args: &[&str]| {
+        let mut all = vec!["sweep", "--nats", url.as_str(), "--nats-connect-secs", "5"];
+        all.extend_from_slice(args);
+        common::sage(&all)
+    };
+    let desk = ["--suite", "support-desk", "--config", config.as_str()];
+    assert!(
+        sweep(&[&desk[..], &["--run-id", "desk-cut"]].concat())
+            .status
+            .success()
+    );
+    wait_status(&url, "desk-cut", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= 10
+    });
+    assert!(sweep(&["--cancel", "desk-cut"]).status.success());
+    let cancelled = wait_status(&url, "desk-cut", Duration::from_secs(15), |s| {
+        s["state"] == "cancelled"
+    });
+    assert!(cancelled["stored"].as_u64() < Some(jobs), "{cancelled}");
+    let o = sweep(&["--resume", "desk-cut", "--max-cost-usd", "5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("no cost budget"),
+        "{err}"
+    );
+    let o = sweep(&["--resume", "desk-cut"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let done = wait_status(&url, "desk-cut", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(done["stored"].as_u64(), Some(jobs));
+    let records = out.join("desk-cut").join("desk.jsonl");
+    let lines = std::fs::read_to_string(&records).unwrap().lines().count() as u64;
+    assert_eq!((ids_in(&records).len() as u64, lines), (jobs, jobs));
 }
 
 /// A worker unloads a run nobody has asked for during `--run-idle-secs` (its actors and

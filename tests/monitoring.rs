@@ -3,7 +3,7 @@
 //! - The alerting rules of deploy/alerts.yml pass their unit tests (`promtool test rules
 //!   deploy/alerts.test.yml`), and every alert is tested both firing and not firing.
 //! - Every panel query of every Grafana dashboard returns data from a real Prometheus that
-//!   scraped a worker and the aggregator through a SAGE sweep and a support-desk sweep (the
+//!   scraped a worker and the aggregator through a SAGE sweep, an adaptive one and a support-desk sweep (the
 //!   queries are evaluated by `grafana/check.py --prometheus`), and the alerting rules evaluate
 //!   without error on those series.
 
@@ -117,14 +117,20 @@ fn every_dashboard_query_has_data_after_a_sweep() {
         follow(dir.path(), run, &args, Duration::from_secs(60));
     };
     sweep("live-sage", &["--config", &config]);
+    // And adaptive (top 1 of the two models), so that its decisions have series too.
+    sweep(
+        "live-adaptive",
+        &["--config", &config, "--adaptive", "--adaptive-top", "1"],
+    );
     sweep("live-desk", &["--suite", "support-desk", "--config", &desk]);
-    let jobs: u64 = ["live-sage", "live-desk"]
+    let jobs: u64 = ["live-sage", "live-adaptive", "live-desk"]
         .iter()
         .map(|run| {
             let status = common::cluster::wait_status(&url, run, Duration::from_secs(10), |s| {
                 s["state"] == "complete"
             });
-            status["jobs"].as_u64().expect("jobs")
+            // Stored: an adaptive run may end with its models decided before every job.
+            status["stored"].as_u64().expect("stored")
         })
         .sum();
     // Prometheus has scraped both runs to their end.

@@ -299,6 +299,8 @@ pub struct SweepArgs {
     #[command(flatten)]
     budgets: super::run::BudgetArgs,
     #[command(flatten)]
+    adaptive: super::run::AdaptiveArgs,
+    #[command(flatten)]
     plan: super::PlanArgs,
 }
 
@@ -322,6 +324,9 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
         );
     }
+    if args.suite == Suite::SupportDesk {
+        args.adaptive.sage_only()?;
+    }
     if let Some(run_id) = args.resume.clone() {
         return resume(args, run_id);
     }
@@ -344,6 +349,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
                 None => sage_core::plan::RunConfig::default(),
             };
             args.budgets.apply(&mut config)?;
+            args.adaptive.apply(&mut config);
             config.check("sweep")?;
             let scenarios = sage_ports::store::inputs::load_named_scenarios(&config)?;
             let sops: Vec<_> = scenarios.iter().map(|(s, _, _)| s.clone()).collect();
@@ -432,31 +438,45 @@ fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
     super::system(async move {
         let _guard = trace::init(LogFormat::Text, "warn", None, "sage-sweep")?;
         let broker = args.nats.broker("sage-sweep").await?;
-        // A cancelled run resumes as it was; one its budgets stopped needs higher ones.
-        let cancelled = submit::status(&broker, &run_id)
-            .await?
-            .is_some_and(|s| s.state == sage_actors::cluster::RunState::Cancelled);
-        if !cancelled && !args.budgets.sets_budget() {
+        // A cancelled run resumes as it was; one its budgets stopped needs higher ones; an
+        // adaptive run whose every model is decided has nothing to play.
+        let status = submit::status(&broker, &run_id).await?;
+        if let Some(s) = &status
+            && s.state == sage_actors::cluster::RunState::Complete
+            && s.adaptive.as_ref().is_some_and(|a| a.stops_the_rest())
+        {
             bail!(
-                "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD (a cancelled run needs none)"
+                "run {run_id} is complete: an adaptive run whose models are all decided ({} of its {} dialogues played), there is nothing to resume",
+                s.stored,
+                s.jobs
             );
         }
+        let cancelled =
+            (status.as_ref()).is_some_and(|s| s.state == sage_actors::cluster::RunState::Cancelled);
         let mut spec = RunSpec::get(&broker.runs().await?, &run_id).await?;
-        let RunSpec::Sage { manifest, .. } = &mut spec else {
-            bail!("run {run_id}: a support-desk run has no cost budget to resume with");
-        };
-        args.budgets.apply(&mut manifest.config)?;
-        manifest.config.check("command line")?;
-        // Budgets that what was spent already reaches would queue nothing: said, not resumed.
-        if let Some(budget) = submit::status(&broker, &run_id)
-            .await?
-            .and_then(|s| s.budget)
-            && let Some(after) = budget.spent_under(&manifest.config)
-        {
-            let line = after.line_resumed_by(&format!("sage sweep --resume {run_id}"));
-            bail!(
-                "run {run_id}: the budgets given are already spent, so no dialogue would start (nothing queued): {line}"
-            );
+        match &mut spec {
+            RunSpec::Sage { .. } if !cancelled && !args.budgets.sets_budget() => bail!(
+                "--resume: expected the budgets to resume with: --max-cost-usd USD and/or --max-cost-usd-per-model NAME=USD (a cancelled run needs none)"
+            ),
+            RunSpec::Sage { manifest, .. } => {
+                args.budgets.apply(&mut manifest.config)?;
+                manifest.config.check("command line")?;
+                // Budgets that what was spent already reaches would queue nothing: said, not
+                // resumed.
+                if let Some(budget) = status.and_then(|s| s.budget)
+                    && let Some(after) = budget.spent_under(&manifest.config)
+                {
+                    let line = after.line_resumed_by(&format!("sage sweep --resume {run_id}"));
+                    bail!(
+                        "run {run_id}: the budgets given are already spent, so no dialogue would start (nothing queued): {line}"
+                    );
+                }
+            }
+            // A support-desk run has no budget: a cancelled one resumes as it was.
+            RunSpec::SupportDesk { .. } if args.budgets.sets_budget() || !cancelled => bail!(
+                "run {run_id}: a support-desk run has no cost budget to resume with (only a cancelled one resumes, without budgets)"
+            ),
+            RunSpec::SupportDesk { .. } => {}
         }
         let resumed = submit::resume(&broker, &spec).await?;
         println!("{run_id}");
@@ -485,6 +505,10 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
                 );
                 last = Some(line);
             }
+            if s.state == sage_actors::cluster::RunState::Cancelled {
+                eprintln!("{run_id}: cancelled; `sage sweep --resume {run_id}` plays the rest");
+                return Ok(());
+            }
             if s.state == sage_actors::cluster::RunState::Complete {
                 if let Some(table) = s.leaderboard {
                     println!("{}", terminal_safe(&table));
@@ -498,6 +522,9 @@ async fn follow(broker: &Broker, run_id: &str, resumed: u32) -> anyhow::Result<(
                 if let Some(budget) = s.budget {
                     let command = format!("sage sweep --resume {run_id}");
                     println!("{}", budget.line_resumed_by(&command));
+                }
+                if let Some(adaptive) = &s.adaptive {
+                    print!("{}", terminal_safe(&adaptive.text()));
                 }
                 // As `sage run`: a run that could not measure what it was for failed.
                 if let Some(error) = sage_ports::store::unmeasured_error(&s.unmeasured) {

@@ -53,14 +53,8 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-    /// An adaptive run: a model stops getting cases once its OA's 95% confidence sequence
-    /// puts it surely in or surely out of the top K (`--adaptive-top`); the cases are played
-    /// in a random order (docs/run-config.md, "Adaptive runs").
-    #[arg(long)]
-    adaptive: bool,
-    /// The K of an adaptive run's top K [default: 3].
-    #[arg(long, value_name = "K", requires = "adaptive")]
-    adaptive_top: Option<usize>,
+    #[command(flatten)]
+    adaptive: AdaptiveArgs,
     /// Serve /metrics, /healthz and /readyz here while the run lasts (port 0: any free port,
     /// printed); none by default.
     #[arg(long, env = "SAGE_RUN_METRICS_ADDR")]
@@ -75,6 +69,39 @@ pub struct RunArgs {
     trace: super::TraceArgs,
     #[command(flatten)]
     plan: super::PlanArgs,
+}
+
+/// The adaptive-run flags of `sage run` and `sage sweep`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AdaptiveArgs {
+    /// An adaptive run: a model stops getting cases once its OA's 95% confidence sequence
+    /// puts it surely in or surely out of the top K (`--adaptive-top`); the cases are played
+    /// in a random order (docs/run-config.md, "Adaptive runs").
+    #[arg(long)]
+    adaptive: bool,
+    /// The K of an adaptive run's top K [default: 3].
+    #[arg(long, value_name = "K", requires = "adaptive")]
+    adaptive_top: Option<usize>,
+}
+
+impl AdaptiveArgs {
+    /// Refuses the flags for a suite other than SAGE's (its leaderboard is not ranked by OA).
+    pub fn sage_only(&self) -> anyhow::Result<()> {
+        if self.adaptive {
+            bail!("--adaptive applies to the SAGE suite, not to --suite support-desk");
+        }
+        Ok(())
+    }
+
+    /// Makes `config` adaptive when asked (its K checked with it by [`RunConfig::check`]).
+    pub fn apply(&self, config: &mut RunConfig) {
+        if self.adaptive {
+            config.adaptive_top = Some(
+                self.adaptive_top
+                    .unwrap_or(sage_core::scoring::adaptive::DEFAULT_TOP),
+            );
+        }
+    }
 }
 
 /// The cost budget flags of `sage run` and `sage sweep`.
@@ -278,6 +305,7 @@ impl RunArgs {
                 "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
             );
         }
+        self.adaptive.sage_only()?;
         Ok(super::desk::DeskArgs {
             config: self.config.as_deref(),
             repeats: self.repeats,
@@ -336,12 +364,7 @@ impl RunArgs {
         if let Some(out) = &self.out {
             config.output_dir = out.clone();
         }
-        if self.adaptive {
-            config.adaptive_top = Some(
-                self.adaptive_top
-                    .unwrap_or(sage_core::scoring::adaptive::DEFAULT_TOP),
-            );
-        }
+        self.adaptive.apply(&mut config);
         self.apply_budgets(&mut config)?;
         Ok((config, None))
     }

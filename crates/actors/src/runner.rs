@@ -182,7 +182,7 @@ pub async fn run_embedded_until(
     let mut report = SageFold::for_run(config, jobs.count(), run_dir, sops);
     let mut budget = BudgetFold::new(config);
     // An adaptive run: a model decided against the top K gets no more cases.
-    let mut adaptive = sage_core::scoring::adaptive::Adaptive::for_run(config);
+    let mut adaptive = sage_core::scoring::adaptive::Adaptive::for_run(config, jobs.count());
     // Records already stored are kept, once checked to be of these jobs (read once).
     let mut stored = None;
     if run_dir.path().join("dialogues.jsonl").exists() {

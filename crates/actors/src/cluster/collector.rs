@@ -139,6 +139,7 @@ impl Collector {
             }
             status.results = Some(dir.path().display().to_string());
             status.budget = report.budget();
+            status.adaptive = report.adaptive();
             let writer = dir.jsonl_writer(records)?;
             tracing::info!(run, stored = status.stored, jobs = status.jobs, folder = %dir.path().display(), "collecting run");
             let taken = (Instant::now(), status.stored);
@@ -253,18 +254,19 @@ impl Collector {
         if folder.status.state == RunState::Submitted {
             folder.status.state = RunState::Running;
         }
-        // A budget just reached is told to the workers at once.
-        let reached = |s: &RunStatus| {
-            s.budget
-                .as_ref()
-                .map(|b| (b.reached, b.models.values().filter(|m| m.reached).count()))
+        // A budget just reached, or a model just decided, is told to the workers at once.
+        let kept = |s: &RunStatus| {
+            let budget = (s.budget.as_ref())
+                .map(|b| (b.reached, b.models.values().filter(|m| m.reached).count()));
+            (budget, s.adaptive.as_ref().map(|a| a.decided()))
         };
-        let before = reached(&folder.status);
+        let before = kept(&folder.status);
         folder.status.budget = folder.report.budget();
-        let budget_news = before != reached(&folder.status);
+        folder.status.adaptive = folder.report.adaptive();
+        let news = before != kept(&folder.status);
         settle(run, folder)?;
         // Other news is written when due, after each message (`flush_status`).
-        if folder.status.state.over() || budget_news {
+        if folder.status.state.over() || news {
             write_status(&bucket, folder).await;
         }
         Ok(true)
@@ -287,18 +289,14 @@ impl Collector {
         Ok(())
     }
 
-    /// Resumes a run its budgets stopped (`sage sweep --resume`): its folder is read again
-    /// with the budgets of its spec now in the bucket (manifest.json rewritten with them), its
-    /// status written (not complete unless those budgets still keep the rest from starting),
-    /// and its jobs not stored queued again, marked with the resume's number.
+    /// Resumes a run its budgets stopped or that was cancelled (`sage sweep --resume`): its
+    /// folder is read again with the budgets of its spec now in the bucket (a SAGE run's
+    /// manifest.json rewritten with them), its status written (not complete unless those
+    /// budgets still keep the rest from starting), and its jobs not stored queued again, marked
+    /// with the resume's number.
     async fn resume(&mut self, request: &ResumeRequest) -> Result<(), ClusterError> {
         let run = request.run_id.as_str();
         let spec = RunSpec::get(&self.bucket, run).await?;
-        let RunSpec::Sage { manifest, .. } = &spec else {
-            return Err(ClusterError::Invalid(format!(
-                "run {run}: a support-desk run cannot be resumed"
-            )));
-        };
         let (bucket, broker) = (self.bucket.clone(), self.broker.clone());
         self.runs.remove(run);
         let folder = self.folder(run).await?;
@@ -310,7 +308,9 @@ impl Collector {
             );
             return Ok(());
         }
-        folder.dir.write_manifest(manifest)?;
+        if let RunSpec::Sage { manifest, .. } = &spec {
+            folder.dir.write_manifest(manifest)?;
+        }
         folder.drain = Drain::Jobs;
         folder.status.resumes = request.resume;
         // A cancelled run resumed plays on.
@@ -332,22 +332,13 @@ impl Collector {
         if folder.status.ended() {
             tracing::info!(
                 run,
-                "resumed, but its budgets still keep the rest from starting"
+                "resumed, but its budgets or decisions still keep the rest from starting"
             );
             return Ok(());
         }
-        let sops = spec.sops()?;
-        let plan = sage_core::plan::Plan::new(&manifest.config, run, &sops);
-        let jobs = &folder.jobs;
-        let todo = plan.jobs().filter(|j| !jobs.is_done(&j.dialogue_id));
-        let queued = super::submit::publish_jobs(
-            &broker,
-            run,
-            todo,
-            |j| &j.dialogue_id,
-            Some(request.resume),
-        )
-        .await?;
+        let queued = spec
+            .queue_jobs(&broker, Some(&folder.jobs), Some(request.resume))
+            .await?;
         tracing::info!(run, resume = request.resume, queued, "run resumed");
         Ok(())
     }
@@ -429,6 +420,8 @@ impl Collector {
                 || folder.last_record.elapsed() < RUN_IDLE;
             if !keep {
                 tracing::info!(run, "complete run let go");
+                let models = folder.status.models.iter().map(|m| m.model.as_str());
+                metrics().forget_standings(run, models);
             }
             keep
         });
@@ -462,6 +455,14 @@ fn settle(run: &str, folder: &mut RunFolder) -> Result<(), ClusterError> {
         let (stored, jobs) = (folder.status.stored, folder.status.jobs);
         if stored < jobs && folder.status.control == Some(Control::Cancelled) {
             tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run cancelled");
+        } else if stored < jobs
+            && folder
+                .status
+                .budget
+                .as_ref()
+                .is_none_or(|b| !b.stops_the_rest())
+        {
+            tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "adaptive run decided: every model's place against the top K is sure");
         } else if stored < jobs {
             tracing::info!(run, stored, jobs, folder = %folder.dir.path().display(), "run stopped by its cost budget");
         } else {
@@ -561,6 +562,14 @@ impl Report {
     fn budget(&self) -> Option<sage_core::scoring::budget::BudgetSummary> {
         match self {
             Report::Sage(fold) => fold.budget(),
+            Report::Desk(_) => None,
+        }
+    }
+
+    /// The `adaptive` section of what is folded (an adaptive SAGE run).
+    fn adaptive(&self) -> Option<sage_core::scoring::adaptive::AdaptiveSummary> {
+        match self {
+            Report::Sage(fold) => fold.adaptive(),
             Report::Desk(_) => None,
         }
     }
@@ -737,6 +746,18 @@ fn live(folder: &mut RunFolder) {
     };
     let summary = fold.summary();
     folder.status.models = LiveModel::of(&summary);
+    let standings: Vec<_> = (folder.status.models.iter())
+        .map(|m| sage_ports::telemetry::metrics::ModelStanding {
+            model: &m.model,
+            dialogues: m.dialogues,
+            oa: m.oa.map(|o| (o.mean, o.ci_high - o.ci_low)),
+        })
+        .collect();
+    metrics().standings(
+        &folder.status.run_id,
+        &standings,
+        folder.status.adaptive.as_ref(),
+    );
     let cost: f64 = summary.calls_by_model.values().map(|c| c.cost_usd).sum();
     folder.status.cost_usd = if cost.is_finite() { cost } else { 0.0 };
     let (since, before) = folder.taken;

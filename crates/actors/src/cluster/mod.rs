@@ -162,6 +162,33 @@ impl RunSpec {
         Ok(jobs)
     }
 
+    /// Queues the run's jobs in the work queue, in the order the run plays them, but those
+    /// `stored` holds; `resume`: the resume's number they are marked with. Returns how many.
+    pub(crate) async fn queue_jobs(
+        &self,
+        broker: &Broker,
+        stored: Option<&JobSet>,
+        resume: Option<u32>,
+    ) -> Result<usize, ClusterError> {
+        let (run, todo) = (self.run_id(), |id: &str| {
+            stored.is_none_or(|s| !s.is_done(id))
+        });
+        match self {
+            RunSpec::Sage { manifest, .. } => {
+                let sops = self.sops()?;
+                let plan = sage_core::plan::Plan::new(&manifest.config, run, &sops);
+                let jobs = (plan.jobs_in_play_order()).filter(|j| todo(&j.dialogue_id));
+                submit::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
+            }
+            RunSpec::SupportDesk { manifest, .. } => {
+                let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));
+                let jobs = sage_core::plan::desk::jobs(&manifest.config, run, &desk);
+                let jobs = jobs.into_iter().filter(|j| todo(&j.dialogue_id));
+                submit::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
+            }
+        }
+    }
+
     /// A spec from its JSON; without a `suite` key (written before runs had one), a SAGE run.
     pub fn from_value(mut value: serde_json::Value) -> Result<RunSpec, serde_json::Error> {
         if let Some(object) = value.as_object_mut() {
@@ -286,6 +313,11 @@ pub struct RunStatus {
     /// (`None` before two were, or once it has ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_secs: Option<f64>,
+    /// An adaptive run (`sage sweep --adaptive`): each model's standing against the top K, as
+    /// the aggregator last folded the records (a decision is written at once). Workers start
+    /// no dialogue of a decided model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<sage_core::scoring::adaptive::AdaptiveSummary>,
 }
 
 /// One model's standing while its run plays (a run status's `models`).
@@ -341,15 +373,18 @@ impl RunStatus {
             cost_usd: 0.0,
             eta_secs: None,
             control: None,
+            adaptive: None,
         }
     }
 
-    /// Whether a new dialogue with `model` as the agent under test may start: no budget of
-    /// the run, or neither the run's nor the model's is reached.
+    /// Whether a new dialogue with `model` as the agent under test may start: neither the
+    /// run's budget nor the model's is reached, and in an adaptive run the model is not
+    /// decided.
     pub fn admits(&self, model: &str) -> bool {
         self.budget
             .as_ref()
             .is_none_or(|b| !b.reached && !b.models.get(model).is_some_and(|m| m.reached))
+            && self.adaptive.as_ref().is_none_or(|a| a.admits(model))
     }
 
     /// What a worker does with a job of `model` now: the run cancelled or its budget reached,
@@ -363,12 +398,27 @@ impl RunStatus {
         }
     }
 
-    /// Whether the run has ended: every dialogue stored, the budgets keep every dialogue not
-    /// stored from starting, or it was cancelled.
+    /// Whether the run has ended: every dialogue stored, the budgets or an adaptive run's
+    /// decisions keep every dialogue not stored from starting, or it was cancelled.
     pub fn ended(&self) -> bool {
-        self.stored >= self.jobs
-            || self.budget.as_ref().is_some_and(|b| b.stops_the_rest())
-            || self.control == Some(Control::Cancelled)
+        self.stored >= self.jobs || self.rest_kept() || self.control == Some(Control::Cancelled)
+    }
+
+    /// Whether some dialogues are not stored and none of them may start: each model with
+    /// dialogues left is kept by a budget or decided (both may hold in one run).
+    fn rest_kept(&self) -> bool {
+        let left: Vec<&str> = match (&self.budget, &self.adaptive) {
+            (Some(b), _) => (b.models.iter())
+                .filter(|(_, m)| m.not_started > 0)
+                .map(|(name, _)| name.as_str())
+                .collect(),
+            (None, Some(a)) => (a.models.iter())
+                .filter(|s| s.not_played > 0)
+                .map(|s| s.model.as_str())
+                .collect(),
+            (None, None) => return false,
+        };
+        !left.is_empty() && left.iter().all(|m| !self.admits(m))
     }
 }
 
@@ -873,6 +923,13 @@ impl Runs {
             .contains(&sage_core::protocol::Role::Dialogue))
         .then(|| spec.job_set())
         .transpose()?;
+        // Every run's status is watched where dialogues start: its budgets, a pause or a
+        // cancel (either suite) stop them within a moment.
+        let budget = (self
+            .served
+            .roles
+            .contains(&sage_core::protocol::Role::Dialogue))
+        .then(|| BudgetWatch::start(self.broker.clone(), id));
         let manifest = match (spec, desk) {
             (RunSpec::Sage { manifest, .. }, _) => manifest,
             (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
@@ -904,20 +961,13 @@ impl Runs {
                     driver: Driver::Desk(driver),
                     transport,
                     last_used: self.now_ms().into(),
-                    budget: None,
+                    budget,
                     jobs,
                 });
             }
             (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
         };
         let config = manifest.config;
-        // Every run's status is watched where dialogues start: its budgets, a pause or a
-        // cancel stop them within a moment.
-        let budget = (self
-            .served
-            .roles
-            .contains(&sage_core::protocol::Role::Dialogue))
-        .then(|| BudgetWatch::start(self.broker.clone(), id));
         let sops: HashMap<String, Arc<Sop>> = sops
             .into_iter()
             .map(|sop| (sop.scenario().id.clone(), sop))
@@ -1056,6 +1106,66 @@ mod tests {
         status.stored = 8;
         let table = submit::status_table(&[status]);
         assert!(table.lines().nth(1).unwrap().contains("complete"));
+    }
+
+    #[test]
+    fn an_adaptive_status_drops_decided_models_and_ends_when_every_one_left_is() {
+        use sage_core::scoring::adaptive::{AdaptiveSummary, Decision, Standing};
+        let standing = |model: &str, decision, not_played| Standing {
+            model: model.into(),
+            decision,
+            dialogues: 4,
+            decided_after: (decision != Decision::Undecided).then_some(4),
+            lower: 10.0,
+            upper: 20.0,
+            mean: Some(15.0),
+            not_played,
+        };
+        let mut status = RunStatus::submitted("r1", 20, "2026-01-01T00:00:00Z");
+        status.stored = 8;
+        status.adaptive = Some(AdaptiveSummary {
+            top: 1,
+            alpha: 0.05,
+            sequence: "test".into(),
+            models: vec![
+                standing("a", Decision::InTop, 6),
+                standing("b", Decision::Undecided, 6),
+            ],
+        });
+        assert_eq!(status.admit(Some("a")), Admit::Drop);
+        assert_eq!(status.admit(Some("b")), Admit::Play);
+        assert!(!status.ended(), "b plays on");
+        status.adaptive.as_mut().unwrap().models[1].decision = Decision::OutOfTop;
+        assert!(status.ended(), "every model with dialogues left is decided");
+        status.state = RunState::Complete;
+        let table = submit::status_table(std::slice::from_ref(&status));
+        assert!(
+            table.lines().nth(1).unwrap().contains(" decided "),
+            "{table}"
+        );
+        // A budget and the decisions together: b undecided but its budget reached.
+        status.adaptive.as_mut().unwrap().models[1].decision = Decision::Undecided;
+        use sage_core::scoring::budget::{BudgetSummary, ModelBudget};
+        let budget = |reached, not_started| ModelBudget {
+            max_cost_usd: Some(1.0),
+            spent_usd: 1.0,
+            reached,
+            dialogues: 4,
+            not_started,
+        };
+        status.budget = Some(BudgetSummary {
+            max_cost_usd: None,
+            spent_usd: 2.0,
+            reached: false,
+            not_started: 12,
+            models: [
+                ("a".into(), budget(false, 6)),
+                ("b".into(), budget(true, 6)),
+            ]
+            .into_iter()
+            .collect(),
+        });
+        assert!(status.ended(), "a is decided, b's budget is reached");
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub async fn submit(
             .map(|(_, name, text)| (name.clone(), text.clone()))
             .collect(),
     };
-    queue(broker, &spec, plan.jobs(), plan.len(), |j| &j.dialogue_id).await
+    queue(broker, &spec, plan.len()).await
 }
 
 /// Submits a support-desk run of `config` over the store given as its store.yaml and
@@ -61,19 +61,12 @@ pub async fn submit_desk(
         store: texts.0.to_string(),
         cases: texts.1.to_string(),
     };
-    let total = jobs.len();
-    queue(broker, &spec, jobs.into_iter(), total, |j| &j.dialogue_id).await
+    queue(broker, &spec, jobs.len()).await
 }
 
 /// Puts a run's spec in the bucket (once: a run id is used once), its status, and its `total`
 /// jobs in the work queue, made one at a time.
-async fn queue<J: serde::Serialize>(
-    broker: &Broker,
-    spec: &RunSpec,
-    jobs: impl Iterator<Item = J>,
-    total: usize,
-    dialogue_id: impl Fn(&J) -> &str,
-) -> Result<RunStatus, ClusterError> {
+async fn queue(broker: &Broker, spec: &RunSpec, total: usize) -> Result<RunStatus, ClusterError> {
     let run_id = spec.run_id();
     let bucket = broker.runs().await?;
     let manifest = serde_json::to_vec(spec).map_err(|e| NatsError::Codec {
@@ -88,7 +81,7 @@ async fn queue<J: serde::Serialize>(
     .await?;
     let status = RunStatus::submitted(run_id, total, spec.created_at());
     put_json(&bucket, &status_key(run_id), &status).await?;
-    publish_jobs(broker, run_id, jobs, dialogue_id, None).await?;
+    spec.queue_jobs(broker, None, None).await?;
     Ok(status)
 }
 
@@ -178,17 +171,13 @@ pub(super) async fn publish_acked(
     }
 }
 
-/// Resumes a SAGE run that its cost budgets stopped, with `spec` (the run's spec from the
-/// bucket, its budgets raised): the spec replaces the bucket's, and the aggregator is asked
-/// (on the run's records subject) to fold the run again with those budgets and to queue the
-/// jobs not stored. Refuses a run that has not ended. Returns the resume's number.
+/// Resumes a run that its cost budgets stopped or that was cancelled, with `spec` (the run's
+/// spec from the bucket, a SAGE run's budgets raised): the spec replaces the bucket's, and the
+/// aggregator is asked (on the run's records subject) to fold the run again with those budgets
+/// and to queue the jobs not stored. Refuses a run that has not ended, and a support-desk run
+/// that was not cancelled (it has no budget). Returns the resume's number.
 pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError> {
     let run_id = spec.run_id();
-    if spec.is_desk() {
-        return Err(ClusterError::Invalid(format!(
-            "run {run_id} is a support-desk run: it has no cost budget to resume with"
-        )));
-    }
     let bucket = broker.runs().await?;
     let status: RunStatus = get_json(&bucket, &status_key(run_id))
         .await?
@@ -199,10 +188,23 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
             status.stored, status.jobs
         )));
     }
+    if spec.is_desk() && status.state != RunState::Cancelled {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is a support-desk run that was not cancelled: it has no cost budget to resume with"
+        )));
+    }
     if status.stored >= status.jobs {
         return Err(ClusterError::Invalid(format!(
             "run {run_id} is complete: every one of its {} dialogues is stored, there is nothing to resume",
             status.jobs
+        )));
+    }
+    if status.state == RunState::Complete
+        && status.adaptive.as_ref().is_some_and(|a| a.stops_the_rest())
+    {
+        return Err(ClusterError::Invalid(format!(
+            "run {run_id} is complete: an adaptive run whose models are all decided ({} of its {} dialogues played), there is nothing to resume",
+            status.stored, status.jobs
         )));
     }
     put_json(&bucket, &manifest_key(run_id), spec).await?;
@@ -352,17 +354,32 @@ pub fn live_table(run: &RunStatus) -> String {
         .max()
         .unwrap_or(5)
         .max(5);
+    // An adaptive run: each model's place against the top K (`top 3 @120`, `out @45`).
+    let mark = |model: &str| {
+        run.adaptive
+            .as_ref()
+            .map_or(String::new(), |a| format!(" {}", a.mark(model)))
+    };
     let mut out = format!(
-        "{:<width$} {:>15} {:>9}\n",
-        "model", "OA so far", "dialogues"
+        "{:<width$} {:>15} {:>9}{}\n",
+        "model",
+        "OA so far",
+        "dialogues",
+        if run.adaptive.is_some() {
+            " adaptive"
+        } else {
+            ""
+        }
     );
     for m in &run.models {
         let oa = m.oa.map_or("-".to_string(), |o| {
             format!("{:.2} ±{:.1}", o.mean, (o.ci_high - o.ci_low) / 2.0)
         });
         out.push_str(&format!(
-            "{:<width$} {oa:>15} {:>9}\n",
-            m.model, m.dialogues
+            "{:<width$} {oa:>15} {:>9}{}\n",
+            m.model,
+            m.dialogues,
+            mark(&m.model)
         ));
     }
     out.push_str(&format!("spent ${:.4}", run.cost_usd));
@@ -393,6 +410,12 @@ pub fn status_table(runs: &[RunStatus]) -> String {
             RunState::Running if r.ended() => "stopping",
             RunState::Running => "running",
             RunState::Cancelled => "cancelled",
+            // An adaptive run that ended with every model decided.
+            RunState::Complete
+                if r.stored < r.jobs && r.adaptive.as_ref().is_some_and(|a| a.stops_the_rest()) =>
+            {
+                "decided"
+            }
             // Ended with dialogues a cost budget kept from starting.
             RunState::Complete if r.stored < r.jobs => "budget",
             RunState::Complete => "complete",

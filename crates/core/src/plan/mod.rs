@@ -518,6 +518,15 @@ impl<'a> Plan<'a> {
         })
     }
 
+    /// Every job in the order a run plays them: an adaptive run's random order
+    /// ([`Plan::jobs_in_random_order`]), else the plan's ([`Plan::jobs`]).
+    pub fn jobs_in_play_order(&self) -> Box<dyn Iterator<Item = DialogueJob> + Send + '_> {
+        match self.config.adaptive_top {
+            Some(_) => Box::new(self.jobs_in_random_order()),
+            None => Box::new(self.jobs()),
+        }
+    }
+
     /// Every job, the cases in a random order across the scenarios (drawn from the run seed;
     /// each case with every model and repeat): an adaptive run's order, so that the dialogues
     /// a model has played at any time are a random sample of the run's cases, as its

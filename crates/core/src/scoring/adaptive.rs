@@ -127,6 +127,10 @@ pub struct Standing {
     pub upper: f64,
     /// The mean of its dialogues' OA, 0-100.
     pub mean: Option<f64>,
+    /// Its dialogues of the full run not played (so far; once the run has ended, what
+    /// stopping early saved).
+    #[serde(default)]
+    pub not_played: usize,
 }
 
 /// summary.json's `adaptive`: what an adaptive run decided.
@@ -143,6 +147,40 @@ pub struct AdaptiveSummary {
 }
 
 impl AdaptiveSummary {
+    /// Whether `model` still gets cases (undecided, or not one of the run's models).
+    pub fn admits(&self, model: &str) -> bool {
+        self.standing(model)
+            .is_none_or(|s| s.decision == Decision::Undecided)
+    }
+
+    /// The standing of `model`.
+    pub fn standing(&self, model: &str) -> Option<&Standing> {
+        self.models.iter().find(|s| s.model == model)
+    }
+
+    /// Models decided so far: surely in the top K, and surely out of it.
+    pub fn decided(&self) -> (usize, usize) {
+        let count = |d| self.models.iter().filter(|s| s.decision == d).count();
+        (count(Decision::InTop), count(Decision::OutOfTop))
+    }
+
+    /// Whether the decisions keep every dialogue not played from starting: some are not
+    /// played, and each model with dialogues not played is decided (the run has then ended).
+    pub fn stops_the_rest(&self) -> bool {
+        let left = self.models.iter().filter(|s| s.not_played > 0);
+        left.clone().count() > 0 && left.into_iter().all(|s| s.decision != Decision::Undecided)
+    }
+
+    /// A standing's mark in a leaderboard: `top 3 @120`, `out @45` (decided after that many
+    /// dialogues), `undecided`.
+    pub fn mark(&self, model: &str) -> String {
+        match self.standing(model).map(|s| (s.decision, s.decided_after)) {
+            Some((Decision::InTop, Some(n))) => format!("top {} @{n}", self.top),
+            Some((Decision::OutOfTop, Some(n))) => format!("out @{n}"),
+            _ => "undecided".into(),
+        }
+    }
+
     /// What an adaptive run decided, a line per model, the decided ones first.
     pub fn text(&self) -> String {
         let mut out = format!(
@@ -173,8 +211,12 @@ impl AdaptiveSummary {
                     m.dialogues
                 ),
             };
+            let saved = match m.not_played {
+                0 => String::new(),
+                n => format!("; {n} not played"),
+            };
             out.push_str(&format!(
-                "  {}: {why}; OA {:.1} to {:.1}\n",
+                "  {}: {why}; OA {:.1} to {:.1}{saved}\n",
                 m.model, m.lower, m.upper
             ));
         }
@@ -190,6 +232,10 @@ pub struct Adaptive {
     alpha: f64,
     models: BTreeMap<String, ConfidenceSequence>,
     decided: BTreeMap<String, (Decision, u64)>,
+    /// Each model's dialogues in the full run.
+    per_model: usize,
+    /// Each model's dialogues added (scored or not).
+    played: BTreeMap<String, usize>,
 }
 
 /// The default K of `--adaptive-top`.
@@ -199,7 +245,7 @@ pub const ALPHA: f64 = 0.05;
 
 impl Adaptive {
     /// A run of `models` deciding against the top `top`, every sequence valid together at
-    /// `1 - alpha`.
+    /// `1 - alpha` (each model's full run unknown: see [`Adaptive::of_jobs`]).
     pub fn new(models: &[String], top: usize, alpha: f64) -> Adaptive {
         let each = alpha / models.len().max(1) as f64;
         Adaptive {
@@ -210,13 +256,23 @@ impl Adaptive {
                 .map(|m| (m.clone(), ConfidenceSequence::new(each)))
                 .collect(),
             decided: BTreeMap::new(),
+            per_model: 0,
+            played: BTreeMap::new(),
         }
     }
 
-    /// The adaptive state of a run of `config` (`None`: not an adaptive run), at [`ALPHA`].
-    pub fn for_run(config: &crate::plan::RunConfig) -> Option<Adaptive> {
+    /// The same, the full run giving each model `jobs / models` dialogues (the standings
+    /// count those not played).
+    pub fn of_jobs(mut self, jobs: usize) -> Adaptive {
+        self.per_model = jobs / self.models.len().max(1);
+        self
+    }
+
+    /// The adaptive state of a run of `config` planned as `jobs` dialogues (`None`: not an
+    /// adaptive run), at [`ALPHA`].
+    pub fn for_run(config: &crate::plan::RunConfig, jobs: usize) -> Option<Adaptive> {
         let k = config.adaptive_top?;
-        Some(Adaptive::new(&config.service_models, k, ALPHA))
+        Some(Adaptive::new(&config.service_models, k, ALPHA).of_jobs(jobs))
     }
 
     /// Whether `model` still gets cases (undecided, or not one of the run's models).
@@ -240,6 +296,11 @@ impl Adaptive {
     /// Adds a finished dialogue: its model's OA over its scored turns (a dialogue without one
     /// adds nothing).
     pub fn add(&mut self, record: &DialogueRecord) {
+        if let Some(n) = self.played.get_mut(&record.job.service_model) {
+            *n += 1;
+        } else if self.models.contains_key(&record.job.service_model) {
+            self.played.insert(record.job.service_model.clone(), 1);
+        }
         let scores: Vec<f64> = counted_scores(record).map(|s| s.overall).collect();
         if !scores.is_empty() {
             let oa = scores.iter().sum::<f64>() / scores.len() as f64 / 100.0;
@@ -294,6 +355,8 @@ impl Adaptive {
                     lower: 100.0 * lower,
                     upper: 100.0 * upper,
                     mean: cs.mean().map(|m| 100.0 * m),
+                    not_played: (self.per_model)
+                        .saturating_sub(self.played.get(model).copied().unwrap_or(0)),
                 }
             })
             .collect()
@@ -420,6 +483,38 @@ mod tests {
     }
 
     #[test]
+    fn the_rest_is_kept_once_every_model_with_dialogues_left_is_decided() {
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        // A full run of 30 dialogues: 10 a model.
+        let mut a = Adaptive::new(&names, 1, ALPHA).of_jobs(30);
+        // A dialogue without a scored turn: played, but its sequence learns nothing.
+        let record = |model: &str| crate::scoring::tests::bare_record(model, 0.0);
+        for _ in 0..4 {
+            a.add(&record("a"));
+        }
+        let s = a.summary();
+        assert_eq!(s.standing("a").unwrap().not_played, 6);
+        assert_eq!(s.standing("a").unwrap().dialogues, 0, "no scored turn");
+        assert_eq!(s.standing("c").unwrap().not_played, 10);
+        assert!(!s.stops_the_rest(), "nothing is decided");
+        let mut s = s;
+        for m in &mut s.models {
+            m.decision = Decision::OutOfTop;
+        }
+        s.models[2].decision = Decision::Undecided;
+        assert!(!s.stops_the_rest(), "c has dialogues left and is undecided");
+        s.models[2].not_played = 0;
+        assert!(s.stops_the_rest(), "c played to its size");
+        for m in &mut s.models {
+            m.not_played = 0;
+        }
+        assert!(
+            !s.stops_the_rest(),
+            "nothing is left: the run is complete, not stopped"
+        );
+    }
+
+    #[test]
     fn decisions_follow_the_bounds() {
         let names: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
         let mut a = Adaptive::new(&names, 1, ALPHA);
@@ -441,6 +536,15 @@ mod tests {
         // Not a model of the run: nothing happens.
         a.observe("zz", 1.0);
         assert!(a.admits("zz"));
+        let summary = a.summary();
+        assert_eq!(summary.decided(), (1, 3));
+        assert!(!summary.admits("a") && summary.admits("zz"));
+        assert!(
+            summary.mark("a").starts_with("top 1 @"),
+            "{}",
+            summary.mark("a")
+        );
+        assert!(summary.mark("b").starts_with("out @"));
         // Equal models are never decided against each other.
         let mut tie = Adaptive::new(&names, 2, ALPHA);
         let mut d = Draws(3);

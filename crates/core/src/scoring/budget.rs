@@ -285,19 +285,7 @@ mod tests {
         config
     }
 
-    fn record(model: &str, cost_usd: f64) -> DialogueRecord {
-        DialogueRecord {
-            job: super::super::tests::job("d", model, "sc", crate::scenario::Adversarial::Zero),
-            turns: Vec::new(),
-            closing_calls: Vec::new(),
-            end: crate::protocol::DialogueEnd::Resolved,
-            simulated: true,
-            structured_output: None,
-            usage: Default::default(),
-            cost_usd,
-            fork: None,
-        }
-    }
+    use super::super::tests::bare_record as record;
 
     #[test]
     fn no_budget_admits_everything_and_has_no_section() {

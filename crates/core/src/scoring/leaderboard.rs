@@ -162,7 +162,7 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         summary.dialogues
     );
     let columns = columns_of(&models);
-    out.push_str(&main_table(&models, &columns).markdown());
+    out.push_str(&main_table(&models, &columns, summary.adaptive.as_ref()).markdown());
     if models.iter().any(|m| m.simulated) {
         out.push_str("\n(simulated): a built-in simulated backend, not a real language model.\n");
     }
@@ -178,6 +178,16 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
             out,
             "\nCost budget reached (summary.json `budget`): {} dialogues not started, {} played; spent ${:.4}.",
             b.not_started, summary.dialogues, b.spent_usd
+        );
+    }
+    if let Some(a) = &summary.adaptive {
+        let (inside, outside) = a.decided();
+        let saved: usize = a.models.iter().map(|m| m.not_played).sum();
+        let _ = writeln!(
+            out,
+            "\nAdaptive run (summary.json `adaptive`): {inside} models surely in the top {}, {outside} surely out of it, {} undecided; {saved} dialogues of the full run not played.",
+            a.top,
+            a.models.len() - inside - outside
         );
     }
     let sections = [
@@ -213,7 +223,7 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
             coverage_table(summary),
         ),
     ];
-    let mut shown = vec![main_table(&models, &columns)];
+    let mut shown = vec![main_table(&models, &columns, summary.adaptive.as_ref())];
     for (title, table) in sections {
         if !table.rows.is_empty() {
             let _ = write!(out, "\n## {title}\n\n{}", table.markdown());
@@ -241,7 +251,7 @@ pub const TERMINAL_WIDTH: usize = 120;
 pub fn leaderboard_text(summary: &Summary) -> String {
     let models = ranked(summary);
     let columns = columns_of(&models);
-    let main = main_table(&models, &[]);
+    let main = main_table(&models, &[], summary.adaptive.as_ref());
     let mut out = main.text_within(TERMINAL_WIDTH);
     let mut notes = format!(
         "Means over the scored turns; judged turns: {}.",
@@ -435,6 +445,7 @@ fn legend(shown: &[Table], columns: &[ScenarioColumn], summary: &Summary) -> Leg
         ("Repeated lines (%)", "% of the customer's lines that say the same words as an earlier one of the dialogue".into()),
         ("Customer", "the customer (user-simulator) model".into()),
         ("Re-asked turns", "customer turns `customer_guard` asked again (a line flagged off-script: empty, repeated or in the agent's words)".into()),
+        ("Adaptive", "an adaptive run's decision (summary.json `adaptive`): `top K @n`, surely in the top K after n dialogues, and `out @n`, surely out of it (either way it got no more cases); `undecided`, played to the full run's size. Each model's OA carries a 95% anytime-valid confidence sequence".into()),
         ("pass^1", "the share of cases, %, whose k repeats drawn from the case's n all reach the target action (mean over cases of C(c,k)/C(n,k), c passes); pass^1 is the pass rate".into()),
     ]
     .into_iter()
@@ -554,7 +565,12 @@ fn opt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
 }
 
-fn main_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table {
+/// The main table; an adaptive run's has a column of each model's decision.
+fn main_table(
+    models: &[&ModelSummary],
+    columns: &[ScenarioColumn],
+    adaptive: Option<&crate::scoring::adaptive::AdaptiveSummary>,
+) -> Table {
     let mut headers = vec![
         "Model".to_string(),
         "OA".into(),
@@ -567,6 +583,9 @@ fn main_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table {
         "Chat Length".into(),
         "Scored turns".into(),
     ]);
+    if adaptive.is_some() {
+        headers.push("Adaptive".into());
+    }
     let mut table = Table::new(headers);
     for m in models {
         let a = &m.all;
@@ -584,6 +603,9 @@ fn main_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table {
         row.push(metric(a.format_error_rate.as_ref()));
         row.push(metric(a.chat_length.as_ref()));
         row.push(a.turns.to_string());
+        if let Some(adaptive) = adaptive {
+            row.push(adaptive.mark(&m.model));
+        }
         table.rows.push(row);
     }
     table

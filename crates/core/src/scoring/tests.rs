@@ -82,6 +82,21 @@ fn all(x: u8) -> ChatScores {
     scores(x, x, x, x, x)
 }
 
+/// A dialogue of `model` without a turn (ended resolved), costing `cost_usd`.
+pub(super) fn bare_record(model: &str, cost_usd: f64) -> DialogueRecord {
+    DialogueRecord {
+        job: job("d", model, "sc", Adversarial::Zero),
+        turns: Vec::new(),
+        closing_calls: Vec::new(),
+        end: DialogueEnd::Resolved,
+        simulated: true,
+        structured_output: None,
+        usage: Default::default(),
+        cost_usd,
+        fork: None,
+    }
+}
+
 pub(super) fn job(id: &str, model: &str, scenario: &str, adversarial: Adversarial) -> DialogueJob {
     DialogueJob {
         run_id: "run".into(),

@@ -411,7 +411,7 @@ impl SageFold {
             html: None,
             labels: None,
             budget: BudgetFold::new(config),
-            adaptive: sage_core::scoring::adaptive::Adaptive::for_run(config),
+            adaptive: sage_core::scoring::adaptive::Adaptive::for_run(config, jobs),
             jobs,
         }
     }
@@ -507,11 +507,16 @@ impl SageFold {
         self.budget.summary(self.jobs)
     }
 
+    /// The `adaptive` section of the records folded so far (`None`: not an adaptive run).
+    pub fn adaptive(&self) -> Option<sage_core::scoring::adaptive::AdaptiveSummary> {
+        self.adaptive.as_ref().map(|a| a.summary())
+    }
+
     /// The summary of the records folded so far.
     pub fn summary(&self) -> sage_core::scoring::Summary {
         sage_core::scoring::Summary {
             budget: self.budget(),
-            adaptive: self.adaptive.as_ref().map(|a| a.summary()),
+            adaptive: self.adaptive(),
             ..self.summary.summary()
         }
     }

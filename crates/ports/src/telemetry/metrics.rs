@@ -76,7 +76,33 @@ pub struct Metrics {
     call_series: RwLock<Vec<(String, Role, CallSeries)>>,
     /// Provider limits per limit group (`endpoint`): in force, calls, tokens, refusals, wait.
     limits: LimitMetrics,
+    /// The standings of the runs the aggregator collects (run, model).
+    standings: StandingMetrics,
 }
+
+/// The live standings of the runs the aggregator collects, refreshed with their status
+/// (label `run`; a run's series are removed when the aggregator lets it go).
+struct StandingMetrics {
+    oa: prometheus::GaugeVec,
+    width: prometheus::GaugeVec,
+    dialogues: prometheus::IntGaugeVec,
+    decision: prometheus::IntGaugeVec,
+    decided: prometheus::IntGaugeVec,
+}
+
+/// One model's standing as [`Metrics::standings`] publishes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelStanding<'a> {
+    /// The model under test.
+    pub model: &'a str,
+    /// Its dialogues stored.
+    pub dialogues: usize,
+    /// Its OA so far and the width of its 95% interval, 0-100 (`None` before a scored turn).
+    pub oa: Option<(f64, f64)>,
+}
+
+/// How an adaptive run's decisions are counted (`sage_run_models_decided{decision}`).
+const DECISIONS: [&str; 3] = ["in_top", "out_of_top", "undecided"];
 
 /// The metrics of the provider limits, by limit group (label `endpoint`).
 struct LimitMetrics {
@@ -138,6 +164,69 @@ fn registered<M: prometheus::core::Collector + Clone + 'static>(
         .register(Box::new(metric.clone()))
         .expect("a unique metric");
     metric
+}
+
+impl StandingMetrics {
+    fn new(r: &Registry) -> StandingMetrics {
+        let run_model = &["run", "model"];
+        StandingMetrics {
+            oa: registered(
+                r,
+                prometheus::GaugeVec::new(
+                    Opts::new(
+                        "sage_run_model_oa",
+                        "A collected run's OA so far per model under test, 0-100 (the fold its summary comes from).",
+                    ),
+                    run_model,
+                )
+                .expect("a valid metric"),
+            ),
+            width: registered(
+                r,
+                prometheus::GaugeVec::new(
+                    Opts::new(
+                        "sage_run_model_oa_interval_width",
+                        "Width of that OA's 95% bootstrap interval, in points (high - low).",
+                    ),
+                    run_model,
+                )
+                .expect("a valid metric"),
+            ),
+            dialogues: registered(
+                r,
+                prometheus::IntGaugeVec::new(
+                    Opts::new(
+                        "sage_run_model_dialogues",
+                        "A collected run's dialogues stored per model under test.",
+                    ),
+                    run_model,
+                )
+                .expect("a valid metric"),
+            ),
+            decision: registered(
+                r,
+                prometheus::IntGaugeVec::new(
+                    Opts::new(
+                        "sage_run_model_decision",
+                        "An adaptive run's decision per model: 1 surely in the top K, -1 surely out of it, 0 undecided.",
+                    ),
+                    run_model,
+                )
+                .expect("a valid metric"),
+            ),
+            decided: registered(
+                r,
+                prometheus::IntGaugeVec::new(
+                    Opts::new(
+                        "sage_run_models_decided",
+                        "An adaptive run's models by decision (in_top, out_of_top, undecided).",
+                    ),
+                    &["run", "decision"],
+                )
+                .expect("a valid metric"),
+            ),
+        }
+    }
 }
 
 impl LimitMetrics {
@@ -473,6 +562,7 @@ impl Metrics {
             ),
             call_series: RwLock::default(),
             limits: LimitMetrics::new(&r),
+            standings: StandingMetrics::new(&r),
             registry: r,
         }
     }
@@ -532,6 +622,61 @@ impl Metrics {
             for outcome in ["ok", "error"] {
                 self.role_requests.with_label_values(&[role, outcome]);
             }
+        }
+    }
+
+    /// Publishes the standings of `run` as the aggregator folded them: each model's OA, its
+    /// interval's width and dialogues; for an adaptive run, each model's decision and the
+    /// models by decision. A model without a scored turn has no OA series.
+    pub fn standings(
+        &self,
+        run: &str,
+        models: &[ModelStanding<'_>],
+        adaptive: Option<&sage_core::scoring::adaptive::AdaptiveSummary>,
+    ) {
+        use sage_core::scoring::adaptive::Decision;
+        let s = &self.standings;
+        for m in models {
+            let labels = [run, m.model];
+            s.dialogues
+                .with_label_values(&labels)
+                .set(m.dialogues as i64);
+            if let Some((oa, width)) = m.oa {
+                s.oa.with_label_values(&labels).set(oa);
+                s.width.with_label_values(&labels).set(width);
+            }
+        }
+        let Some(adaptive) = adaptive else { return };
+        let mut counts = [0i64; 3];
+        for standing in &adaptive.models {
+            let (value, index) = match standing.decision {
+                Decision::InTop => (1, 0),
+                Decision::OutOfTop => (-1, 1),
+                Decision::Undecided => (0, 2),
+            };
+            counts[index] += 1;
+            s.decision
+                .with_label_values(&[run, standing.model.as_str()])
+                .set(value);
+        }
+        for (decision, count) in DECISIONS.iter().zip(counts) {
+            s.decided.with_label_values(&[run, decision]).set(count);
+        }
+    }
+
+    /// Removes the standings series of `run` (of these models), once the aggregator lets it
+    /// go: the series grow with the runs collected at once, not with the runs ever collected.
+    pub fn forget_standings<'m>(&self, run: &str, models: impl IntoIterator<Item = &'m str>) {
+        let s = &self.standings;
+        for model in models {
+            let labels = [run, model];
+            let _ = s.oa.remove_label_values(&labels);
+            let _ = s.width.remove_label_values(&labels);
+            let _ = s.dialogues.remove_label_values(&labels);
+            let _ = s.decision.remove_label_values(&labels);
+        }
+        for decision in DECISIONS {
+            let _ = s.decided.remove_label_values(&[run, decision]);
         }
     }
 

@@ -259,10 +259,11 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
             }
             tbody {
                 @for (r, (index, m)) in rows.iter().enumerate() {
-                    tr data-model=(m.model) {
+                    tr data-model=(m.model) data-decision=[decision(summary, &m.model)] {
                         td data-metric="model" data-value=(m.model) {
                             (model_line(*index, &m.model, html! {
                                 @if m.simulated { " " span.tag.sim { "simulated" } }
+                                (decision_tag(summary, &m.model))
                                 @if let Some(form) = m.structured_output {
                                     " "
                                     span.tag.structured title={ "asked with a JSON Schema of its answer (structured_output: " (form.as_str()) ")" } {
@@ -303,6 +304,58 @@ pub fn leaderboard_html(summary: &Summary) -> Markup {
                 " pass^k (k = 1 to " (k) "): the share of cases, %, whose dialogues reach the target "
                 "action in all of k repeats drawn from the case's repeats (tau2-bench's estimator; "
                 "pass^1 is the plain pass rate)."
+            }
+            @if let Some(a) = &summary.adaptive {
+                @let (inside, outside) = a.decided();
+                @let saved: usize = a.models.iter().map(|m| m.not_played).sum();
+                " An adaptive run: a model got no more cases once its OA's 95% confidence sequence "
+                "put it surely in the top " (a.top) " (" span.tag.decided.in-top { "top " (a.top) } ") "
+                "or surely out of it (" span.tag.decided.out-of-top { "out" } "), after the dialogues "
+                "the tag names; the others played to the full run. " (inside) " in, " (outside)
+                " out, " (a.models.len() - inside - outside) " undecided; " (saved)
+                " dialogues of the full run not played. A decided model's interval is wider: it "
+                "played fewer dialogues."
+            }
+        }
+    }
+}
+
+/// A model's decision in an adaptive run (`in_top`, `out_of_top`, `undecided`).
+fn decision(summary: &Summary, model: &str) -> Option<&'static str> {
+    use sage_core::scoring::adaptive::Decision;
+    let standing = summary.adaptive.as_ref()?.standing(model)?;
+    Some(match standing.decision {
+        Decision::InTop => "in_top",
+        Decision::OutOfTop => "out_of_top",
+        Decision::Undecided => "undecided",
+    })
+}
+
+/// A decided model's tag in an adaptive run: `top 3 · 120` or `out · 45`, the dialogues it
+/// was decided after, explained on hover; nothing for an undecided one.
+fn decision_tag(summary: &Summary, model: &str) -> Markup {
+    use sage_core::scoring::adaptive::Decision;
+    let Some(a) = summary.adaptive.as_ref() else {
+        return html! {};
+    };
+    let Some((standing, n)) = a.standing(model).and_then(|s| Some((s, s.decided_after?))) else {
+        return html! {};
+    };
+    let range = format!(
+        "its OA's 95% confidence sequence: {:.1} to {:.1}",
+        standing.lower, standing.upper
+    );
+    html! {
+        @match standing.decision {
+            Decision::InTop => {
+                " " span.tag.decided.in-top title={ "surely in the top " (a.top) " after " (n) " dialogues: it got no more cases (" (range) ")" } {
+                    "top " (a.top) " · " (n)
+                }
+            }
+            _ => {
+                " " span.tag.decided.out-of-top title={ "surely out of the top " (a.top) " after " (n) " dialogues: it got no more cases (" (range) ")" } {
+                    "out · " (n)
+                }
             }
         }
     }
@@ -434,6 +487,9 @@ dl#leaderboard-legend div{display:flex;gap:6px}
 dl#leaderboard-legend dt{font-weight:bold;color:var(--fg);min-width:86px}
 dl#leaderboard-legend dd{margin:0}
 .tag.sim{color:var(--warn)}
+.tag.decided{font-size:11px;border-radius:3px;padding:0 3px;white-space:nowrap}
+.tag.decided.in-top{color:var(--good);border:1px solid currentColor}
+.tag.decided.out-of-top{color:var(--muted);border:1px solid currentColor}
 .tag.bad{color:var(--bad)}
 table.routes tr.untested td{color:var(--bad)}
 table.route-models td{font-size:12px;color:#1d2330}
