@@ -76,7 +76,11 @@ fn main() {
             args.extend_from_slice(extra);
             let m = measured_sage(&args);
             let dir = tmp.path().join(id);
-            let played = common::records_json(&dir).len();
+            // Counted a line at a time, not read whole: a process that grew (27,000 records as
+            // JSON) passes its peak on to the next one it starts (exec keeps the parent's
+            // high-water mark in ru_maxrss), which would be measured as the next run's.
+            let records = std::fs::File::open(dir.join("dialogues.jsonl")).expect("records");
+            let played = std::io::BufRead::lines(std::io::BufReader::new(records)).count();
             (m, summary(&dir), played)
         };
         let (full_m, full, all) = run(&format!("full-{seed}"), &[]);

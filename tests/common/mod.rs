@@ -240,7 +240,9 @@ pub struct Measured {
 }
 
 /// Runs `sage ARGS` in the repository root to its end (standard output discarded), and reads
-/// its CPU time and peak RSS from `wait4`; panics when it fails.
+/// its CPU time and peak RSS from `wait4`; panics when it fails. The peak is at least the
+/// calling process's own at the time (exec keeps the parent's high-water mark): a caller that
+/// read a large file whole before calling sees its own size here.
 #[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its peak RSS
 pub fn measured_sage(args: &[&str]) -> Measured {
     let err = tempfile::NamedTempFile::new().expect("stderr file");
