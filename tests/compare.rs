@@ -100,6 +100,7 @@ fn compare(current: &Path, baseline: &Path) -> Comparison {
                 id: m.run_id,
                 seed: m.config.seed,
                 scenarios: m.scenarios,
+                simulator: m.simulator,
             },
         )
     };
@@ -310,6 +311,7 @@ fn identical_models_in_five_seed_pairs_show_no_significant_group() {
             ("telecom_package".into(), "h".into()),
             ("ecommerce_refund".into(), "h".into()),
         ],
+        simulator: None,
     };
     let as_first_repeat = |mut r: DialogueRecord| {
         r.job.dialogue_id = format!(
@@ -474,12 +476,24 @@ fn the_json_comparison_follows_its_schema() {
     );
     assert_eq!(doc["changed"], serde_json::json!([]));
     assert_eq!(doc["schema"], "sage-compare/1");
+    // Both runs under the same customer simulator, named in full.
+    let simulator = &doc["current"]["simulator"];
     assert_eq!(
-        doc["current"],
+        (&simulator["name"], &simulator["version"]),
+        (&"sim-user".into(), &1.into())
+    );
+    assert_eq!(doc["baseline"]["simulator"], *simulator);
+    let without = |run: &serde_json::Value| {
+        let mut run = run.clone();
+        run.as_object_mut().unwrap().remove("simulator");
+        run
+    };
+    assert_eq!(
+        without(&doc["current"]),
         serde_json::json!({"run_id": "worse", "seed": 11, "dialogues": 80})
     );
     assert_eq!(
-        doc["baseline"],
+        without(&doc["baseline"]),
         serde_json::json!({"run_id": "base", "seed": 11, "dialogues": 80})
     );
     assert_eq!(
@@ -703,6 +717,7 @@ fn the_pairing_warning_names_different_seeds() {
         id: id.into(),
         seed,
         scenarios: vec![("tp".into(), "h".into())],
+        simulator: None,
     };
     let mut fold = CompareFold::new(info("a", 7), info("b", 8), Bootstrap::default()).unwrap();
     for i in 0..4 {
@@ -770,6 +785,73 @@ fn each_model_has_its_noise_floor_in_summary_json() {
             m["model"]
         );
     }
+}
+
+/// Runs whose customer simulators differ (here: another prompt version) are compared with the
+/// difference said first and no verdict, unless `--allow-simulator-change`; the JSON carries
+/// both simulators. Each run's summary names its simulator.
+#[test]
+fn runs_under_another_customer_simulator_get_no_verdict_unless_allowed() {
+    let dir = runs();
+    let tmp = tempfile::tempdir().unwrap();
+    let moved = tmp.path().join("worse-v2");
+    std::fs::create_dir(&moved).unwrap();
+    for file in ["manifest.json", "dialogues.jsonl"] {
+        std::fs::copy(dir.join("worse").join(file), moved.join(file)).unwrap();
+    }
+    let path = moved.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let simulator = &mut manifest["simulator"];
+    assert_eq!(simulator["name"], "sim-user", "{simulator}");
+    assert_eq!(simulator["prompt_sha256"].as_str().unwrap().len(), 64);
+    simulator["version"] = 99.into();
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("base").join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["simulator"]["name"], "sim-user");
+    let board = std::fs::read_to_string(dir.join("base").join("leaderboard.md")).unwrap();
+    assert!(board.contains("Customer simulator: sim-user (simulated; simulator v1, prompt "));
+
+    let (a, b) = (moved.to_str().unwrap(), dir.join("base"));
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "report",
+            a,
+            "--compare",
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&common::sage_ok(&args)).unwrap()
+    };
+    let held = json(&[]);
+    assert!(
+        held["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the runs' customer simulators differ (simulator version 99 / 1)"),
+        "{}",
+        held["notes"]
+    );
+    assert_eq!(held["verdicts"]["regression"], 0, "{}", held["verdicts"]);
+    assert_eq!(held["current"]["simulator"]["version"], 99);
+    assert_eq!(held["baseline"]["simulator"]["version"], 1);
+    let text = common::sage_ok(&["report", a, "--compare", b.to_str().unwrap()]);
+    let first_note = text.lines().find(|l| l.starts_with("note: ")).unwrap();
+    assert!(first_note.contains("customer simulators differ"), "{text}");
+    // Allowed: the planted regression is found again, the note says so.
+    let allowed = json(&["--allow-simulator-change"]);
+    assert!(allowed["verdicts"]["regression"].as_u64() > Some(0));
+    assert!(
+        allowed["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("verdicts drawn all the same")
+    );
 }
 
 #[test]
@@ -930,6 +1012,7 @@ fn tp_run(id: &str) -> RunInfo {
         id: id.into(),
         seed: 1,
         scenarios: vec![("tp".into(), "h".into())],
+        simulator: None,
     }
 }
 

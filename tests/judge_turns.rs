@@ -77,6 +77,7 @@ fn canonical(summary: &Path) -> String {
                 map.remove("noise_floor");
                 map.remove("customer_fidelity");
                 map.remove("scenario_sha256");
+                map.remove("simulator");
                 map.values_mut().for_each(strip);
             }
             Json::Array(items) => items.iter_mut().for_each(strip),

@@ -63,6 +63,10 @@ enum Command {
         /// scenario); refused without it.
         #[arg(long, requires = "compare")]
         allow_scenario_change: bool,
+        /// With --compare: draw verdicts although the runs' customer simulators differ (user
+        /// model, its parameters, prompt or version); without it every group is exploratory.
+        #[arg(long, requires = "compare")]
+        allow_simulator_change: bool,
     },
     /// Grade a run's stored dialogues again with no model call: references from its scenarios
     /// (or corrected ones, --scenario), the stored verdicts reused, the paper's scores
@@ -192,6 +196,7 @@ pub fn main() -> ExitCode {
             format,
             fail_on_regression,
             allow_scenario_change,
+            allow_simulator_change,
         } => report::compare(
             &dir,
             &baseline,
@@ -201,6 +206,7 @@ pub fn main() -> ExitCode {
                 format,
                 fail_on_regression,
                 allow_scenario_change,
+                allow_simulator_change,
             },
         ),
         Command::Show { dir, dialogue_id } => {

@@ -107,6 +107,8 @@ pub struct CompareArgs {
     pub fail_on_regression: bool,
     /// Compare across a scenario whose text differs between the runs.
     pub allow_scenario_change: bool,
+    /// Draw verdicts between runs whose customer simulators differ.
+    pub allow_simulator_change: bool,
 }
 
 /// The exit code of a comparison that found a regression, with `--fail-on-regression`.
@@ -146,12 +148,16 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
         id: m.run_id.clone(),
         seed: m.config.seed,
         scenarios: m.scenarios.clone(),
+        simulator: m.simulator.clone(),
     };
     let bootstrap = Bootstrap {
         seed: a_manifest.config.seed,
         ..Bootstrap::default()
     };
     let mut fold = CompareFold::new(info(&a_manifest), info(&b_manifest), bootstrap)?;
+    if args.allow_simulator_change {
+        fold = fold.allow_simulator_change();
+    }
     fold = match relation {
         Some(Related::Rescore(changed)) => fold.rescore(changed),
         Some(Related::Rejudge) => fold.rejudge(),

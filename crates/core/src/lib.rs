@@ -30,4 +30,5 @@ pub mod prompts;
 pub mod protocol;
 pub mod scenario;
 pub mod scoring;
+pub mod simulator;
 pub mod sop;

@@ -18,11 +18,12 @@ use std::sync::Arc;
 pub const END_MARKER: &str = "[END]";
 
 /// The cue that opens the simulator's conversation (chat APIs expect a `user` message first).
-const OPENING_CUE: &str =
+pub(crate) const OPENING_CUE: &str =
     "[The chat with customer service is open. Write your first message to the agent.]";
 
 /// The cue sent when the customer spoke last and the agent has not answered.
-const CONTINUE_CUE: &str = "[No answer from customer service yet. Write your next message.]";
+pub(crate) const CONTINUE_CUE: &str =
+    "[No answer from customer service yet. Write your next message.]";
 
 /// Why a user-simulator reply is not a usable customer message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -100,6 +101,12 @@ pub fn user_system_prompt(sop: &Sop, job: &DialogueJob) -> String {
     ));
     p
 }
+
+/// The customer simulator's version in this project (summary.json's `simulator.version`): bump
+/// it whenever what the customer model is told or how its lines are checked changes (this
+/// module's prompt, cues and re-ask note, the reply parsing, or `customer_guard`'s checks).
+/// A test holds [`crate::simulator::template_probe`]'s hash against it.
+pub const SIMULATOR_VERSION: u32 = 1;
 
 /// The simulator's conversation, from its point of view: the system prompt, an opening cue, then
 /// the history with the agent's lines as `user` and the customer's own lines as `assistant`;

@@ -12,6 +12,7 @@ pub mod parse;
 pub mod rubric;
 pub mod scenario_schema;
 pub mod schema;
+pub mod simulator;
 
 use crate::scenario::{Adversarial, Value};
 use crate::sop::{Assignment, Route};

@@ -161,6 +161,13 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         b.seed,
         summary.dialogues
     );
+    if let Some(simulator) = &summary.simulator {
+        let _ = writeln!(
+            out,
+            "Customer simulator: {} (summary.json `simulator`): the scores depend on it; compare runs only under the same one.\n",
+            simulator.line()
+        );
+    }
     let columns = columns_of(&models);
     out.push_str(&main_table(&models, &columns, summary.adaptive.as_ref()).markdown());
     if models.iter().any(|m| m.simulated) {
@@ -260,6 +267,9 @@ pub fn leaderboard_text(summary: &Summary) -> String {
     if models.iter().any(|m| m.structured_output.is_some()) {
         notes.push(' ');
         notes.push_str(STRUCTURED_NOTE.trim());
+    }
+    if let Some(simulator) = &summary.simulator {
+        let _ = write!(notes, " Customer simulator: {}.", simulator.line());
     }
     let mut shown = vec![main];
     let scenarios = scenario_table(&models, &columns);

@@ -169,6 +169,21 @@ pub struct Manifest {
     pub jobs: usize,
     /// Models that are built-in simulations (labelled as such in every output).
     pub simulated_models: Vec<String>,
+    /// Who played the customer, as this version simulates it (absent in manifests written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<sage_core::protocol::simulator::Simulator>,
+}
+
+/// SHA-256 of the customer simulator's prompt template
+/// ([`sage_core::simulator::template_probe`]), computed once.
+pub fn simulator_prompt_sha256() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| {
+        hex::encode(Sha256::digest(
+            sage_core::simulator::template_probe().as_bytes(),
+        ))
+    })
 }
 
 impl Manifest {
@@ -187,6 +202,7 @@ impl Manifest {
             scenarios: Manifest::scenario_hashes(scenarios),
             jobs,
             simulated_models: simulated_models(&config.models),
+            simulator: sage_core::simulator::describe(config, simulator_prompt_sha256()),
         }
     }
 

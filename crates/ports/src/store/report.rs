@@ -533,6 +533,7 @@ impl SageFold {
         let mut summary = self.summary();
         if let Ok(manifest) = run.read_manifest() {
             summary.scenario_sha256 = manifest.scenarios.into_iter().collect();
+            summary.simulator = manifest.simulator;
         }
         if html.is_none() {
             run.write_json("summary.json", &summary)?;

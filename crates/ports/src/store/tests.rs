@@ -107,3 +107,26 @@ fn a_cut_last_line_is_taken_back_when_a_writer_opens() {
         drop(writer);
     }
 }
+
+#[test]
+fn the_simulator_version_is_bumped_whenever_its_prompt_changes() {
+    // The customer simulator's version and the hash of its prompt template, pinned together:
+    // a change to what the customer model is told fails here until SIMULATOR_VERSION is
+    // bumped (sage_core::prompts::user) and both are pinned again, so that a result's
+    // `simulator.version` says which simulator played.
+    const PINNED: (u32, &str) = (
+        1,
+        "86f353d85a39bf722301533ed676dd5c57a3b4db09f1fde210ed1695c6172653",
+    );
+    assert_eq!(
+        (
+            sage_core::prompts::user::SIMULATOR_VERSION,
+            simulator_prompt_sha256()
+        ),
+        PINNED,
+        "the customer simulator's prompt changed: bump SIMULATOR_VERSION and pin its new hash"
+    );
+    let manifest = Manifest::new("r", &RunConfig::default(), &[], 0);
+    let simulator = manifest.simulator.expect("the default run's customer");
+    assert_eq!(simulator.prompt_sha256, simulator_prompt_sha256());
+}

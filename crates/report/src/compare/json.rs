@@ -69,6 +69,8 @@ pub struct RunJson<'a> {
     pub seed: u64,
     /// Its dialogues.
     pub dialogues: usize,
+    /// Its customer simulator (summary.json's `simulator`; `null`: not recorded).
+    pub simulator: Option<&'a sage_core::protocol::simulator::Simulator>,
 }
 
 /// How the dialogues paired.
@@ -317,11 +319,13 @@ impl Comparison {
                 run_id: &self.current,
                 seed: self.current_seed,
                 dialogues: self.current_dialogues,
+                simulator: self.current_simulator.as_ref(),
             },
             baseline: RunJson {
                 run_id: &self.baseline,
                 seed: self.baseline_seed,
                 dialogues: self.baseline_dialogues,
+                simulator: self.baseline_simulator.as_ref(),
             },
             pairing: PairingJson {
                 paired: self.shared,

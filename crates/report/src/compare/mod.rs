@@ -128,6 +128,8 @@ pub struct RunInfo {
     pub seed: u64,
     /// Scenario ids with the SHA-256 of their YAML.
     pub scenarios: Vec<(String, String)>,
+    /// Who played the customer (`None`: not recorded, a run from before).
+    pub simulator: Option<sage_core::protocol::simulator::Simulator>,
 }
 
 /// A group of a model's dialogues.
@@ -410,6 +412,10 @@ pub struct Comparison {
     pub current_seed: u64,
     /// The baseline's seed.
     pub baseline_seed: u64,
+    /// The current run's customer simulator (`None`: not recorded).
+    pub current_simulator: Option<sage_core::protocol::simulator::Simulator>,
+    /// The baseline's.
+    pub baseline_simulator: Option<sage_core::protocol::simulator::Simulator>,
     /// Dialogues of the current run (first records of each id and later ones alike).
     pub current_dialogues: usize,
     /// Dialogues of the baseline.
@@ -546,9 +552,26 @@ pub struct CompareFold {
     relation: Relation,
     regraded: HashMap<String, ChangedDialogue>,
     changed: Vec<ChangedRow>,
+    /// The runs' customer simulators differ, and no verdict is drawn.
+    simulator_changed: bool,
 }
 
 impl CompareFold {
+    /// Draws verdicts even though the runs' customer simulators differ
+    /// (`--allow-simulator-change`): the note stays, saying it was allowed.
+    pub fn allow_simulator_change(mut self) -> CompareFold {
+        if self.simulator_changed {
+            self.simulator_changed = false;
+            if let Some(note) = self.notes.first_mut() {
+                *note = note.replace(
+                    "every group is exploratory (no regression or improvement) unless --allow-simulator-change",
+                    "verdicts drawn all the same (--allow-simulator-change)",
+                );
+            }
+        }
+        self
+    }
+
     /// An empty comparison of `current` against `baseline`, drawing intervals as `bootstrap`
     /// says (its seed and confidence; at least its resamples, more when many groups are tested:
     /// [`resamples_for`]); refused when the runs share no scenario.
@@ -588,6 +611,29 @@ impl CompareFold {
                 ));
             }
         }
+        // Another customer simulator moves every score: said first, and no verdict is drawn
+        // unless it is allowed (`allow_simulator_change`).
+        let simulator_change = match (&current.simulator, &baseline.simulator) {
+            (Some(a), Some(b)) => a.differences(b),
+            _ => Vec::new(),
+        };
+        if !simulator_change.is_empty() {
+            notes.insert(
+                0,
+                format!(
+                    "the runs' customer simulators differ ({}): a difference may be the simulator's, not the models'; every group is exploratory (no regression or improvement) unless --allow-simulator-change",
+                    simulator_change.join("; ")
+                ),
+            );
+        }
+        for run in [&current, &baseline] {
+            if run.simulator.is_none() {
+                notes.push(format!(
+                    "run `{}` does not record its customer simulator (an older version): a change of simulator cannot be ruled out",
+                    run.id
+                ));
+            }
+        }
         if shared == 0 {
             let list = |run: &RunInfo| {
                 let ids: Vec<&str> = run.scenarios.iter().map(|(s, _)| s.as_str()).collect();
@@ -623,6 +669,7 @@ impl CompareFold {
             relation: Relation::Runs,
             regraded: HashMap::new(),
             changed: Vec::new(),
+            simulator_changed: !simulator_change.is_empty(),
         })
     }
 
@@ -887,7 +934,10 @@ impl CompareFold {
             let row = &mut rows[i];
             let d = row.overall.difference;
             row.q = Some(q);
-            row.verdict = if q >= ALPHA {
+            row.verdict = if self.simulator_changed {
+                // Another simulator: shown with its interval and q, never called a change.
+                Verdict::Exploratory
+            } else if q >= ALPHA {
                 Verdict::Unchanged
             } else if d.ci_high < 0.0 {
                 Verdict::Regression
@@ -915,6 +965,8 @@ impl CompareFold {
         Ok(Comparison {
             current_seed: self.current.seed,
             baseline_seed: self.baseline.seed,
+            current_simulator: self.current.simulator,
+            baseline_simulator: self.baseline.simulator,
             current: self.current.id,
             baseline: self.baseline.id,
             current_dialogues: self.current_dialogues,

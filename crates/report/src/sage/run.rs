@@ -24,7 +24,7 @@ impl SageReport {
             table.data.run-facts {
                 tr {
                     th { "Run id" } th { "Started" } th { "Seed" } th { "Dialogues" } th { "Repeats" }
-                    th { "Most turns" } th { "Judged turns" } th { "SAGE-RS" }
+                    th { "Most turns" } th { "Judged turns" } th { "Customer simulator" } th { "SAGE-RS" }
                 }
                 tr {
                     td data-fact="run-id" { (info.run_id) }
@@ -34,6 +34,10 @@ impl SageReport {
                     td { (c.repeats) }
                     td { (c.max_turns) }
                     td data-fact="judged-turns" { (sage_core::scoring::leaderboard::judged_turns(summary)) }
+                    @match &summary.simulator {
+                        Some(s) => td data-fact="simulator" title={ "prompt SHA-256 " (s.prompt_sha256) "; parameters " (serde_json::to_string(&s.parameters).unwrap_or_default()) } { (s.line()) },
+                        None => td data-fact="simulator" { (info.config.user_model) " (not recorded)" },
+                    }
                     td { (info.sage_version) }
                 }
             }

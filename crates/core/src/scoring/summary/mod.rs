@@ -910,6 +910,8 @@ impl SummaryFold {
             scenario_sha256: BTreeMap::new(),
             // Decided by the run's configuration and the records' order: the store adds it.
             adaptive: None,
+            // Named by the run's manifest: the store adds it.
+            simulator: None,
             customer_fidelity: CustomerFidelitySummary {
                 by_customer: (self.by_customer.iter())
                     .map(|((user, level), sums)| sums.figures(user, Some(*level), None))

@@ -54,6 +54,10 @@ pub struct Summary {
     /// early, after how many dialogues and why; absent in a run that is not adaptive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<crate::scoring::adaptive::AdaptiveSummary>,
+    /// Who played the customer (the run's manifest names it): a score depends on it. Absent
+    /// for runs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<crate::protocol::simulator::Simulator>,
 }
 
 /// The customer's fidelity, by who played the customer and how hard, and by whom it talked to.
