@@ -78,6 +78,9 @@ fn canonical(summary: &Path) -> String {
                 map.remove("customer_fidelity");
                 map.remove("scenario_sha256");
                 map.remove("simulator");
+                map.remove("judges");
+                map.remove("error_correlation");
+                map.remove("effective_judges");
                 map.values_mut().for_each(strip);
             }
             Json::Array(items) => items.iter_mut().for_each(strip),

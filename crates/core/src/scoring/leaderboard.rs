@@ -454,6 +454,7 @@ fn legend(shown: &[Table], columns: &[ScenarioColumn], summary: &Summary) -> Leg
         ("Ended early (%)", "% of the dialogues the customer ended before the agent took the target action".into()),
         ("Repeated lines (%)", "% of the customer's lines that say the same words as an earlier one of the dialogue".into()),
         ("Customer", "the customer (user-simulator) model".into()),
+        ("Effective judges", "how many independent votes the panel is worth on the field: Kish's judges / (1 + (judges - 1) r), r the mean correlation of the judges' errors (against the case's truth, or the consensus where the case does not fix the field); (!) a panel of 3 or more worth fewer than 1.5".into()),
         ("Re-asked turns", "customer turns `customer_guard` asked again (a line flagged off-script: empty, repeated or in the agent's words)".into()),
         ("Adaptive", "an adaptive run's decision (summary.json `adaptive`): `top K @n`, surely in the top K after n dialogues, and `out @n`, surely out of it (either way it got no more cases); `undecided`, played to the full run's size. Each model's OA carries a 95% anytime-valid confidence sequence".into()),
         ("pass^1", "the share of cases, %, whose k repeats drawn from the case's n all reach the target action (mean over cases of C(c,k)/C(n,k), c passes); pass^1 is the pass rate".into()),
@@ -736,6 +737,7 @@ fn agreement_table(summary: &Summary) -> Table {
         "Turns",
         "Judges unanimous (%)",
         "Consensus = ground truth (%)",
+        "Effective judges",
     ])
     .labels(2);
     for (sc, a) in &summary.judge_agreement {
@@ -746,6 +748,7 @@ fn agreement_table(summary: &Summary) -> Table {
                 a.turns.to_string(),
                 format!("{:.2}", f.unanimous),
                 opt(f.matches_truth),
+                effective(f.effective_judges, a.judges),
             ]);
         }
         table.rows.push(vec![
@@ -754,9 +757,22 @@ fn agreement_table(summary: &Summary) -> Table {
             a.turns.to_string(),
             format!("{:.2}", a.unanimous_all_fields),
             opt(a.truth_all_fields),
+            "".into(),
         ]);
     }
     table
+}
+
+/// A panel's effective number of judges on a field, `1.2 of 3 (!)` when a panel of 3 or more
+/// votes like fewer than [`FEW_EFFECTIVE_JUDGES`](super::summary::FEW_EFFECTIVE_JUDGES).
+fn effective(n: Option<f64>, judges: usize) -> String {
+    match n {
+        None => "-".into(),
+        Some(n) if judges >= 3 && n < super::summary::FEW_EFFECTIVE_JUDGES => {
+            format!("{n:.1} of {judges} (!)")
+        }
+        Some(n) => format!("{n:.1} of {judges}"),
+    }
 }
 
 /// Customer-fidelity rows, the second column `by`: the adversarial level or the agent.

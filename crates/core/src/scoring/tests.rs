@@ -767,6 +767,67 @@ fn judge_agreement_per_field_and_against_the_ground_truth() {
 }
 
 #[test]
+fn a_panel_of_independent_judges_votes_like_three_and_copies_of_one_like_one() {
+    // 600 turns whose truth is A = x, B = z; each judge errs on a field 30% of the time.
+    let mut state = 7u64;
+    let mut unit = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let value = |wrong: bool, right: &str| text(if wrong { "w" } else { right });
+    let run = |copies: bool, unit: &mut dyn FnMut() -> f64| {
+        let mut records = Vec::new();
+        for d in 0..600 {
+            let shared = (unit() < 0.3, unit() < 0.3);
+            let judges: Vec<(BTreeMap<String, Value>, ChatScores)> = (0..3)
+                .map(|_| {
+                    let (a, b) = if copies {
+                        shared
+                    } else {
+                        (unit() < 0.3, unit() < 0.3)
+                    };
+                    (
+                        fields(&[("A", value(a, "x")), ("B", value(b, "z"))]),
+                        all(4),
+                    )
+                })
+                .collect();
+            let j = job(
+                &format!("d{d}"),
+                "sim",
+                "ecommerce_refund",
+                Adversarial::Zero,
+            );
+            let turn = valid(1, (1.0, 1.0, 1.0), "ok", panel(&judges));
+            records.push(dialogue(j, vec![turn], DialogueEnd::Resolved));
+        }
+        summarize(&records, &Bootstrap::default()).judge_agreement["ecommerce_refund"].clone()
+    };
+    let independent = run(false, &mut unit);
+    assert_eq!(independent.judges, 3);
+    for field in ["A", "B"] {
+        let f = &independent.fields[field];
+        let n = f.effective_judges.unwrap();
+        assert!(
+            (2.6..=3.0).contains(&n),
+            "{field}: {n} ({:?})",
+            f.error_correlation
+        );
+    }
+    let copies = run(true, &mut unit);
+    for field in ["A", "B"] {
+        let f = &copies.fields[field];
+        assert_close!(f.error_correlation.unwrap(), 1.0);
+        assert_close!(f.effective_judges.unwrap(), 1.0);
+    }
+    assert_close!(super::summary::effective_judges(5, 0.0), 5.0);
+    assert_close!(super::summary::effective_judges(5, 0.25), 2.5);
+    assert_close!(super::summary::effective_judges(3, -0.9), 3.0);
+}
+
+#[test]
 fn repeats_take_the_median_per_case() {
     assert_eq!(case_key("tp/0001/sim/r12"), "tp/0001/sim");
     assert_eq!(case_key("tp/0001/sim/rx"), "tp/0001/sim/rx");

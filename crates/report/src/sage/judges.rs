@@ -28,11 +28,26 @@ impl SageReport {
                 "Per scenario and field: the share of turns where the judges gave the same value, the "
                 "share where their consensus equals the customer's true value (the job's), Cohen's "
                 "kappa between each pair of judges (their mean: Light's kappa) and between the "
-                "consensus and the truth."
+                "consensus and the truth, and how many independent votes the panel is worth "
+                "(effective judges: Kish's n / (1 + (n - 1) r) from the mean correlation r of the "
+                "judges' errors; a panel of 3 or 5 worth fewer than 1.5 votes like one judge)."
             }
             @for (scenario, fields) in &self.judges {
                 @let agreement = summary.judge_agreement.get(scenario);
                 h3 { (scenario) }
+                @if let Some(a) = agreement.filter(|a| a.judges >= 3) {
+                    @let few: Vec<&String> = (a.fields.iter())
+                        .filter(|(_, f)| f.effective_judges.is_some_and(|n| n < sage_core::scoring::summary::FEW_EFFECTIVE_JUDGES))
+                        .map(|(name, _)| name)
+                        .collect();
+                    @if !few.is_empty() {
+                        p.bad data-few-effective-judges=(few.len()) {
+                            "On " (few.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+                            ", the panel of " (a.judges) " votes like fewer than 1.5 judges: their errors go "
+                            "together, so agreement there is not independent confirmation."
+                        }
+                    }
+                }
                 table.data.judges data-scenario=(scenario) {
                     tr {
                         th { "Field" } th.num { "Unanimous" } th.num { "Consensus = truth" }
@@ -40,6 +55,7 @@ impl SageReport {
                             th.num { "κ " @if i == 0 { "judges " } (a + 1) "-" (b + 1) }
                         }
                         th.num { "κ mean" } th.num { "κ consensus-truth" }
+                        th.num title="independent votes the panel is worth on the field" { "Effective judges" }
                     }
                     @for (name, f) in fields {
                         @let a = agreement.and_then(|a| a.fields.get(name));
@@ -54,6 +70,13 @@ impl SageReport {
                             }
                             td.num data-metric="kappa" data-value=(value(f.kappa())) { (kappa(f.kappa())) }
                             td.num data-value=(value(f.truth.kappa())) { (kappa(f.truth.kappa())) }
+                            @let effective = a.and_then(|a| a.effective_judges);
+                            @let panel = agreement.map_or(0, |a| a.judges);
+                            @let few = panel >= 3 && effective.is_some_and(|n| n < sage_core::scoring::summary::FEW_EFFECTIVE_JUDGES);
+                            td.num.bad[few] data-metric="effective-judges" data-value=(value(effective))
+                                title={ "of " (panel) " judges; error correlation " (a.and_then(|a| a.error_correlation).map_or("—".to_string(), |r| format!("{r:.2}"))) } {
+                                (effective.map_or("—".to_string(), |n| format!("{n:.1} of {panel}")))
+                            }
                         }
                     }
                 }

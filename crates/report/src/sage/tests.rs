@@ -438,3 +438,34 @@ fn provider_refusals_and_waits_are_shown_per_model() {
     }
     assert!(!page(&mut calm, &records).contains("Provider limits refused"));
 }
+
+#[test]
+fn a_panel_that_votes_like_one_judge_is_flagged() {
+    // Three judges that always give the same value, wrong on every other turn: their errors
+    // go together (correlation 1), the panel is worth one vote on A.
+    let r = route(&["s1"], "Done");
+    let turns: Vec<Json> = (1..=6)
+        .map(|n| {
+            let v = if n % 2 == 0 { "y" } else { "x" };
+            turn(n, 80.0, r.clone(), [v, v, v])
+        })
+        .collect();
+    let records = vec![record("sc/0001/m1/r0", "m1", turns)];
+    let mut report = SageReport::new(info(), Vec::new());
+    report.add(&records[0], 0);
+    let html = page(&mut report, &records);
+    assert!(
+        html.contains(r#"data-few-effective-judges="1""#),
+        "the warning"
+    );
+    assert!(html.contains("the panel of 3 votes like fewer than 1.5 judges"));
+    let cell = html
+        .split(r#"data-metric="effective-judges""#)
+        .nth(1)
+        .expect("the cell");
+    assert!(
+        cell.contains("1.0 of 3"),
+        "{}",
+        &cell[..200.min(cell.len())]
+    );
+}

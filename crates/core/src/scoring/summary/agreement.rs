@@ -1,4 +1,5 @@
-//! The judges' agreement with each other and with the ground truth, per scenario and field.
+//! The judges' agreement with each other and with the ground truth, per scenario and field,
+//! and how many independent votes a panel is worth ([`effective_judges`]).
 
 use super::{Agreement, Dialogue, FieldAgreement};
 use crate::scenario::Value;
@@ -15,6 +16,44 @@ pub(super) struct FieldCounts {
     unanimous: usize,
     truth_turns: usize,
     truth: usize,
+    /// Per pair of judges (by their place in the panel), the sums behind the correlation of
+    /// their errors.
+    pairs: BTreeMap<(usize, usize), PairSums>,
+}
+
+/// Sums over the turns two judges both answered: n, Σx, Σy, Σxy of their errors (0 or 1).
+#[derive(Debug, Clone, Copy, Default)]
+struct PairSums {
+    n: u64,
+    x: u64,
+    y: u64,
+    xy: u64,
+}
+
+impl PairSums {
+    /// The Pearson correlation of the two judges' errors (`None` when either never or always
+    /// erred: no variance).
+    fn correlation(&self) -> Option<f64> {
+        let n = self.n as f64;
+        let (x, y, xy) = (self.x as f64, self.y as f64, self.xy as f64);
+        // For 0/1 values, Σx² = Σx.
+        let vx = n * x - x * x;
+        let vy = n * y - y * y;
+        (vx > 0.0 && vy > 0.0).then(|| (n * xy - x * y) / (vx * vy).sqrt())
+    }
+}
+
+/// Kish's effective number of a panel of `k` judges whose errors have the mean pairwise
+/// correlation `rho`: k / (1 + (k - 1) rho), kept within [1, k] (three independent judges vote
+/// like 3, three copies of one like 1; errors that avoid each other count as independent).
+pub fn effective_judges(k: usize, rho: f64) -> f64 {
+    let k = (k as f64).max(1.0);
+    let design = 1.0 + (k - 1.0) * rho;
+    // Errors that avoid each other (rho < 0) make the panel worth all its judges, no more.
+    if design <= 1.0 {
+        return k;
+    }
+    (k / design).clamp(1.0, k)
 }
 
 /// The value under `key` in `map`, made with its default when new (the key is copied only
@@ -30,6 +69,8 @@ pub(super) fn slot<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) 
 #[derive(Debug, Clone, Default)]
 pub(super) struct AgreementFold {
     turns: usize,
+    /// The largest panel seen.
+    panel: usize,
     unanimous_all: usize,
     truth_all: usize,
     /// Per field, in the order first seen.
@@ -55,6 +96,11 @@ impl AgreementFold {
                 .iter()
                 .filter_map(|j| j.as_ref().ok().map(|j| &j.classification))
                 .collect();
+            // Each judge by its place in the panel (`None`: it gave no verdict).
+            let seats: Vec<Option<&BTreeMap<String, Value>>> = (panel.judgments.iter())
+                .map(|j| j.as_ref().ok().map(|j| &j.classification))
+                .collect();
+            self.panel = self.panel.max(seats.len());
             let Some(first) = judged.first() else {
                 continue;
             };
@@ -84,6 +130,28 @@ impl AgreementFold {
                 counts.turns += 1;
                 counts.unanimous += usize::from(agree);
                 all_agree &= agree;
+                // Each judge's error: its value against the truth where the job fixes the
+                // field, else against the consensus.
+                let reference = truth.get(name.as_str()).or_else(|| consensus.get(name));
+                let errs: Vec<Option<bool>> = (seats.iter())
+                    .map(|s| {
+                        s.map(|m| match (m.get(name), reference) {
+                            (Some(v), Some(r)) => !values_equal(v, r),
+                            _ => true,
+                        })
+                    })
+                    .collect();
+                for i in 0..errs.len() {
+                    for j in i + 1..errs.len() {
+                        if let (Some(x), Some(y)) = (errs[i], errs[j]) {
+                            let sums = counts.pairs.entry((i, j)).or_default();
+                            sums.n += 1;
+                            sums.x += u64::from(x);
+                            sums.y += u64::from(y);
+                            sums.xy += u64::from(x && y);
+                        }
+                    }
+                }
                 // `names` begins with the truth's names, in its order.
                 if let Some((_, t)) = truth.get_index(position) {
                     let right = consensus.get(name).is_some_and(|c| values_equal(c, t));
@@ -130,15 +198,22 @@ impl AgreementFold {
         fields.sort_by_key(|(name, c)| (c.position, *name));
         Some(Agreement {
             turns: self.turns,
+            judges: self.panel,
             unanimous_all_fields: percent(self.unanimous_all, self.turns),
             truth_all_fields: (truth_turns > 0).then(|| percent(self.truth_all, self.turns)),
             truth_mean_over_fields: (truth_turns > 0).then(|| percent(truth, truth_turns)),
             fields: fields
                 .into_iter()
                 .map(|(name, c)| {
+                    let correlations: Vec<f64> =
+                        c.pairs.values().filter_map(PairSums::correlation).collect();
+                    let rho = (!correlations.is_empty())
+                        .then(|| correlations.iter().sum::<f64>() / correlations.len() as f64);
                     let field = FieldAgreement {
                         unanimous: percent(c.unanimous, c.turns),
                         matches_truth: (c.truth_turns > 0).then(|| percent(c.truth, c.truth_turns)),
+                        error_correlation: rho,
+                        effective_judges: rho.map(|rho| effective_judges(self.panel, rho)),
                     };
                     (name.clone(), field)
                 })

@@ -16,6 +16,7 @@ mod types;
 
 pub use types::*;
 
+pub use agreement::effective_judges;
 use agreement::{AgreementFold, slot};
 
 use crate::protocol::{

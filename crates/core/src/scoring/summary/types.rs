@@ -234,6 +234,9 @@ pub struct ChatDimensions {
 pub struct Agreement {
     /// Turns counted.
     pub turns: usize,
+    /// Judges in the panel (the largest panel of the turns counted; 0 in summaries from before).
+    #[serde(default)]
+    pub judges: usize,
     /// Turns where the answering judges agree on every field, %.
     pub unanimous_all_fields: f64,
     /// Turns where the consensus equals the job's ground truth on every field the job fixes, %
@@ -253,7 +256,21 @@ pub struct FieldAgreement {
     /// Turns where the consensus equals the job's ground truth, % (`None` when the jobs do not
     /// fix the field).
     pub matches_truth: Option<f64>,
+    /// The mean correlation, over the pairs of judges, of their errors (a judge errs on a turn
+    /// when its value differs from the job's truth, or from the consensus where the job does
+    /// not fix the field); `None` when no pair has errors that vary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_correlation: Option<f64>,
+    /// Kish's effective number of independent votes of the panel on this field:
+    /// judges / (1 + (judges - 1) x error_correlation), within 1 to judges. A panel of 3 or 5
+    /// worth fewer than 1.5 votes like one judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_judges: Option<f64>,
 }
+
+/// A panel of 3 or more judges whose effective number on a field is below this votes like one
+/// judge there: the report warns.
+pub const FEW_EFFECTIVE_JUDGES: f64 = 1.5;
 
 /// Token and cost totals of a set of model calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
