@@ -14,8 +14,9 @@ fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
-#[test]
-fn calibration_against_a_person_who_agrees_with_the_first_judge() {
+/// The default run's models on two cases a scenario, six turns at most: its folder `r` in a
+/// temporary folder.
+fn small_run() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("dir");
     let out = dir.path().display().to_string();
     sage_ok(&[
@@ -31,6 +32,12 @@ fn calibration_against_a_person_who_agrees_with_the_first_judge() {
         "r",
     ]);
     let run = dir.path().join("r");
+    (dir, run)
+}
+
+#[test]
+fn calibration_against_a_person_who_agrees_with_the_first_judge() {
+    let (dir, run) = small_run();
     let stored = common::records_json(&run);
 
     // Every third scored turn labelled by "ana" with the first judge's fields and chat scores.
@@ -202,4 +209,106 @@ fn calibration_against_a_person_who_agrees_with_the_first_judge() {
         stderr.contains(&format!("labels.jsonl:{line}")) && stderr.contains("dialogue_id"),
         "{stderr}"
     );
+}
+
+/// `--suggest 20`: twenty judged turns to label next, the judges' disagreements first, none of
+/// those labelled already, the least-labelled strata first; labels.html holds them in order.
+#[test]
+fn suggest_names_the_turns_to_label_next_disagreements_first() {
+    let (dir, run) = small_run();
+    let stored = common::records_json(&run);
+    // Which judged turns the judges split on (some field given different values).
+    let mut split = std::collections::BTreeSet::new();
+    let mut judged = 0;
+    for r in &stored {
+        for t in r["turns"].as_array().unwrap() {
+            let Some(judgments) = t["judges"]["judgments"].as_array() else {
+                continue;
+            };
+            judged += 1;
+            let verdicts: Vec<&Value> = judgments
+                .iter()
+                .map(|j| &j["Ok"]["classification"])
+                .collect();
+            if verdicts.windows(2).any(|w| w[0] != w[1]) {
+                let id = r["job"]["dialogue_id"].as_str().unwrap().to_string();
+                split.insert((id, t["turn"].as_u64().unwrap()));
+            }
+        }
+    }
+    assert!(
+        judged > 20 && split.len() >= 3,
+        "{judged} judged, {} split",
+        split.len()
+    );
+    let parse = |printed: &str| -> Vec<(String, u64, bool)> {
+        printed
+            .lines()
+            .filter_map(|l| {
+                let (id, rest) = l.split_once(" turn ")?;
+                let turn = rest.split_whitespace().next()?.parse().ok()?;
+                Some((id.to_string(), turn, l.ends_with(", judges split)")))
+            })
+            .collect()
+    };
+    let printed = sage_ok(&[
+        "judges",
+        "calibrate",
+        run.to_str().unwrap(),
+        "--suggest",
+        "20",
+    ]);
+    let named = parse(&printed);
+    assert_eq!(named.len(), 20, "{printed}");
+    for (id, turn, is_split) in &named {
+        assert_eq!(
+            *is_split,
+            split.contains(&(id.clone(), *turn)),
+            "{id} {turn}"
+        );
+    }
+    // Disagreements first: asked for more turns than the judges split on, every split turn
+    // named comes before every other one (taken a stratum at a time, some strata run out of
+    // split turns before others: without the order they would interleave).
+    let more = (split.len() + 10).min(judged).to_string();
+    let printed = sage_ok(&[
+        "judges",
+        "calibrate",
+        run.to_str().unwrap(),
+        "--suggest",
+        &more,
+    ]);
+    let all = parse(&printed);
+    let first_other = all.iter().position(|n| !n.2).unwrap_or(all.len());
+    assert!(first_other >= 3, "{printed}");
+    assert!(all[first_other..].iter().all(|n| !n.2), "{printed}");
+    // The page holds them, in that order.
+    let page = std::fs::read_to_string(run.join("labels.html")).unwrap();
+    let mut at = 0;
+    for (id, _, _) in &named {
+        let found = page[at..].find(id.as_str());
+        assert!(found.is_some(), "{id} on the page in order");
+        at += found.unwrap();
+    }
+    // Labelled turns are left out next time.
+    let labels = dir.path().join("labels.jsonl");
+    let text: String = named[..5]
+        .iter()
+        .map(|(id, turn, _)| format!("{}\n", json!({"dialogue_id": id, "turn": turn, "labeller": "ana", "chat": {"linguistic_quality": 6}})))
+        .collect();
+    std::fs::write(&labels, text).unwrap();
+    let again = parse(&sage_ok(&[
+        "judges",
+        "calibrate",
+        run.to_str().unwrap(),
+        "--suggest",
+        "20",
+        "--labels",
+        labels.to_str().unwrap(),
+    ]));
+    assert_eq!(again.len(), 20);
+    assert!(again.iter().all(|n| !named[..5].contains(n)));
+    // Without --labels or --suggest: a usage error.
+    let o = sage(&["judges", "calibrate", run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -1,5 +1,6 @@
-//! `sage judges calibrate DIR --labels FILE`: wiring only (the figures are
-//! `sage_core::scoring::labels` and `sage_core::scoring::calibration`).
+//! `sage judges calibrate DIR --labels FILE` and `--suggest N`: wiring only (the figures are
+//! `sage_core::scoring::labels` and `sage_core::scoring::calibration`, the choice of turns
+//! `sage_report::label`).
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
@@ -9,6 +10,9 @@ use std::path::PathBuf;
 
 /// Largest labels file read.
 const MAX_LABELS_BYTES: u64 = 64 << 20;
+
+/// Most turns `--suggest` names.
+const MAX_SUGGEST: usize = 10_000;
 
 /// `sage judges ...`.
 #[derive(Debug, Subcommand)]
@@ -21,23 +25,51 @@ pub enum JudgesCommand {
     Calibrate {
         /// The results folder (results/<run-id>).
         dir: PathBuf,
-        /// The labels file (JSON lines).
-        #[arg(long, value_name = "FILE")]
-        labels: PathBuf,
+        /// The labels file (JSON lines); with --suggest, the labels people have given so far
+        /// (optional).
+        #[arg(long, value_name = "FILE", required_unless_present = "suggest")]
+        labels: Option<PathBuf>,
         /// Print calibration.json instead of the tables.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "suggest")]
         json: bool,
+        /// Name the N judged turns people should label first (where a label narrows the
+        /// corrected interval most: the judges' disagreements first, then the strata of model
+        /// and scenario the labels cover least) and write DIR/labels.html with them, in that
+        /// order; nothing is calibrated.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SUGGEST as u64))]
+        suggest: Option<u64>,
     },
 }
 
 /// Runs a `sage judges` command.
 pub fn run(cmd: JudgesCommand) -> anyhow::Result<()> {
     match cmd {
-        JudgesCommand::Calibrate { dir, labels, json } => calibrate(&dir, &labels, json),
+        JudgesCommand::Calibrate {
+            dir,
+            labels,
+            suggest: Some(n),
+            ..
+        } => suggest(&dir, labels.as_deref(), n as usize),
+        JudgesCommand::Calibrate {
+            dir,
+            labels: Some(labels),
+            json,
+            suggest: None,
+        } => calibrate(&dir, &labels, json),
+        JudgesCommand::Calibrate { labels: None, .. } => {
+            bail!("--labels: expected the labels file (or --suggest N)")
+        }
     }
 }
 
-fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyhow::Result<()> {
+/// The SAGE run in `dir` (a support-desk run refused), its manifest and compiled scenarios.
+fn sage_run(
+    dir: &std::path::Path,
+) -> anyhow::Result<(
+    RunDir,
+    sage_ports::store::Manifest,
+    std::collections::HashMap<String, std::sync::Arc<sage_core::sop::Sop>>,
+)> {
     let run = RunDir::open(dir)?;
     if run.is_desk() {
         bail!(
@@ -45,11 +77,82 @@ fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyho
             dir.display()
         );
     }
+    let manifest = run.read_manifest()?;
+    let sops = super::run_scenarios(&manifest, dir)?;
+    Ok((run, manifest, sops))
+}
+
+/// `--suggest N`: the N judged turns to label next, printed and written as DIR/labels.html.
+fn suggest(
+    dir: &std::path::Path,
+    labels: Option<&std::path::Path>,
+    n: usize,
+) -> anyhow::Result<()> {
+    let (run, manifest, sops) = sage_run(dir)?;
+    let labelled: std::collections::BTreeSet<(String, u32)> = match labels {
+        Some(file) => {
+            let text = super::read_text(file, MAX_LABELS_BYTES, "--labels")?;
+            let labels = parse_labels(&text, &file.display().to_string())?;
+            labels
+                .into_iter()
+                .map(|l| (l.dialogue_id, l.turn))
+                .collect()
+        }
+        None => Default::default(),
+    };
+    let already = labelled.len();
+    let mut fold = sage_report::label::LabelFold::new(
+        &manifest.run_id,
+        manifest.config.seed,
+        sops.values().cloned().collect(),
+    )
+    .with_sample(n)
+    .suggesting(labelled);
+    let mut seen = std::collections::HashSet::new();
+    run.scan_jsonl_at(
+        "dialogues.jsonl",
+        |at, record: sage_core::protocol::DialogueRecord| {
+            // A dialogue stored twice is one dialogue.
+            if seen.insert(record.job.dialogue_id.clone()) {
+                fold.add(&record, at);
+            }
+            Ok::<(), sage_ports::store::StoreError>(())
+        },
+    )?;
+    let sample = fold.sample();
+    if sample.is_empty() {
+        bail!(
+            "{}: no judged turn left to label ({already} labelled already)",
+            dir.display()
+        );
+    }
+    let page = dir.join(sage_report::label::LABELS_HTML);
+    sage_ports::store::write_labels_page(&run, &fold, &page)?;
+    let splits = sample.iter().filter(|c| c.split).count();
+    let mut out = format!(
+        "{} judged turns to label first ({splits} where the judges split; {already} labelled already left out):\n",
+        sample.len()
+    );
+    for c in &sample {
+        out.push_str(&format!(
+            "{} turn {}  ({}, {}{})\n",
+            c.dialogue,
+            c.turn,
+            c.model,
+            c.scenario,
+            if c.split { ", judges split" } else { "" }
+        ));
+    }
+    print!("{}", sage_report::transcript::terminal_safe(&out));
+    println!("written: {} (these turns, in this order)", page.display());
+    Ok(())
+}
+
+fn calibrate(dir: &std::path::Path, file: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let (run, manifest, sops) = sage_run(dir)?;
     let name = file.display().to_string();
     let text = super::read_text(file, MAX_LABELS_BYTES, "--labels")?;
     let labels = parse_labels(&text, &name)?;
-    let manifest = run.read_manifest()?;
-    let sops = super::run_scenarios(&manifest, dir)?;
     let mut fold = CalibrationFold::new(labels, &manifest.run_id);
     run.scan_dialogues(|record| {
         let sop = sops.get(&record.job.scenario).map(|s| s.as_ref());

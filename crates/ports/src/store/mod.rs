@@ -10,6 +10,7 @@ mod report;
 pub use report::{
     CALIBRATION_JSON, Duplicates, ForeignRecords, REPORT_HTML, Reported, RunJobs, SageFold,
     Unjudged, Unreached, report, report_html, run_info, show_command, unmeasured_error,
+    write_labels_page,
 };
 
 use sage_core::plan::RunConfig;

@@ -572,15 +572,7 @@ impl SageFold {
                 // labels.html beside it, its sampled turns read back the same way.
                 if let Some(labels) = &self.labels {
                     let page = written.with_file_name(sage_report::label::LABELS_HTML);
-                    let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
-                    super::write_file_with(&page, |out| {
-                        let records = match &mut records {
-                            Ok(r) => r as &mut dyn sage_report::explorer::Records<DialogueRecord>,
-                            Err(_) => &mut none,
-                        };
-                        labels.write_page(out, records).map_err(super::io(&page))?;
-                        Ok::<(), StoreError>(())
-                    })?;
+                    write_labels_page(run, labels, &page)?;
                 }
                 Some(written)
             }
@@ -646,6 +638,28 @@ pub(crate) fn spool_beside(page: &Path) -> Result<std::fs::File, StoreError> {
 /// in its default results folder; the explorer prints it for the dialogues it leaves out.
 pub fn show_command(run_id: &str) -> String {
     format!("sage show results/{run_id}")
+}
+
+/// Writes the labelling page of `fold` to `page`, its sampled turns read back from the run's
+/// dialogues.jsonl by their place; the number of turns on it.
+pub fn write_labels_page(
+    run: &RunDir,
+    fold: &sage_report::label::LabelFold,
+    page: &Path,
+) -> Result<usize, StoreError> {
+    let mut records = run.reread::<DialogueRecord>("dialogues.jsonl");
+    let mut none = NoRecords;
+    let mut turns = 0;
+    super::write_file_with(page, |out| {
+        let records = match &mut records {
+            Ok(r) => r as &mut dyn sage_report::explorer::Records<DialogueRecord>,
+            // No records file: nothing to read back (no dialogue was folded).
+            Err(_) => &mut none,
+        };
+        turns = fold.write_page(out, records).map_err(super::io(page))?;
+        Ok::<(), StoreError>(())
+    })?;
+    Ok(turns)
 }
 
 /// No records to read back.

@@ -97,6 +97,17 @@ pub fn judged_split(t: &TurnRecord) -> Option<bool> {
 /// each model and each scenario when it can. Pure and deterministic: the same candidates, in
 /// any order, give the same sample, in the order to label them.
 pub fn select(candidates: &[Candidate], n: usize) -> Vec<&Candidate> {
+    select_after(candidates, n, &BTreeMap::new())
+}
+
+/// [`select`], the strata people have labelled least (`labelled`: turns labelled per stratum,
+/// model and scenario) visited first, so that the next labels go where they narrow the
+/// corrected interval most.
+pub fn select_after<'c>(
+    candidates: &'c [Candidate],
+    n: usize,
+    labelled: &BTreeMap<(String, String), usize>,
+) -> Vec<&'c Candidate> {
     let mut strata: BTreeMap<(&str, &str), Vec<&Candidate>> = BTreeMap::new();
     for c in candidates {
         strata.entry((&c.model, &c.scenario)).or_default().push(c);
@@ -110,8 +121,18 @@ pub fn select(candidates: &[Candidate], n: usize) -> Vec<&Candidate> {
     let (mut models, mut scenarios) = (BTreeMap::new(), BTreeMap::new());
     while !left.is_empty() {
         let count = |m: &BTreeMap<&str, usize>, k: &str| m.get(k).copied().unwrap_or(0);
+        let covered =
+            |m: &str, s: &str| (labelled.get(&(m.to_string(), s.to_string()))).map_or(0, |n| *n);
         let (i, _) = (left.iter().enumerate())
-            .min_by_key(|(_, (m, s))| (count(&models, m), count(&scenarios, s), *m, *s))
+            .min_by_key(|(_, (m, s))| {
+                (
+                    covered(m, s),
+                    count(&models, m),
+                    count(&scenarios, s),
+                    *m,
+                    *s,
+                )
+            })
             .expect("not empty");
         let (m, s) = left.remove(i);
         *models.entry(m).or_insert(0) += 1;
@@ -146,6 +167,12 @@ pub struct LabelFold {
     sops: Vec<Arc<Sop>>,
     /// Per stratum (model, scenario), split candidates then the others.
     strata: BTreeMap<(String, String), [Kept; 2]>,
+    /// Turns people labelled already (dialogue, turn): left out of the sample.
+    labelled: BTreeSet<(String, u32)>,
+    /// Of those, per stratum, how many the run holds.
+    covered: BTreeMap<(String, String), usize>,
+    /// The sample listed with the turns the judges split on first (`--suggest`).
+    splits_first: bool,
 }
 
 /// Candidates by draw (then dialogue and turn): the smallest kept.
@@ -161,7 +188,19 @@ impl LabelFold {
             n: SAMPLE,
             sops,
             strata: BTreeMap::new(),
+            labelled: BTreeSet::new(),
+            covered: BTreeMap::new(),
+            splits_first: false,
         }
+    }
+
+    /// The same fold suggesting what people should label next (`sage judges calibrate
+    /// --suggest`): the turns in `labelled` (dialogue, turn) left out, the strata they cover
+    /// least visited first, and the sample listed with the split turns first.
+    pub fn suggesting(mut self, labelled: BTreeSet<(String, u32)>) -> LabelFold {
+        self.labelled = labelled;
+        self.splits_first = true;
+        self
     }
 
     /// The same fold sampling `n` turns.
@@ -178,6 +217,13 @@ impl LabelFold {
             let Some(split) = judged_split(t) else {
                 continue;
             };
+            if !self.labelled.is_empty()
+                && self.labelled.contains(&(job.dialogue_id.clone(), t.turn))
+            {
+                let stratum = (job.service_model.clone(), job.scenario.clone());
+                *self.covered.entry(stratum).or_insert(0) += 1;
+                continue;
+            }
             let c = Candidate {
                 dialogue: job.dialogue_id.clone(),
                 turn: t.turn,
@@ -208,7 +254,13 @@ impl LabelFold {
             .flat_map(|[a, b]| a.values().chain(b.values()))
             .cloned()
             .collect();
-        select(&kept, self.n).into_iter().cloned().collect()
+        let mut sample: Vec<Candidate> = (select_after(&kept, self.n, &self.covered).into_iter())
+            .cloned()
+            .collect();
+        if self.splits_first {
+            sample.sort_by_key(|c| !c.split);
+        }
+        sample
     }
 
     /// Writes the page to `out`, each sampled turn's record read back from `records` by its
