@@ -211,6 +211,10 @@ pub struct RunEstimate {
     pub content_attempts: u32,
     /// Whether the customer guard may ask a customer line again (a call the bounds leave out).
     pub customer_guard: bool,
+    /// An adaptive run's K (`--adaptive`): the figures are then its most, a decided model
+    /// stopping early.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive_top: Option<usize>,
     /// Calls per dialogue.
     pub per_dialogue: PerDialogue,
     /// Per role, over the run: the agents, the customer, the judges.
@@ -541,6 +545,7 @@ impl RunEstimate {
             judges: judges.len(),
             content_attempts: config.content_attempts,
             customer_guard: config.customer_guard,
+            adaptive_top: config.adaptive_top,
             per_dialogue: PerDialogue {
                 turns: agent_w.calls(),
                 judged_turns: judge_w.calls(),
@@ -582,8 +587,14 @@ impl RunEstimate {
         } else {
             String::new()
         };
+        let adaptive = match self.adaptive_top {
+            Some(k) => format!(
+                "; adaptive, top {k}: at most this many, a model decided against the top {k} stops early"
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({}, {}: {} asked + {} added by min_per_route {}{left_out}; x {}; x {})",
+            "{} ({}, {}: {} asked + {} added by min_per_route {}{left_out}; x {}; x {}{adaptive})",
             plural(self.dialogues, "dialogue"),
             plural(self.scenarios.len(), "scenario"),
             plural(self.cases, "case"),

@@ -239,3 +239,29 @@ fn numbers_are_written_with_thousands_separated() {
     assert_eq!(usd(1234.567), "1,234.57");
     assert_eq!(usd(99_999.999), "100,000.00");
 }
+
+#[test]
+fn an_adaptive_runs_figures_are_its_most() {
+    let sops = bundled();
+    let mut config = five_by_three();
+    let full = RunEstimate::new(&config, &sops);
+    assert!(!full.line().contains("adaptive"));
+    config.adaptive_top = Some(1);
+    let adaptive = RunEstimate::new(&config, &sops);
+    assert_eq!(adaptive.dialogues, full.dialogues);
+    assert!(
+        adaptive.line().ends_with(
+            "; adaptive, top 1: at most this many, a model decided against the top 1 stops early)"
+        ),
+        "{}",
+        adaptive.line()
+    );
+    let json = serde_json::to_value(&adaptive).unwrap();
+    assert_eq!(json["adaptive_top"], 1);
+    assert!(
+        serde_json::to_value(&full)
+            .unwrap()
+            .get("adaptive_top")
+            .is_none()
+    );
+}
