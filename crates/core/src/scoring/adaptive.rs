@@ -167,8 +167,8 @@ impl AdaptiveSummary {
     /// Whether the decisions keep every dialogue not played from starting: some are not
     /// played, and each model with dialogues not played is decided (the run has then ended).
     pub fn stops_the_rest(&self) -> bool {
-        let left = self.models.iter().filter(|s| s.not_played > 0);
-        left.clone().count() > 0 && left.into_iter().all(|s| s.decision != Decision::Undecided)
+        let mut left = self.models.iter().filter(|s| s.not_played > 0).peekable();
+        left.peek().is_some() && left.all(|s| s.decision != Decision::Undecided)
     }
 
     /// A standing's mark in a leaderboard: `top 3 @120`, `out @45` (decided after that many
