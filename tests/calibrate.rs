@@ -312,3 +312,131 @@ fn suggest_names_the_turns_to_label_next_disagreements_first() {
     let o = sage(&["judges", "calibrate", run.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Labels of every scored turn of `run` by one person who gives the case's true fields, but
+/// another value (one the run's cases hold for that field elsewhere) where `wrong(i)` for the
+/// turn's index `i`: calibration.json's fields, read back.
+fn calibrate_against(run: &std::path::Path, wrong: impl Fn(usize) -> bool) -> Vec<Value> {
+    let stored = common::records_json(run);
+    // Every value each field takes in the run's cases, by scenario.
+    let mut seen: std::collections::BTreeMap<(String, String), Vec<Value>> = Default::default();
+    for r in &stored {
+        for (k, v) in r["job"]["fields"].as_object().unwrap() {
+            let values = seen
+                .entry((r["job"]["scenario"].as_str().unwrap().into(), k.clone()))
+                .or_default();
+            if !values.contains(v) {
+                values.push(v.clone());
+            }
+        }
+    }
+    let mut labels = String::new();
+    let mut i = 0;
+    for r in &stored {
+        let scenario = r["job"]["scenario"].as_str().unwrap().to_string();
+        for t in r["turns"].as_array().unwrap() {
+            if !t["scores"].is_object() {
+                continue;
+            }
+            i += 1;
+            let mut fields = r["job"]["fields"].as_object().unwrap().clone();
+            if wrong(i) {
+                for (k, v) in fields.iter_mut() {
+                    if let Some(other) = seen[&(scenario.clone(), k.clone())]
+                        .iter()
+                        .find(|o| *o != v)
+                    {
+                        *v = other.clone();
+                    }
+                }
+            }
+            labels.push_str(
+                &json!({"dialogue_id": r["job"]["dialogue_id"], "turn": t["turn"], "labeller": "cy", "classification": fields})
+                    .to_string(),
+            );
+            labels.push('\n');
+        }
+    }
+    let file = run.join("people.jsonl");
+    std::fs::write(&file, labels).unwrap();
+    sage_ok(&[
+        "judges",
+        "calibrate",
+        &run.display().to_string(),
+        "--labels",
+        &file.display().to_string(),
+    ]);
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("calibration.json")).unwrap())
+            .unwrap();
+    c["fields"].as_array().unwrap().clone()
+}
+
+#[test]
+fn effective_judges_against_peoples_labels() {
+    // Three judges that err independently (noise 0.2 each) against a person who gives the
+    // truth: about three votes. Three judges that are always right against a person who is
+    // wrong on a third of the turns: their errors are the same turns, one vote.
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("run.yaml");
+    std::fs::write(
+        &config,
+        "models:
+  - {name: agent, provider: simulated, sim: {kind: agent, profile: strong}}
+  - {name: user, provider: simulated, sim: {kind: user}}
+  - {name: j1, provider: simulated, sim: {kind: judge, noise: 0.2}}
+  - {name: j2, provider: simulated, sim: {kind: judge, noise: 0.2}}
+  - {name: j3, provider: simulated, sim: {kind: judge, noise: 0.2}}
+  - {name: k1, provider: simulated, sim: {kind: judge, noise: 0.0}}
+  - {name: k2, provider: simulated, sim: {kind: judge, noise: 0.0}}
+  - {name: k3, provider: simulated, sim: {kind: judge, noise: 0.0}}
+service_models: [agent]
+user_model: user
+judge_models: [j1, j2, j3]
+scenarios: [scenarios/telecom_package.yaml]
+dialogues_per_scenario: 60
+judge_turns: every
+max_turns: 6
+",
+    )
+    .unwrap();
+    let noisy = common::run_config(&config, dir.path(), "noisy");
+    let fields = calibrate_against(&noisy, |_| false);
+    let mut checked = 0;
+    for f in &fields {
+        let Some(n) = f["effective_judges"].as_f64() else {
+            continue; // a field the judges never missed
+        };
+        assert!((2.4..=3.0).contains(&n), "independent: {f}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "{fields:?}");
+
+    let exact = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("judge_models: [j1, j2, j3]", "judge_models: [k1, k2, k3]");
+    std::fs::write(&config, exact).unwrap();
+    let right = common::run_config(&config, dir.path(), "right");
+    let fields = calibrate_against(&right, |i| i % 3 == 0);
+    let mut checked = 0;
+    for f in &fields {
+        let Some(n) = f["effective_judges"].as_f64() else {
+            continue;
+        };
+        assert!(n < 1.2, "copies: {f}");
+        assert!(f["error_correlation"].as_f64().unwrap() > 0.9, "{f}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "{fields:?}");
+    let printed = sage_ok(&[
+        "judges",
+        "calibrate",
+        &right.display().to_string(),
+        "--labels",
+        &right.join("people.jsonl").display().to_string(),
+    ]);
+    assert!(
+        printed.contains("(!)") && printed.contains("eff. jdg"),
+        "{printed}"
+    );
+}

@@ -1067,6 +1067,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
             infra_error: None,
             calls: vec![],
             customer_retry: None,
+            off_case: None,
         })
         .collect();
     DialogueRecord {
@@ -1082,6 +1083,7 @@ fn dialogue(id: &str, model: &str, overall: &[f64], pass: bool) -> DialogueRecor
             adversarial: Adversarial::Strong,
             service_model: model.into(),
             user_model: "u".into(),
+            user_model_index: 0,
             judge_models: vec!["j".into()],
             judge_turns: sage::protocol::JudgeTurns::Every,
             max_turns: 10,

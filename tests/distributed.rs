@@ -472,8 +472,10 @@ fn a_paused_sweep_waits_and_a_cancelled_one_stops_then_resumes_every_dialogue_on
 #[test]
 fn a_killed_worker_and_a_restarted_server_lose_nothing_and_count_nothing_twice() {
     let dir = common::cluster::test_dir();
-    // Slow enough models that the run is still going when things break.
-    let config = write_config(dir.path(), "{uniform_ms: [10, 30]}", 4, 11);
+    // Slow enough models that the run is still going when things break: the status is
+    // written every 2 s, and its first one must find fewer than half the run stored (at 10 to
+    // 30 ms a call a fast machine had stored 81 of 156 by then).
+    let config = write_config(dir.path(), "{uniform_ms: [40, 80]}", 4, 11);
     let expected = embedded_summary(dir.path(), &config, "crash");
     let mut cluster = CrashCluster::start(dir.path(), 8);
     let (url, out) = (cluster.url.clone(), cluster.out.clone());

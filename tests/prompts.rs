@@ -32,6 +32,7 @@ fn job(sop: &Sop, intent: usize, persona: usize) -> DialogueJob {
         adversarial: sc.intents[intent].adversarial,
         service_model: "agent".into(),
         user_model: "user".into(),
+        user_model_index: 0,
         judge_models: vec!["j1".into(), "j2".into(), "j3".into()],
         judge_turns: sage::protocol::JudgeTurns::Every,
         max_turns: 10,

@@ -113,6 +113,7 @@ async fn a_simulated_agents_valid_answers_validate_against_the_schema() {
                 agent_chat: None,
                 attempt: 0,
                 sample: None,
+                misled: false,
             };
             let called = endpoint
                 .call(&ChatRequest {

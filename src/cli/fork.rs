@@ -158,7 +158,7 @@ pub fn fork(args: ForkArgs) -> anyhow::Result<()> {
         },
     )?;
     let to = to.release();
-    let reported = super::run::report_html(&to, None)?;
+    let reported = super::run::report_html(&to, None, Default::default())?;
     print_done(&done, &fork);
     println!(
         "preference pairs: sage export {} --format dpo-trl --out pairs.jsonl",

@@ -219,23 +219,36 @@ fn text_report(c: &Calibration) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{:<40} {:>8} {:>7}  accuracy per judge\n",
-        "field", "labelled", "alpha"
+        "\n{:<40} {:>8} {:>7} {:>9}  accuracy per judge\n",
+        "field", "labelled", "alpha", "eff. jdg"
     ));
+    let panel = c.judges.len().saturating_sub(1);
     for a in c.fields.iter().chain(&c.chat) {
         let acc: Vec<String> = a
             .accuracy
             .iter()
             .map(|(j, x)| format!("{j} {x:.2}"))
             .collect();
+        let effective = match a.effective_judges {
+            Some(n) if panel >= 3 && n < sage_core::scoring::summary::FEW_EFFECTIVE_JUDGES => {
+                format!("{n:.1} (!)")
+            }
+            Some(n) => format!("{n:.1}"),
+            None => "-".into(),
+        };
         out.push_str(&format!(
-            "{:<40} {:>8} {:>7}  {}\n",
+            "{:<40} {:>8} {:>7} {:>9}  {}\n",
             a.name,
             a.labelled,
             figure(a.alpha),
+            effective,
             acc.join(", ")
         ));
     }
+    out.push_str(&format!(
+        "eff. jdg: how many independent votes the panel of {panel} is worth on the field against the people's labels (Kish, from the correlation of the judges' errors); (!) fewer than {}.\n",
+        sage_core::scoring::summary::FEW_EFFECTIVE_JUDGES
+    ));
     out.push_str(&format!(
         "\n{:<24} {:>22} {:>26} {:>9}\n",
         "Logic (turn mean)", "judges (95% CI)", "corrected by people (PPI)", "labelled"

@@ -67,6 +67,13 @@ enum Command {
         /// model, its parameters, prompt or version); without it every group is exploratory.
         #[arg(long, requires = "compare")]
         allow_simulator_change: bool,
+        /// Leave out of the summary, the leaderboard and the HTML report every dialogue in
+        /// which the customer went off-case (a line asserting what its case does not hold:
+        /// the agent's failures there may be the simulator's); summary.json's
+        /// `off_case_excluded` and the leaderboard say how many. Run `sage report DIR` again
+        /// without it to count them back.
+        #[arg(long, conflicts_with = "compare")]
+        exclude_off_case: bool,
     },
     /// Grade a run's stored dialogues again with no model call: references from its scenarios
     /// (or corrected ones, --scenario), the stored verdicts reused, the paper's scores
@@ -197,6 +204,7 @@ pub fn main() -> ExitCode {
             fail_on_regression,
             allow_scenario_change,
             allow_simulator_change,
+            ..
         } => report::compare(
             &dir,
             &baseline,
@@ -212,12 +220,21 @@ pub fn main() -> ExitCode {
         Command::Show { dir, dialogue_id } => {
             report::show(&dir, &dialogue_id).map(|()| ExitCode::SUCCESS)
         }
-        Command::Report { dir, html, out, .. } => {
+        Command::Report {
+            dir,
+            html,
+            out,
+            exclude_off_case,
+            ..
+        } => {
             if out.is_some() && !html {
                 eprintln!("error: --out needs --html (or --compare with --format json)");
                 return ExitCode::from(2);
             }
-            report::report(&dir, html, out.as_deref()).map(|()| ExitCode::SUCCESS)
+            let leave = sage_ports::store::Leave {
+                off_case: exclude_off_case,
+            };
+            report::report(&dir, html, out.as_deref(), leave).map(|()| ExitCode::SUCCESS)
         }
         Command::Export(args) => run::export(args).map(|()| ExitCode::SUCCESS),
         Command::Models(cmd) => models::run(cmd),

@@ -50,7 +50,7 @@ fn roles(config: &RunConfig) -> Vec<(&sage_ports::llm::ModelConfig, Vec<Role>)> 
             if config.service_models.contains(&m.name) {
                 roles.push(Role::Agent);
             }
-            if config.user_model == m.name {
+            if config.customers().contains(&m.name) {
                 roles.push(Role::Customer);
             }
             if config.judge_models.contains(&m.name) {

@@ -110,7 +110,7 @@ pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
         },
     )?;
     let to = to.release();
-    let reported = super::run::report_html(&to, None)?;
+    let reported = super::run::report_html(&to, None, Default::default())?;
     println!(
         "{} dialogues judged again by [{}] ({} judge calls, ${:.4} in all){}",
         done.judged,

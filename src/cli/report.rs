@@ -16,7 +16,12 @@ use std::process::ExitCode;
 /// `sage report DIR [--html [--out FILE]]`: the summary and leaderboard rebuilt from the
 /// records (SAGE or support-desk folder), and with `--html` the HTML report. With `--out`, the
 /// page alone is written there and nothing into the folder (which may be read-only).
-pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> {
+pub fn report(
+    dir: &Path,
+    html: bool,
+    out: Option<&Path>,
+    leave: sage_ports::store::Leave,
+) -> anyhow::Result<()> {
     let run = RunDir::open(dir)?;
     // Claimed while its files are rewritten: a run in progress (or another report) holds the
     // folder, and its summary is not rewritten under it. A report written elsewhere only reads
@@ -41,6 +46,12 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
         );
     }
     if run.is_desk() {
+        if leave.off_case {
+            bail!(
+                "{}: --exclude-off-case: a support-desk run has no case audit; expected a SAGE-suite run",
+                dir.display()
+            );
+        }
         let jobs = super::desk::run_jobs(&run)?;
         let reported = sage_ports::store::desk::desk_report(&run, writes_folder, jobs.clone())?;
         print_reported(&reported.reported.warnings(), &reported.reported.table);
@@ -50,9 +61,9 @@ pub fn report(dir: &Path, html: bool, out: Option<&Path>) -> anyhow::Result<()> 
         return Ok(());
     }
     let reported = if html {
-        super::run::report_html(&run, out)?
+        super::run::report_html(&run, out, leave)?
     } else {
-        super::run::report(&run)?
+        super::run::report(&run, leave)?
     };
     print_reported(&reported.warnings(), &reported.table);
     if let Some(html) = &reported.html {

@@ -122,7 +122,7 @@ pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
     };
     to.write_json(RESCORE_JSON, &file)?;
     let to = to.release();
-    let reported = super::run::report_html(&to, None)?;
+    let reported = super::run::report_html(&to, None, Default::default())?;
     for (id, old, new) in &file.scenarios_changed {
         println!(
             "scenario `{id}` changed: SHA-256 {} -> {}",

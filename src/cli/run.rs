@@ -215,15 +215,19 @@ fn stored(
 pub fn report_html(
     run: &RunDir,
     out: Option<&Path>,
+    leave: sage_ports::store::Leave,
 ) -> anyhow::Result<sage_ports::store::Reported> {
     let (sops, jobs) = stored(run, true)?;
-    Ok(sage_ports::store::report_html(run, sops, jobs, out)?)
+    Ok(sage_ports::store::report_html(run, sops, jobs, out, leave)?)
 }
 
 /// `sage report DIR` of a SAGE run: the summary files.
-pub fn report(run: &RunDir) -> anyhow::Result<sage_ports::store::Reported> {
+pub fn report(
+    run: &RunDir,
+    leave: sage_ports::store::Leave,
+) -> anyhow::Result<sage_ports::store::Reported> {
     let (_, jobs) = stored(run, false)?;
-    Ok(sage_ports::store::report(run, jobs)?)
+    Ok(sage_ports::store::report(run, jobs, leave)?)
 }
 
 /// `sage run`.

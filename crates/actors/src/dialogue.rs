@@ -11,6 +11,7 @@ use sage_core::protocol::{
     UserRequest,
 };
 use sage_core::scoring;
+use sage_core::scoring::fidelity;
 use sage_core::scoring::rejudge::{agent_chat, history_of, no_judge_answered};
 use sage_core::sop::{Route, Sop, Values};
 use sage_ports::telemetry::{DialogueMetrics, genai};
@@ -42,6 +43,7 @@ fn infra_turn(
         infra_error: Some(error),
         calls,
         customer_retry: None,
+        off_case: None,
     }
 }
 
@@ -251,6 +253,9 @@ pub async fn play(
                 calls: Vec::new(),
                 infra_error: None,
                 retry: None,
+                // The stored line audited again, as a played one is.
+                off_case: (sop.as_deref())
+                    .and_then(|sop| fidelity::off_case(sop, &job, &r.user_message)),
             }),
             None => {
                 transport
@@ -295,6 +300,7 @@ pub async fn play(
         let mut calls = user.calls;
         // The customer's first line when `customer_guard` asked again (kept in the turn).
         let customer_retry = user.retry;
+        let off_case = user.off_case;
         if let Some(error) = user.infra_error {
             push(
                 &mut turns,
@@ -353,6 +359,7 @@ pub async fn play(
                 });
                 let mut failed = infra_turn(turn, user_message, error, calls);
                 failed.customer_retry = customer_retry;
+                failed.off_case = off_case;
                 genai::record_turn(&span, &failed);
                 push(&mut turns, &metrics, failed);
                 service_failures += 1;
@@ -377,6 +384,7 @@ pub async fn play(
             infra_error: None,
             calls,
             customer_retry,
+            off_case,
         };
         // A turn judged whatever follows is judged now (the last possible turn is the final
         // one); under `paper` any other turn might be the final one: it waits for the next

@@ -118,9 +118,10 @@ pub async fn rehearse(
         last_action: None,
     };
     let mut message = None;
-    if rehearsal.is_real(&config.user_model) {
+    // Every customer simulator that is a real model (`user_models`), the first answer played.
+    for customer in config.customers().iter().filter(|m| rehearsal.is_real(m)) {
         let answer = rehearsal
-            .once(&config.user_model, |reg, sop, endpoint| {
+            .once(customer, |reg, sop, endpoint| {
                 roles::user_request(reg, sop, endpoint, &user)
             })
             .await;
@@ -129,7 +130,7 @@ pub async fn rehearse(
             Err(e) => Rehearsed::CannotWork(e),
             Ok(response) => match prompts::parse_user_output(&response.text) {
                 Ok(said) => {
-                    message = said;
+                    message = message.or(said);
                     Rehearsed::Works
                 }
                 Err(e) => Rehearsed::FormatError {
@@ -139,7 +140,7 @@ pub async fn rehearse(
             },
         };
         found.push(RoleRehearsal {
-            model: config.user_model.clone(),
+            model: customer.clone(),
             role: Role::Customer,
             found: outcome,
             limits,

@@ -190,6 +190,7 @@ fn context(sop: &Arc<Sop>, job: &Arc<DialogueJob>, role: Role, turn: u32) -> Sim
         agent_chat: None,
         attempt: 0,
         sample: None,
+        misled: false,
     }
 }
 
@@ -301,6 +302,7 @@ impl UserRole {
                     calls: Vec::new(),
                     infra_error: Some(e),
                     retry: None,
+                    off_case: None,
                 };
             }
         };
@@ -325,6 +327,7 @@ impl UserRole {
                     calls,
                     infra_error: Some(e),
                     retry: None,
+                    off_case: None,
                 };
             }
         };
@@ -337,8 +340,15 @@ impl UserRole {
             }
             _ => None,
         };
+        // The audit of the line played against the case.
+        let audit = |message: &Option<String>| {
+            message
+                .as_deref()
+                .and_then(|line| fidelity::off_case(sop, &req.job, line))
+        };
         let (Some(reason), Some(first)) = (flagged, message.clone()) else {
             return UserReply {
+                off_case: audit(&message),
                 message,
                 calls,
                 infra_error: None,
@@ -358,8 +368,10 @@ impl UserRole {
         let (second, more) =
             ask_until(reg, endpoint, again, ctx, reg.content_attempts, parse).await;
         calls.extend(more);
+        let message = second.unwrap_or_else(|_| Some(first.clone()));
         UserReply {
-            message: second.unwrap_or_else(|_| Some(first.clone())),
+            off_case: audit(&message),
+            message,
             calls,
             infra_error: None,
             retry: Some(CustomerRetry {
@@ -399,6 +411,9 @@ pub fn service_request(
         attempt: 0,
         sim: Some(Arc::new(SimContext {
             sample: req.sample,
+            // Only a simulated agent reads it (a real one reads the line).
+            misled: endpoint.is_simulated()
+                && fidelity::off_case(sop, &req.job, &req.user_message).is_some(),
             ..context(sop, &req.job, Role::Service, req.turn)
         })),
         sample: req.sample,

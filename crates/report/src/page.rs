@@ -120,6 +120,7 @@ code.route{overflow-wrap:normal}
 .good{color:var(--good)}.bad{color:var(--bad)}.warn{color:var(--warn)}
 .ci{color:var(--muted);font-size:11px}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;background:var(--panel);border:1px solid var(--line);font-size:11px}
+.tag.off-case{display:block;width:fit-content;margin:2px 0;border-color:#c98a2b;color:#7a4a00}
 svg.chart{max-width:100%;height:auto;font-size:11px}
 svg.chart text{fill:var(--fg)}
 svg.chart .axis{stroke:var(--line)}

@@ -168,6 +168,9 @@ fn turn(out: &mut String, t: &TurnRecord, job: &sage_core::protocol::DialogueJob
     let width = label_width(t);
     let _ = writeln!(out, "\nTurn {}", t.turn);
     said(out, "customer: ", &t.user_message);
+    if let Some(off) = &t.off_case {
+        said(out, "off-case: ", &off.describe());
+    }
     let consensus = t.judges.as_ref().and_then(|p| p.consensus.as_ref());
     let reference = match &t.reference {
         Some(Ok(route)) => Some(route),
@@ -388,6 +391,7 @@ mod tests {
                 adversarial: Adversarial::Weak,
                 service_model: "m".into(),
                 user_model: "u".into(),
+                user_model_index: 0,
                 judge_models: vec!["j1".into(), "j2".into()],
                 judge_turns: sage_core::protocol::JudgeTurns::Every,
                 max_turns: 5,
@@ -432,6 +436,7 @@ mod tests {
                 infra_error: None,
                 calls: vec![],
                 customer_retry: None,
+                off_case: None,
             }],
             closing_calls: vec![],
             end: DialogueEnd::Resolved,

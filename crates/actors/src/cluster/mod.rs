@@ -41,6 +41,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// serve it, for either suite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "suite", rename_all = "kebab-case")]
+// One value per run, read from the bucket once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum RunSpec {
     /// A SAGE run (SOP scenarios).
     Sage {
@@ -727,7 +729,7 @@ impl Served {
     pub fn calls(&self, config: &RunConfig, model: &str) -> bool {
         self.calls_in(
             model,
-            &config.user_model,
+            config.customers(),
             &config.judge_models,
             &config.service_models,
         )
@@ -737,15 +739,21 @@ impl Served {
     pub fn calls_desk(&self, config: &DeskConfig, model: &str) -> bool {
         self.calls_in(
             model,
-            &config.customer_model,
+            std::slice::from_ref(&config.customer_model),
             &config.judge_models,
             &config.agents,
         )
     }
 
-    fn calls_in(&self, model: &str, user: &str, judges: &[String], services: &[String]) -> bool {
+    fn calls_in(
+        &self,
+        model: &str,
+        customers: &[String],
+        judges: &[String],
+        services: &[String],
+    ) -> bool {
         use sage_core::protocol::Role;
-        (self.roles.contains(&Role::User) && user == model)
+        (self.roles.contains(&Role::User) && customers.iter().any(|m| m == model))
             || (self.roles.contains(&Role::Judge) && judges.iter().any(|m| m == model))
             || (self.roles.contains(&Role::Service)
                 && services.iter().any(|m| m == model)

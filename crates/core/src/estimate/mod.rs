@@ -200,6 +200,8 @@ pub struct RunEstimate {
     pub adversarial_levels: Vec<Adversarial>,
     /// Runs of each case.
     pub repeats: u32,
+    /// The customer simulators each case is played with (`user_models`; 1 for `user_model`).
+    pub customers: usize,
     /// Most turns a dialogue plays.
     pub max_turns: u32,
     /// The turns the judges score, in words.
@@ -423,6 +425,7 @@ impl RunEstimate {
         let plan = crate::plan::Plan::new(config, "plan", sops);
         let repeats = config.repeats.max(1) as usize;
         let n_models = config.service_models.len();
+        let n_customers = config.customers().len();
         let scenarios: Vec<ScenarioEstimate> = sops
             .iter()
             .map(|sop| {
@@ -446,7 +449,7 @@ impl RunEstimate {
                     left_out: cases.len() - played,
                     cases: played,
                     levels,
-                    dialogues: played * repeats * n_models,
+                    dialogues: played * repeats * n_models * n_customers,
                 }
             })
             .collect();
@@ -461,7 +464,7 @@ impl RunEstimate {
         let (m, jt) = (config.max_turns, &config.judge_turns);
         let weights = [Role::Agent, Role::Customer, Role::Judge].map(|r| Weights::of(r, m, jt));
         let [agent_w, customer_w, judge_w] = &weights;
-        let user = find(&config.user_model);
+        let users: Vec<ModelConfig> = config.customers().iter().map(|u| find(u)).collect();
         let judges: Vec<ModelConfig> = config.judge_models.iter().map(|j| find(j)).collect();
         // Simulated judges are sent messages only when some judge of the panel is a real model.
         let judges_simulated = judges.iter().all(simulated);
@@ -480,7 +483,9 @@ impl RunEstimate {
         for (scenario, (sop, job)) in scenarios.iter().zip(sops.iter().zip(plan.first_jobs())) {
             let Some(job) = job else { continue };
             let sizes = Sizes::of(sop, &job);
-            let per_model = (scenario.cases * repeats) as f64;
+            // Each case is played with every customer simulator.
+            let per_customer = (scenario.cases * repeats) as f64;
+            let per_model = per_customer * n_customers as f64;
             let input = |simulated: bool, rendered: Input| {
                 let input = if simulated {
                     Input::SIMULATED
@@ -489,13 +494,16 @@ impl RunEstimate {
                 };
                 move |t: u32| input.at(t)
             };
-            let customer = customer_w
-                .spend(
-                    input(simulated(&user), sizes.customer),
-                    answer_tokens(LINE_CHARS, &user),
-                    &user.price,
-                )
-                .scaled(per_model);
+            let mut customer = Spend::default();
+            for user in &users {
+                customer += customer_w
+                    .spend(
+                        input(simulated(user), sizes.customer),
+                        answer_tokens(LINE_CHARS, user),
+                        &user.price,
+                    )
+                    .scaled(per_customer);
+            }
             let mut panel = Spend::default();
             for judge in &judges {
                 panel += judge_w
@@ -540,6 +548,7 @@ impl RunEstimate {
             min_per_route: config.min_per_route,
             adversarial_levels: config.adversarial_levels.clone(),
             repeats: config.repeats,
+            customers: n_customers,
             max_turns: config.max_turns,
             judge_turns: config.judge_turns.describe(),
             judges: judges.len(),
@@ -561,7 +570,7 @@ impl RunEstimate {
                 },
                 RoleEstimate {
                     role: "customer".into(),
-                    models: vec![config.user_model.clone()],
+                    models: config.customers().to_vec(),
                     spend: customer_spend,
                 },
                 RoleEstimate {
@@ -593,8 +602,12 @@ impl RunEstimate {
             ),
             None => String::new(),
         };
+        let customers = match self.customers {
+            0 | 1 => String::new(),
+            n => format!("; x {n} customer simulators"),
+        };
         format!(
-            "{} ({}, {}: {} asked + {} added by min_per_route {}{left_out}; x {}; x {}{adaptive})",
+            "{} ({}, {}: {} asked + {} added by min_per_route {}{left_out}; x {}; x {}{customers}{adaptive})",
             plural(self.dialogues, "dialogue"),
             plural(self.scenarios.len(), "scenario"),
             plural(self.cases, "case"),

@@ -218,6 +218,7 @@ pub fn kept_turns(record: &DialogueRecord, index: usize) -> Vec<TurnRecord> {
             infra_error: t.infra_error.clone(),
             calls: Vec::new(),
             customer_retry: None,
+            off_case: None,
         })
         .collect()
 }

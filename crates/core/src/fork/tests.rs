@@ -47,6 +47,7 @@ fn job(id: &str, model: &str) -> DialogueJob {
         adversarial: crate::scenario::Adversarial::Zero,
         service_model: model.into(),
         user_model: "u".into(),
+        user_model_index: 0,
         judge_models: vec!["j".into()],
         judge_turns: JudgeTurns::Paper,
         max_turns: 6,
@@ -83,6 +84,7 @@ fn turn(n: u32, path: &[&str], action: &str, judged: bool) -> TurnRecord {
         infra_error: None,
         calls: vec![call("m")],
         customer_retry: None,
+        off_case: None,
     }
 }
 

@@ -26,6 +26,9 @@ pub const MAX_LIST: usize = 1000;
 /// planned in memory, about a kilobyte each.
 pub const MAX_JOBS: u64 = 2_000_000;
 
+/// Most customer simulators in one run (`user_models`): each plays every case again.
+pub use crate::protocol::simulator::MAX_USER_MODELS;
+
 /// The judge panel sizes allowed: odd, so that a majority vote per field has a winner.
 pub const JUDGE_PANEL_SIZES: [usize; 3] = [1, 3, 5];
 
@@ -37,8 +40,15 @@ pub struct RunConfig {
     pub models: Vec<ModelConfig>,
     /// The models under test (names from `models`).
     pub service_models: Vec<String>,
-    /// The user-simulator model.
+    /// The user-simulator model (with `user_models`, the first of them).
     pub user_model: String,
+    /// Several customer simulators (at most [`MAX_USER_MODELS`]): every case is played with
+    /// each, under the same seed, and summary.json's `simulator_sensitivity` gives each model's
+    /// OA under each (docs/run-config.md, "Several customer simulators"). The leaderboard ranks
+    /// under the first, which is the run's `user_model`. Empty (left out of manifest.json)
+    /// for a run with one simulator.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_models: Vec<String>,
     /// The judge models: an odd panel of [`JUDGE_PANEL_SIZES`] (majority vote per field).
     pub judge_models: Vec<String>,
     /// Which turns the judges score: `paper` (turns 1, 5, 10, 15 and each dialogue's final
@@ -120,6 +130,7 @@ impl Default for RunConfig {
                     SimSpec::User {
                         latency: None,
                         empty_rate: 0.0,
+                        off_case_rate: 0.0,
                     },
                 ),
                 simulated("sim-judge-1", judge(0.0)),
@@ -132,6 +143,7 @@ impl Default for RunConfig {
                 "sim-weak".into(),
             ],
             user_model: "sim-user".into(),
+            user_models: Vec::new(),
             judge_models: vec![
                 "sim-judge-1".into(),
                 "sim-judge-2".into(),
@@ -210,12 +222,41 @@ impl RunConfig {
     /// Parses run.yaml text; `file` labels errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
         refuse_empty(text, file, "a run configuration (docs/run-config.md)")?;
-        let config: RunConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError {
+        let mut config: RunConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError {
             file: file.into(),
             problem: e.to_string(),
         })?;
+        if let Some(first) = config.user_models.first() {
+            // `user_model` is the first of `user_models`: given both, they must agree.
+            #[derive(Deserialize)]
+            struct Named {
+                user_model: Option<String>,
+            }
+            let named: Option<String> = serde_saphyr::from_str::<Named>(text)
+                .ok()
+                .and_then(|n| n.user_model);
+            if let Some(named) = named.filter(|n| n != first) {
+                return Err(ConfigError {
+                    file: file.into(),
+                    problem: format!(
+                        "user_model: `{named}` while user_models starts with `{first}`; expected user_model left out or the first of user_models (the simulator the leaderboard ranks under)"
+                    ),
+                });
+            }
+            config.user_model = first.clone();
+        }
         config.check(file)?;
         Ok(config)
+    }
+
+    /// The customer simulators the run plays every case with, the first the one the
+    /// leaderboard ranks under: `user_models`, or `user_model` alone.
+    pub fn customers(&self) -> &[String] {
+        if self.user_models.is_empty() {
+            std::slice::from_ref(&self.user_model)
+        } else {
+            &self.user_models
+        }
     }
 
     /// The models a configuration file declares, each checked, without checking the rest of the
@@ -252,12 +293,13 @@ impl RunConfig {
             .fold(0u64, u64::saturating_add);
         let jobs = cases
             .saturating_mul(self.service_models.len() as u64)
+            .saturating_mul(self.customers().len() as u64)
             .saturating_mul(u64::from(self.repeats));
         if jobs > MAX_JOBS {
             return Err(ConfigError {
                 file: file.into(),
                 problem: format!(
-                    "dialogues_per_scenario, min_per_route, service_models and repeats make up to {jobs} dialogues; expected at most {MAX_JOBS} in one run (split it into several runs)"
+                    "dialogues_per_scenario, min_per_route, service_models, user_models and repeats make up to {jobs} dialogues; expected at most {MAX_JOBS} in one run (split it into several runs)"
                 ),
             });
         }
@@ -335,6 +377,33 @@ impl RunConfig {
             ));
         }
         known("user_model", &self.user_model)?;
+        if self.user_models.len() > MAX_USER_MODELS {
+            return err(format!(
+                "user_models: {} given; expected at most {MAX_USER_MODELS} (each plays every case again)",
+                self.user_models.len()
+            ));
+        }
+        for (i, m) in self.user_models.iter().enumerate() {
+            known("user_models", m)?;
+            if self.user_models[..i].contains(m) {
+                return err(format!(
+                    "user_models: `{m}` is listed twice; expected each simulator once"
+                ));
+            }
+        }
+        if let Some(first) = self.user_models.first()
+            && *first != self.user_model
+        {
+            return err(format!(
+                "user_model: `{}` while user_models starts with `{first}`; expected user_model to be the first of user_models",
+                self.user_model
+            ));
+        }
+        if self.user_models.len() > 1 && self.adaptive_top.is_some() {
+            return err(
+                "adaptive_top: an adaptive run with several user_models; expected one customer simulator (an adaptive run ranks under one)".into(),
+            );
+        }
         // A simulated model plays the role its kind is for (an agent profile cannot judge).
         let plays = |key: &str, name: &str, kind: &str| -> Result<(), ConfigError> {
             let sim = self
@@ -356,7 +425,14 @@ impl RunConfig {
         for m in &self.service_models {
             plays("service_models", m, "agent")?;
         }
-        plays("user_model", &self.user_model, "user")?;
+        let key = if self.user_models.is_empty() {
+            "user_model"
+        } else {
+            "user_models"
+        };
+        for m in self.customers() {
+            plays(key, m, "user")?;
+        }
         if !JUDGE_PANEL_SIZES.contains(&self.judge_models.len()) {
             return err(format!(
                 "judge_models: {} given; expected 1, 3 or 5 judges (an odd panel, so that the majority vote per field has a winner)",

@@ -493,7 +493,10 @@ impl<'a> Plan<'a> {
     /// Jobs in the run.
     pub fn len(&self) -> usize {
         let cases: usize = self.scenarios.iter().map(|(_, n)| n).sum();
-        cases * self.config.service_models.len() * self.config.repeats.max(1) as usize
+        cases
+            * self.config.service_models.len()
+            * self.config.customers().len()
+            * self.config.repeats.max(1) as usize
     }
 
     /// Whether the run has no job.
@@ -509,11 +512,25 @@ impl<'a> Plan<'a> {
             let plan = Arc::new(case_plan(config, sop));
             played(config, &plan).flat_map(move |index| {
                 let (case, adversarial) = (Arc::new(plan.case(index)), plan.adversarial(index));
-                config.service_models.iter().flat_map(move |model| {
-                    let case = case.clone();
-                    (0..config.repeats.max(1))
-                        .map(move |repeat| self.job(sop, &case, adversarial, model, repeat))
-                })
+                self.case_jobs(sop, case, adversarial)
+            })
+        })
+    }
+
+    /// The jobs of one case: with every model under test, customer simulator and repeat.
+    fn case_jobs<'s>(
+        &'s self,
+        sop: &'s Sop,
+        case: Arc<Case>,
+        adversarial: crate::scenario::Adversarial,
+    ) -> impl Iterator<Item = DialogueJob> + 's {
+        let config = self.config;
+        config.service_models.iter().flat_map(move |model| {
+            let case = case.clone();
+            (0..config.customers().len()).flat_map(move |customer| {
+                let case = case.clone();
+                (0..config.repeats.max(1))
+                    .map(move |repeat| self.job(sop, &case, adversarial, model, customer, repeat))
             })
         })
     }
@@ -550,11 +567,7 @@ impl<'a> Plan<'a> {
             let plan = plans[s].clone();
             let sop = &self.scenarios[s].0;
             let (case, adversarial) = (Arc::new(plan.case(index)), plan.adversarial(index));
-            config.service_models.iter().flat_map(move |model| {
-                let case = case.clone();
-                (0..config.repeats.max(1))
-                    .map(move |repeat| self.job(sop, &case, adversarial, model, repeat))
-            })
+            self.case_jobs(sop, case, adversarial)
         })
     }
 
@@ -567,25 +580,41 @@ impl<'a> Plan<'a> {
             .map(|(sop, _)| {
                 let plan = case_plan(self.config, sop);
                 let index = played(self.config, &plan).next()?;
-                Some(self.job(sop, &plan.case(index), plan.adversarial(index), model?, 0))
+                Some(self.job(
+                    sop,
+                    &plan.case(index),
+                    plan.adversarial(index),
+                    model?,
+                    0,
+                    0,
+                ))
             })
             .collect()
     }
 
-    /// The job of `case` of `sop` (at its intent's `adversarial` level) with `model`, repeat
-    /// `repeat`.
+    /// The job of `case` of `sop` (at its intent's `adversarial` level) with `model`, the
+    /// `customer`th customer simulator and repeat `repeat`. A case's dialogues under every
+    /// simulator share its seed; those under the second and later simulators have the
+    /// simulator in their id (`.../<model>@<simulator>/r<repeat>`), those under the first
+    /// have the id a run with one simulator gives them.
     fn job(
         &self,
         sop: &Sop,
         case: &Case,
         adversarial: crate::scenario::Adversarial,
         model: &str,
+        customer: usize,
         repeat: u32,
     ) -> DialogueJob {
         let (config, sc) = (self.config, sop.scenario());
+        let user_model = config.customers()[customer].clone();
+        let played_by = match customer {
+            0 => String::new(),
+            _ => format!("@{user_model}"),
+        };
         DialogueJob {
             run_id: self.run_id.clone(),
-            dialogue_id: format!("{}/{:04}/{}/r{}", sc.id, case.index, model, repeat),
+            dialogue_id: format!("{}/{:04}/{model}{played_by}/r{repeat}", sc.id, case.index),
             scenario: sc.id.clone(),
             target: sop.routes()[case.route].route.clone(),
             fields: case.fields.clone(),
@@ -594,7 +623,8 @@ impl<'a> Plan<'a> {
             persona: case.persona.clone(),
             adversarial,
             service_model: model.to_string(),
-            user_model: config.user_model.clone(),
+            user_model,
+            user_model_index: u32::try_from(customer).unwrap_or(u32::MAX),
             judge_models: config.judge_models.clone(),
             judge_turns: config.judge_turns.clone(),
             max_turns: config.max_turns,
@@ -691,6 +721,87 @@ mod tests {
         // Deterministic for a seed.
         assert_eq!(cases, super::cases(&sop, 22, 2, 7));
         assert_ne!(cases, super::cases(&sop, 22, 2, 8));
+    }
+
+    /// The default run's models and a second simulated customer, `user_models` as given.
+    fn two_customers(extra: &str) -> Result<RunConfig, config::ConfigError> {
+        let text = format!(
+            "models:
+  - {{name: a, provider: simulated, sim: {{kind: agent, profile: strong}}}}
+  - {{name: b, provider: simulated, sim: {{kind: agent, profile: weak}}}}
+  - {{name: kind, provider: simulated, sim: {{kind: user}}}}
+  - {{name: drifts, provider: simulated, sim: {{kind: user, off_case_rate: 0.5}}}}
+  - {{name: j, provider: simulated, sim: {{kind: judge}}}}
+service_models: [a, b]
+judge_models: [j]
+dialogues_per_scenario: 4
+{extra}
+"
+        );
+        RunConfig::from_yaml(&text, "run.yaml")
+    }
+
+    #[test]
+    fn several_customer_simulators_play_every_case_under_the_same_seed() {
+        let config = two_customers("user_models: [kind, drifts]").unwrap();
+        assert_eq!(
+            config.user_model, "kind",
+            "the first is the run's user_model"
+        );
+        assert_eq!(config.customers(), ["kind", "drifts"]);
+        let sops = [Arc::new(telecom())];
+        let one = RunConfig {
+            user_models: Vec::new(),
+            ..config.clone()
+        };
+        let (two, single) = (jobs(&config, "r", &sops), jobs(&one, "r", &sops));
+        assert_eq!(Plan::new(&config, "r", &sops).len(), two.len());
+        assert_eq!(two.len(), 2 * single.len());
+        // The first simulator's jobs are those of the run with it alone.
+        let firsts: Vec<&DialogueJob> = two.iter().filter(|j| j.user_model_index == 0).collect();
+        assert_eq!(firsts, single.iter().collect::<Vec<_>>());
+        for job in two.iter().filter(|j| j.user_model_index == 1) {
+            assert_eq!(job.user_model, "drifts");
+            let id = job.dialogue_id.replacen("@drifts/", "/", 1);
+            assert_ne!(id, job.dialogue_id);
+            let first = single
+                .iter()
+                .find(|j| j.dialogue_id == id)
+                .expect("its case");
+            assert_eq!(
+                (job.seed, &job.fields, &job.intent),
+                (first.seed, &first.fields, &first.intent)
+            );
+        }
+        let estimate = crate::estimate::RunEstimate::new(&config, &sops);
+        assert_eq!(estimate.dialogues, two.len());
+        assert!(
+            estimate.line().contains("x 2 customer simulators"),
+            "{}",
+            estimate.line()
+        );
+    }
+
+    #[test]
+    fn user_models_are_checked_where_they_are_read() {
+        let problem = |extra: &str| two_customers(extra).unwrap_err().problem;
+        assert!(
+            problem("user_models: [kind, nobody]").contains("user_models: unknown model `nobody`")
+        );
+        assert!(problem("user_models: [kind, kind]").contains("`kind` is listed twice"));
+        assert!(
+            problem("user_models: [kind, a]")
+                .contains("user_models: `a` is a simulated model of kind `agent`")
+        );
+        assert!(
+            problem("user_model: drifts\nuser_models: [kind, drifts]")
+                .contains("user_model: `drifts` while user_models starts with `kind`")
+        );
+        assert!(problem("user_models: [kind, drifts]\nadaptive_top: 1").contains("adaptive_top"));
+        assert!(problem("user_models: [kind, drifts, j, a, b]").contains("expected at most 4"));
+        // Given both, they agree: fine.
+        let config = two_customers("user_model: kind\nuser_models: [kind, drifts]").unwrap();
+        assert_eq!(config.customers().len(), 2);
     }
 
     #[test]

@@ -336,6 +336,11 @@ pub enum SimSpec {
         /// Probability per call of an empty reply (to exercise retries).
         #[serde(default)]
         empty_rate: f64,
+        /// Probability per turn after the first of a line that asserts another intent than
+        /// the case's (one implying another value of a field the case fixes): a customer that
+        /// goes off-case, for the audit (docs/judges.md, "Off-case customer lines").
+        #[serde(default, skip_serializing_if = "is_zero_f64")]
+        off_case_rate: f64,
     },
     /// A support-desk agent with tools (`kind: desk_agent`), its judgment in `skills`.
     #[serde(rename = "desk_agent")]
@@ -711,7 +716,12 @@ impl SimSpec {
                 }
                 Ok(())
             }
-            SimSpec::User { empty_rate, .. } => probability(model, "empty_rate", *empty_rate),
+            SimSpec::User {
+                empty_rate,
+                off_case_rate,
+                ..
+            } => probability(model, "empty_rate", *empty_rate)
+                .and_then(|()| probability(model, "off_case_rate", *off_case_rate)),
             SimSpec::DeskAgent { skills, .. } => {
                 for (name, p) in [
                     ("unsafe_propensity", skills.unsafe_propensity),
@@ -747,6 +757,11 @@ pub fn structured_agents(
         .iter()
         .filter_map(|m| Some((m.name.clone(), m.agent_structured_label()?)))
         .collect()
+}
+
+/// Whether a rate is 0 (left out of the configuration as written back).
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[cfg(test)]

@@ -111,6 +111,11 @@ pub struct DialogueJob {
     pub service_model: String,
     /// The user-simulator model.
     pub user_model: String,
+    /// Which of the run's customer simulators `user_model` is (`user_models`, 0-based): the
+    /// leaderboard ranks under the first, the others feed `simulator_sensitivity`. Absent
+    /// when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub user_model_index: u32,
     /// The judge models (an odd panel: 1, 3 or 5).
     pub judge_models: Vec<String>,
     /// Which turns the judges score (records written before this existed: every turn).
@@ -280,6 +285,9 @@ pub struct UserReply {
     /// off-script: that line and why (`message` is the second answer). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<CustomerRetry>,
+    /// Set when the audit found `message` off-case ([`crate::scoring::fidelity::off_case`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_case: Option<simulator::OffCase>,
 }
 
 /// A customer line that `customer_guard` (docs/run-config.md) found off-script by the cheap
@@ -438,6 +446,11 @@ pub struct TurnRecord {
     /// Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub customer_retry: Option<CustomerRetry>,
+    /// Set when the customer's line asserts what the case does not hold (the audit,
+    /// [`crate::scoring::fidelity::off_case`]): the agent's failures from here on may be the
+    /// simulator's doing. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_case: Option<simulator::OffCase>,
 }
 
 /// A turn against the reference, as the report reads it: whether the agent followed the
@@ -480,6 +493,15 @@ impl TurnVerdict {
 }
 
 impl TurnRecord {
+    /// Its scores when every summary mean counts them: a turn scored (a valid answer the
+    /// judges scored, or a format error), not an infrastructure error.
+    pub fn counted_scores(&self) -> Option<&TurnScores> {
+        match self.outcome {
+            ServiceOutcome::InfraError { .. } => None,
+            _ => self.scores.as_ref(),
+        }
+    }
+
     /// The turn against its reference ([`TurnVerdict`]).
     pub fn verdict(&self) -> TurnVerdict {
         let reference = match &self.reference {

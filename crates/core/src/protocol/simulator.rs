@@ -82,3 +82,31 @@ impl Simulator {
         out
     }
 }
+
+/// Most customer simulators one run plays every case with (`user_models`).
+pub const MAX_USER_MODELS: usize = 4;
+
+/// A customer line that asserts what its case does not hold: it says the words of another
+/// intent of the scenario (its description, or one of its facts the case's own intent does not
+/// share), and that intent implies a value of a field the case fixes otherwise. The agent's
+/// failures after such a line may be the simulator's doing (docs/judges.md, "Off-case
+/// customer lines"); found by `crate::scoring::fidelity::off_case`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCase {
+    /// The other intent whose words the line says.
+    pub intent: String,
+    /// A field that intent implies another value of.
+    pub field: String,
+    /// The case's value of that field.
+    pub case_value: String,
+}
+
+impl OffCase {
+    /// In a few words: `says intent X, which has another F than this case's V`.
+    pub fn describe(&self) -> String {
+        format!(
+            "says intent {}, which has another {} than this case's {}",
+            self.intent, self.field, self.case_value
+        )
+    }
+}

@@ -13,6 +13,21 @@ mod error;
 mod raw;
 
 pub use domain::{Domain, IntSet, ValueBox};
+
+/// A line's words for comparison: lower case, letters and digits only, single spaces.
+pub fn normalize(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for word in line
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
 pub use error::{Problem, ScenarioError};
 
 use serde::{Deserialize, Serialize};

@@ -9,6 +9,7 @@ use super::calibration::{
     Level, Ppi, Stratum, accuracy, cohen_kappa, krippendorff_alpha, ppi_stratified,
 };
 use super::rejudge::apply_panel;
+use super::summary::{ErrorCorrelation, effective_judges};
 use crate::protocol::rubric::DIMENSIONS;
 use crate::protocol::{DialogueRecord, TurnRecord};
 use crate::scenario::{Point, Value};
@@ -147,6 +148,14 @@ pub struct Agreement {
     /// Share of the people's labels each judge (by name) and the panel (`panel`, its
     /// consensus; fields only) gave too.
     pub accuracy: BTreeMap<String, f64>,
+    /// The mean correlation of the judges' errors against the people's labels (fields
+    /// only; none without the variation to measure it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_correlation: Option<f64>,
+    /// How many independent votes the panel is worth on it, against the people's labels:
+    /// Kish's judges / (1 + (judges - 1) r) ([`crate::scoring::summary::effective_judges`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_judges: Option<f64>,
 }
 
 /// One judge (or the panel) against the people, over every field.
@@ -198,6 +207,19 @@ pub struct Calibration {
     pub chat: Vec<Agreement>,
     /// Per model under test.
     pub logic: Vec<CorrectedLogic>,
+}
+
+/// The people's value of a unit: the one most of them gave (the first of the most common).
+fn people_value(unit: &Unit) -> Option<f64> {
+    let people: Vec<f64> = (unit.iter())
+        .filter(|(w, _)| w.starts_with("person:"))
+        .map(|(_, v)| *v)
+        .collect();
+    let count = |v: f64| people.iter().filter(|p| p.to_bits() == v.to_bits()).count();
+    people
+        .iter()
+        .copied()
+        .reduce(|best, v| if count(v) > count(best) { v } else { best })
 }
 
 /// The coders' values of one unit (a turn's field or dimension): a code per coder.
@@ -449,6 +471,8 @@ impl CalibrationFold {
                 .filter_map(|c| Some((c.clone(), accuracy_of(c, units)?)))
                 .collect(),
             name,
+            error_correlation: None,
+            effective_judges: None,
         };
         // A coder's accuracy within a unit set: its value against each person's.
         let unit_accuracy = |coder: &str, units: &[Unit]| -> Option<f64> {
@@ -493,6 +517,25 @@ impl CalibrationFold {
                 if let Some(acc) = accuracy(&panel) {
                     a.accuracy.insert(PANEL.into(), acc);
                 }
+                // How many votes the panel is worth against the people.
+                let mut errors = ErrorCorrelation::default();
+                for unit in units {
+                    let Some(person) = people_value(unit) else {
+                        continue;
+                    };
+                    let seats: Vec<Option<bool>> = (self.judges.iter())
+                        .map(|judge| {
+                            let seat = format!("judge:{judge}");
+                            let mine = unit.iter().find(|(w, _)| *w == seat)?;
+                            Some(mine.1.to_bits() != person.to_bits())
+                        })
+                        .collect();
+                    errors.add(&seats);
+                }
+                a.error_correlation = errors.mean();
+                a.effective_judges = a
+                    .error_correlation
+                    .map(|rho| effective_judges(self.judges.len(), rho));
                 a
             })
             .collect();

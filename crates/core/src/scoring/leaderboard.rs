@@ -168,6 +168,12 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
             simulator.line()
         );
     }
+    if let Some(line) = sensitivity_line(summary) {
+        let _ = writeln!(out, "{line}\n");
+    }
+    if let Some(line) = excluded_line(summary) {
+        let _ = writeln!(out, "{line}\n");
+    }
     let columns = columns_of(&models);
     out.push_str(&main_table(&models, &columns, summary.adaptive.as_ref()).markdown());
     if models.iter().any(|m| m.simulated) {
@@ -213,6 +219,10 @@ pub fn leaderboard_markdown(summary: &Summary) -> String {
         (
             "Customer fidelity (per model under test)",
             fidelity_table(&summary.customer_fidelity.by_agent, "Agent"),
+        ),
+        (
+            "Customer simulators (OA under each; the leaderboard ranks under the first)",
+            sensitivity_table(summary),
         ),
         ("Released-code variants", released_table(&models)),
         ("Dialogues", dialogues_table(&models)),
@@ -270,6 +280,12 @@ pub fn leaderboard_text(summary: &Summary) -> String {
     }
     if let Some(simulator) = &summary.simulator {
         let _ = write!(notes, " Customer simulator: {}.", simulator.line());
+    }
+    if let Some(line) = sensitivity_line(summary) {
+        let _ = write!(notes, " {line}");
+    }
+    if let Some(line) = excluded_line(summary) {
+        let _ = write!(notes, " {line}");
     }
     let mut shown = vec![main];
     let scenarios = scenario_table(&models, &columns);
@@ -454,6 +470,11 @@ fn legend(shown: &[Table], columns: &[ScenarioColumn], summary: &Summary) -> Leg
         ("Ended early (%)", "% of the dialogues the customer ended before the agent took the target action".into()),
         ("Repeated lines (%)", "% of the customer's lines that say the same words as an earlier one of the dialogue".into()),
         ("Customer", "the customer (user-simulator) model".into()),
+        ("Off-case lines", "customer lines that assert what the case does not hold (another intent's words, implying another value of a field the case fixes), and the dialogues holding one".into()),
+        ("Failures after off-case (%)", "% of the agent's failed turns (Logic below 100) at or after an off-case customer line: possibly the simulator's doing; `sage report DIR --exclude-off-case` leaves those dialogues out".into()),
+        ("Δ OA", "the model's OA under this customer simulator minus under the first, paired over the same cases (same seed), with its 95% bootstrap interval".into()),
+        ("Noise floor", "half the interval a rerun of the same design could move the model's OA by, under the first simulator".into()),
+        ("Moved", "the Δ OA's interval leaves out 0 and the Δ is larger than the noise floor: the result depends on the simulator".into()),
         ("Effective judges", "how many independent votes the panel is worth on the field: Kish's judges / (1 + (judges - 1) r), r the mean correlation of the judges' errors (against the case's truth, or the consensus where the case does not fix the field); (!) a panel of 3 or more worth fewer than 1.5".into()),
         ("Re-asked turns", "customer turns `customer_guard` asked again (a line flagged off-script: empty, repeated or in the agent's words)".into()),
         ("Adaptive", "an adaptive run's decision (summary.json `adaptive`): `top K @n`, surely in the top K after n dialogues, and `out @n`, surely out of it (either way it got no more cases); `undecided`, played to the full run's size. Each model's OA carries a 95% anytime-valid confidence sequence".into()),
@@ -775,6 +796,75 @@ fn effective(n: Option<f64>, judges: usize) -> String {
     }
 }
 
+/// What `sage report --exclude-off-case` left out, in one sentence.
+fn excluded_line(summary: &Summary) -> Option<String> {
+    summary.off_case_excluded.map(|n| {
+        format!(
+            "Left out (--exclude-off-case): {n} dialogues in which the customer went off-case; every figure here is without them (`sage report DIR` counts them back)."
+        )
+    })
+}
+
+/// A run with several customer simulators in one sentence: who they were, that the ranking
+/// is under the first, and which models moved beyond the noise under another.
+fn sensitivity_line(summary: &Summary) -> Option<String> {
+    let first = summary.simulator_sensitivity.first()?;
+    let names: Vec<&str> = (first.simulators.iter())
+        .map(|s| s.user_model.as_str())
+        .collect();
+    let moved: Vec<&str> = (summary.simulator_sensitivity.iter())
+        .filter(|m| m.moved())
+        .map(|m| m.model.as_str())
+        .collect();
+    let moved = match moved.len() {
+        0 => "no model's OA moved beyond its noise under another".to_string(),
+        n => format!(
+            "{n} of {} models moved beyond their noise under another: {}",
+            summary.simulator_sensitivity.len(),
+            moved.join(", ")
+        ),
+    };
+    Some(format!(
+        "Every case was played under {} customer simulators ({}); ranked under the first, {} (summary.json `simulator_sensitivity`); {moved}.",
+        names.len(),
+        names.join(", "),
+        names[0]
+    ))
+}
+
+/// Each model's OA under each customer simulator, its difference from the first and whether
+/// it moved beyond the noise (no rows with one simulator).
+fn sensitivity_table(summary: &Summary) -> Table {
+    let mut table = Table::with(&[
+        "Model",
+        "Customer",
+        "Dialogues",
+        "OA",
+        "Δ OA",
+        "Noise floor",
+        "Moved",
+    ])
+    .labels(2);
+    for m in &summary.simulator_sensitivity {
+        for s in &m.simulators {
+            let delta = s.difference.map_or_else(
+                || "(ranked under)".into(),
+                |d| format!("{:+.2} [{:+.2}, {:+.2}]", d.delta, d.ci_low, d.ci_high),
+            );
+            table.rows.push(vec![
+                m.model.clone(),
+                s.user_model.clone(),
+                s.dialogues.to_string(),
+                metric(s.oa.as_ref()),
+                delta,
+                opt(m.noise_floor),
+                if s.moved { "moved" } else { "-" }.into(),
+            ]);
+        }
+    }
+    table
+}
+
 /// Customer-fidelity rows, the second column `by`: the adversarial level or the agent.
 fn fidelity_table(rows: &[crate::scoring::summary::CustomerFidelity], by: &str) -> Table {
     let guarded = rows.iter().any(|f| f.retried > 0);
@@ -786,6 +876,8 @@ fn fidelity_table(rows: &[crate::scoring::summary::CustomerFidelity], by: &str) 
         "Off-intent (%)",
         "Ended early (%)",
         "Repeated lines (%)",
+        "Off-case lines",
+        "Failures after off-case (%)",
     ];
     if guarded {
         headers.push("Re-asked turns");
@@ -805,6 +897,11 @@ fn fidelity_table(rows: &[crate::scoring::summary::CustomerFidelity], by: &str) 
             opt(f.off_intent),
             format!("{:.2}", f.ended_early),
             opt(f.repeated),
+            format!("{} in {} dialogues", f.off_case_lines, f.off_case_dialogues),
+            match f.possibly_simulator {
+                Some(p) => format!("{p:.2} ({} of {})", f.failures_after_off_case, f.failures),
+                None => "-".into(),
+            },
         ]);
         if guarded {
             table

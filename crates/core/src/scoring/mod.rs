@@ -17,6 +17,7 @@ pub mod labels;
 pub mod leaderboard;
 pub mod rejudge;
 pub mod rescore;
+pub mod sensitivity;
 pub mod stats;
 pub mod summary;
 pub mod turn;

@@ -181,6 +181,7 @@ mod tests {
             infra_error: None,
             calls: Vec::new(),
             customer_retry: None,
+            off_case: None,
         }
     }
 

@@ -112,6 +112,7 @@ pub(super) fn job(id: &str, model: &str, scenario: &str, adversarial: Adversaria
         adversarial,
         service_model: model.into(),
         user_model: "user-model".into(),
+        user_model_index: 0,
         judge_models: strings(&["judge-1", "judge-2"]),
         judge_turns: crate::protocol::JudgeTurns::Every,
         max_turns: 20,
@@ -154,6 +155,7 @@ fn record(n: u32, outcome: ServiceOutcome, judges: JudgeReply, parts: LogicParts
         infra_error: None,
         calls: Vec::new(),
         customer_retry: None,
+        off_case: None,
     }
 }
 
@@ -192,6 +194,7 @@ fn infra(n: u32) -> TurnRecord {
         infra_error: Some("timeout".into()),
         calls: Vec::new(),
         customer_retry: None,
+        off_case: None,
     }
 }
 

@@ -109,6 +109,51 @@ pub struct Sop {
     /// Outgoing edges of each stage, in file order (petgraph iterates newest first).
     out_edges: Vec<Vec<EdgeIndex>>,
     routes: Vec<RouteCase>,
+    /// Every intent's description and facts, as the customer audit looks for them in a line.
+    phrases: IntentPhrases,
+}
+
+/// Every intent's description and facts ([`crate::scenario::normalize`]d, a space on each
+/// side), found in a line in one pass (Aho-Corasick: the audit runs on every customer line).
+#[derive(Debug, Clone)]
+struct IntentPhrases {
+    matcher: Option<aho_corasick::AhoCorasick>,
+    /// Per pattern: its intent's index and its number of words.
+    of: Vec<(usize, usize)>,
+}
+
+/// An intent's phrase found in a line: the intent's index (in `intents` order), the phrase's
+/// words and where it is in the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhraseFound {
+    /// The intent's index in the scenario's `intents`.
+    pub intent: usize,
+    /// The phrase's number of words.
+    pub words: usize,
+    /// Its byte range in the line searched.
+    pub start: usize,
+    /// The end of that range.
+    pub end: usize,
+}
+
+impl IntentPhrases {
+    fn of(scenario: &Scenario) -> IntentPhrases {
+        let mut patterns = Vec::new();
+        let mut of = Vec::new();
+        for (i, intent) in scenario.intents.iter().enumerate() {
+            for phrase in std::iter::once(&intent.description).chain(&intent.facts) {
+                let words = crate::scenario::normalize(phrase);
+                if !words.is_empty() {
+                    of.push((i, words.split(' ').count()));
+                    patterns.push(format!(" {words} "));
+                }
+            }
+        }
+        IntentPhrases {
+            matcher: aho_corasick::AhoCorasick::new(&patterns).ok(),
+            of,
+        }
+    }
 }
 
 /// Most DFS leaves the symbolic search explores before giving up on a scenario.
@@ -168,7 +213,12 @@ impl Sop {
             action_nodes,
             out_edges,
             routes: Vec::new(),
+            phrases: IntentPhrases {
+                matcher: None,
+                of: Vec::new(),
+            },
         };
+        sop.phrases = IntentPhrases::of(&sop.scenario);
         let structural = sop.structural_problems();
         if !structural.is_empty() {
             return Err(ScenarioError {
@@ -222,6 +272,26 @@ impl Sop {
     /// The scenario this graph was compiled from.
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
+    }
+
+    /// Every intent's description or fact said in `words` (a [`crate::scenario::normalize`]d
+    /// line with a space on each side), overlapping ones included.
+    pub fn intent_phrases_in(&self, words: &str) -> Vec<PhraseFound> {
+        let Some(matcher) = &self.phrases.matcher else {
+            return Vec::new();
+        };
+        matcher
+            .find_overlapping_iter(words)
+            .filter_map(|m| {
+                let (intent, n) = *self.phrases.of.get(m.pattern().as_usize())?;
+                Some(PhraseFound {
+                    intent,
+                    words: n,
+                    start: m.start(),
+                    end: m.end(),
+                })
+            })
+            .collect()
     }
 
     /// The decision graph.

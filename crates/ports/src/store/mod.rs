@@ -8,7 +8,7 @@ pub mod inputs;
 mod report;
 
 pub use report::{
-    CALIBRATION_JSON, Duplicates, ForeignRecords, REPORT_HTML, Reported, RunJobs, SageFold,
+    CALIBRATION_JSON, Duplicates, ForeignRecords, Leave, REPORT_HTML, Reported, RunJobs, SageFold,
     Unjudged, Unreached, report, report_html, run_info, show_command, unmeasured_error,
     write_labels_page,
 };

@@ -377,6 +377,9 @@ pub struct SageFold {
     adaptive: Option<sage_core::scoring::adaptive::Adaptive>,
     /// Dialogues in the run's plan.
     jobs: usize,
+    /// With `sage report --exclude-off-case`: the dialogues left out of the summary and the
+    /// HTML report because their customer went off-case.
+    off_case_excluded: Option<usize>,
 }
 
 /// What the HTML report says about a run from its manifest.
@@ -402,7 +405,8 @@ impl SageFold {
             ..Default::default()
         };
         SageFold {
-            summary: SummaryFold::new(bootstrap, config.repeats),
+            summary: SummaryFold::new(bootstrap, config.repeats)
+                .with_simulators(config.customers().len()),
             duplicates: Duplicates::default(),
             checked: None,
             foreign: ForeignRecords::default(),
@@ -413,7 +417,16 @@ impl SageFold {
             budget: BudgetFold::new(config),
             adaptive: sage_core::scoring::adaptive::Adaptive::for_run(config, jobs),
             jobs,
+            off_case_excluded: None,
         }
+    }
+
+    /// The same fold that leaves out of the summary and the HTML report every dialogue with
+    /// an off-case customer line (`sage report --exclude-off-case`), counting them in the
+    /// summary's `off_case_excluded`; their cost still counts against the budgets.
+    pub fn excluding_off_case(mut self) -> SageFold {
+        self.off_case_excluded = Some(0);
+        self
     }
 
     /// The same fold that also builds the HTML report of the run of `manifest` (`sops`: its
@@ -483,11 +496,17 @@ impl SageFold {
                 }
             }
         }
-        self.summary.add(record);
         self.budget.add(record);
         if let Some(a) = &mut self.adaptive {
             a.add(record);
         }
+        if let Some(excluded) = &mut self.off_case_excluded
+            && record.turns.iter().any(|t| t.off_case.is_some())
+        {
+            *excluded += 1;
+            return true;
+        }
+        self.summary.add(record);
         if let Some(html) = &mut self.html {
             html.add(record, at);
         }
@@ -517,6 +536,7 @@ impl SageFold {
         sage_core::scoring::Summary {
             budget: self.budget(),
             adaptive: self.adaptive(),
+            off_case_excluded: self.off_case_excluded,
             ..self.summary.summary()
         }
     }
@@ -673,12 +693,29 @@ impl sage_report::explorer::Records<DialogueRecord> for NoRecords {
     }
 }
 
+/// What `sage report` leaves out of a run's summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leave {
+    /// The dialogues with an off-case customer line (`--exclude-off-case`).
+    pub off_case: bool,
+}
+
+impl Leave {
+    fn apply(self, fold: SageFold) -> SageFold {
+        if self.off_case {
+            fold.excluding_off_case()
+        } else {
+            fold
+        }
+    }
+}
+
 /// Summarizes a run folder from dialogues.jsonl alone, reading it once (the order the records
 /// were written in does not matter; a dialogue id met twice counts once, a record not of the
 /// run's `jobs` is left out), and writes summary.json and leaderboard.md.
-pub fn report(run: &RunDir, jobs: RunJobs) -> Result<Reported, StoreError> {
+pub fn report(run: &RunDir, jobs: RunJobs, leave: Leave) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config, manifest.jobs).checking(jobs);
+    let mut fold = leave.apply(SageFold::new(&manifest.config, manifest.jobs).checking(jobs));
     run.scan_dialogues_at(|at, r| {
         fold.add(&r, at);
     })?;
@@ -695,11 +732,14 @@ pub fn report_html(
     sops: Vec<Arc<Sop>>,
     jobs: RunJobs,
     out: Option<&Path>,
+    leave: Leave,
 ) -> Result<Reported, StoreError> {
     let manifest = run.read_manifest()?;
-    let mut fold = SageFold::new(&manifest.config, manifest.jobs)
-        .with_html(&manifest, sops)
-        .checking(jobs);
+    let mut fold = leave.apply(
+        SageFold::new(&manifest.config, manifest.jobs)
+            .with_html(&manifest, sops)
+            .checking(jobs),
+    );
     run.scan_dialogues_at(|at, r| {
         fold.add(&r, at);
     })?;

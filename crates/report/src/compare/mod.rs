@@ -705,6 +705,10 @@ impl CompareFold {
     }
 
     fn add_baseline_record(&mut self, record: &DialogueRecord, at: Option<u64>) {
+        // Runs are compared under their first customer simulator, as they are ranked.
+        if record.job.user_model_index != 0 {
+            return;
+        }
         self.baseline_dialogues += 1;
         let id = &record.job.dialogue_id;
         if self.waiting.contains_key(id) {
@@ -758,6 +762,9 @@ impl CompareFold {
     }
 
     fn add_current_record(&mut self, record: &DialogueRecord, at: Option<u64>) {
+        if record.job.user_model_index != 0 {
+            return;
+        }
         self.current_dialogues += 1;
         let job = &record.job;
         let (current, case_sums) = sums(record);

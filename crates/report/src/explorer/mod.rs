@@ -86,7 +86,7 @@ pub fn encode_uri_component(text: &str) -> String {
 /// The URL fragment that opens the explorer with filters set: `#explore=` then `NAME:VALUE`
 /// pairs joined by `;`, NAME a filter (`model`, `scenario`, `route`, `reached`, `adversarial`,
 /// `persona`, `end`: VALUE the option's text; `min-score`, `max-score`: a number;
-/// `format-error`, `infra-error`: `1`), `sort` (`worst`) or `dialogue` (an id to open), VALUE
+/// `format-error`, `infra-error`, `off-case`: `1`), `sort` (`worst`) or `dialogue` (an id to open), VALUE
 /// encoded as `encodeURIComponent` does (so `;` and `:` in it are escaped).
 pub fn explore_anchor(filters: &[(&str, &str)]) -> String {
     let parts: Vec<String> = filters

@@ -8,6 +8,7 @@ use super::{Index, Names, Standing, Suite, case_id};
 use maud::{Markup, html};
 use sage_core::protocol::{CallRecord, DialogueJob, DialogueRecord, ServiceOutcome};
 use sage_core::scenario::Value;
+use sage_core::scoring::fidelity::{self, OffCase};
 use sage_core::scoring::summary::{counted_scores, reached_target, route_key};
 use sage_core::scoring::turn::judge_chat;
 use serde::Serialize;
@@ -20,6 +21,8 @@ use super::super::stats::{Mean, category};
 pub const FLAG_FORMAT_ERROR: u8 = 1;
 /// Bit of a row's flags: a turn with an infrastructure error.
 pub const FLAG_INFRA_ERROR: u8 = 2;
+/// Bit of a row's flags: an off-case customer line.
+pub const FLAG_OFF_CASE: u8 = 4;
 
 /// The explorer's name of a route of a scenario (its `route` and `reached` filters' option
 /// text): `SCENARIO: KEY`, KEY as [`route_key`] writes it.
@@ -57,6 +60,13 @@ struct Turn<'a> {
     /// 1 when the judges were not asked about this turn (`judge_turns`).
     #[serde(skip_serializing_if = "is_zero")]
     z: u8,
+    /// The audit's finding when the customer's line is off-case ([`OffCase::describe`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    v: Option<String>,
+    /// 1 when the agent failed here after an off-case customer line (possibly the
+    /// simulator's doing).
+    #[serde(skip_serializing_if = "is_zero")]
+    y: u8,
     /// The agent's classification, aligned with the dialogue's field names.
     #[serde(skip_serializing_if = "Option::is_none")]
     a: Option<Vec<Option<String>>>,
@@ -193,10 +203,12 @@ fn transcript(record: &DialogueRecord) -> Transcript<'_> {
         .iter()
         .map(|n| job.fields.get(*n).map(category))
         .collect();
+    let off_case_from = fidelity::first_off_case(record).unwrap_or(usize::MAX);
     let turns = record
         .turns
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(index, t)| {
             let (k, c, e, agent) = match &t.outcome {
                 ServiceOutcome::Valid { turn } => (0, turn.chat.as_str(), None, Some(turn)),
                 ServiceOutcome::FormatError { error, chat } => {
@@ -257,6 +269,8 @@ fn transcript(record: &DialogueRecord) -> Transcript<'_> {
                 e,
                 i,
                 z: u8::from(t.judges.is_none() && k != 2 && t.infra_error.is_none()),
+                v: t.off_case.as_ref().map(OffCase::describe),
+                y: u8::from(fidelity::failed(t) && index >= off_case_from),
                 a: agent.map(|a| aligned(&names, &a.classification)),
                 p: agent.map(|a| a.path.as_slice()),
                 x: agent.map(|a| a.action.as_str()),
@@ -387,6 +401,9 @@ impl Suite for SageExplorer {
             if t.infra_error.is_some() {
                 flags |= FLAG_INFRA_ERROR;
             }
+            if t.off_case.is_some() {
+                flags |= FLAG_OFF_CASE;
+            }
         }
         // The mean Overall of the turns the summary counts.
         let mut mean = Mean::default();
@@ -513,6 +530,7 @@ impl Suite for SageExplorer {
                 label { "to " input type="number" min="0" max="100" step="any" data-filter="max-score" size="5"; }
                 label { input type="checkbox" data-filter="format-error"; " format-error turns" }
                 label { input type="checkbox" data-filter="infra-error"; " infrastructure-error turns" }
+                label { input type="checkbox" data-filter="off-case"; " off-case customer" }
                 label { "Order "
                     select data-sort-rows {
                         option value="" { "by dialogue id" }

@@ -41,12 +41,13 @@
     if (st["max-score"] !== undefined && (r[10] === null || r[10] > Number(st["max-score"]))) return false;
     if (st["format-error"] && !(r[11] & 1)) return false;
     if (st["infra-error"] && !(r[11] & 2)) return false;
+    if (st["off-case"] && !(r[11] & 4)) return false;
     return true;
   }
 
   function cells(r, st, ctx) {
     var t = ctx.tables, reached = reachedOf(st);
-    var flags = (r[11] & 1 ? " format error" : "") + (r[11] & 2 ? " infra error" : "");
+    var flags = (r[11] & 1 ? " format error" : "") + (r[11] & 2 ? " infra error" : "") + (r[11] & 4 ? " off-case customer" : "");
     var scenario = t.scenarios[r[5]], route = t.routes[r[6]].slice(scenario.length + 2);
     var logic = reached === null ? null : routeLogic(r, reached);
     return [
@@ -105,11 +106,18 @@
     return el("table", { "class": "data calls" }, [head].concat(trs));
   }
 
+  // The audit's marks: an off-case customer line, and a failure after one.
+  function offCase(kids, t) {
+    if (t.v) kids.push(el("p", { "class": "tag off-case", "data-off-case": "1" }, ["Off-case customer line: " + t.v]));
+    if (t.y) kids.push(el("p", { "class": "tag off-case", "data-simulator-failure": "1" }, ["Failed after an off-case customer line: possibly the simulator's doing"]));
+  }
+
   function turnView(d, t) {
     var kids = [];
     var head = "Turn " + t.n + (t.k === 1 ? " · format error" : "") + (t.k === 2 || t.i ? " · infrastructure error" : "");
     kids.push(el("h4", null, [head, t.z ? el("span", { "class": "tag not-judged" }, ["not judged"]) : null]));
     kids.push(el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u]));
+    offCase(kids, t);
     kids.push(el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""]));
     if (t.h) kids.push(el("div", { "class": "msg cot" }, [el("b", null, ["Agent's reasoning (cot): "]), t.h]));
     if (t.w !== undefined) {
@@ -224,9 +232,10 @@
   function caseCell(t, off) {
     var r = t.r || {}, hasRef = !!t.r && !r.e;
     var kids = [
-      el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u]),
-      el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""])
+      el("div", { "class": "msg customer" }, [el("b", null, ["Customer: "]), t.u])
     ];
+    offCase(kids, t);
+    kids.push(el("div", { "class": "msg agent" }, [el("b", null, ["Agent: "]), t.c || ""]));
     if (t.e) kids.push(el("p", { "class": "err" }, [t.e]));
     var facts = el("p", { "class": "facts" }, ["Path ", el("span", { "class": hasRef && (t.p || []).join(">") !== (r.p || []).join(">") ? "diff" : null }, [(t.p || []).join(">") || "—"]),
       " · action ", el("span", { "class": hasRef && t.x !== r.x ? "diff" : null }, [t.x || "—"])]);

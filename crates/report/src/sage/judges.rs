@@ -118,6 +118,7 @@ impl SageReport {
             }
             (self.people_html(summary))
             (fidelity_html(summary))
+            (sensitivity_html(summary))
         }
     }
 
@@ -140,6 +141,13 @@ impl SageReport {
                         "classification " (kappa(c.alpha_classification)) " (nominal), chat "
                         (kappa(c.alpha_chat)) " (ordinal). Trust a panel's Logic from 0.8, "
                         "tentatively from 0.667."
+                        @let worth: Vec<f64> = c.fields.iter().filter_map(|f| f.effective_judges).collect();
+                        @if let (Some(low), Some(high)) = (worth.iter().copied().reduce(f64::min), worth.iter().copied().reduce(f64::max)) {
+                            " Against the people's labels the panel of " (self.panel) " is worth "
+                            (format!("{low:.1}")) " to " (format!("{high:.1}"))
+                            " independent votes per field (effective judges, from the correlation of "
+                            "the judges' errors)."
+                        }
                     }
                     table.data.calibration {
                         tr {
@@ -192,7 +200,12 @@ fn fidelity_html(summary: &Summary) -> Markup {
                 "judged turns whose consensus differs from the case's true fields (off intent), the "
                 "dialogues the customer ended before the target action, and the customer's lines "
                 "that repeat an earlier one. A model's low Logic beside a high off-intent share is "
-                "the customer's doing as much as the model's."
+                "the customer's doing as much as the model's. Off-case lines: the customer's lines "
+                "that assert what the case does not hold (another intent's words, implying another "
+                "value of a field the case fixes); failures after off-case: the share of the "
+                "agent's failed turns (Logic below 100) at or after such a line, possibly the "
+                "simulator's doing ("
+                code { "sage report DIR --exclude-off-case" } " leaves those dialogues out)."
             }
             @let by_agent = leaderboard::in_leaderboard_order(summary, &f.by_agent, |r| {
                 r.service_model.as_deref().unwrap_or_default()
@@ -203,6 +216,7 @@ fn fidelity_html(summary: &Summary) -> Markup {
                     tr {
                         th { "Customer" } th { (by) } th.num { "Dialogues" } th.num { "Judged turns" }
                         th.num { "Off intent" } th.num { "Ended early" } th.num { "Repeated lines" }
+                        th.num { "Off-case lines" } th.num { "Failures after off-case" }
                         @if guarded { th.num { "Re-asked turns" } }
                     }
                     @for r in rows {
@@ -217,6 +231,14 @@ fn fidelity_html(summary: &Summary) -> Markup {
                             td.num data-value=(value(r.off_intent)) { (pct(r.off_intent)) }
                             td.num data-value=(raw(r.ended_early)) { (pct(Some(r.ended_early))) }
                             td.num data-value=(value(r.repeated)) { (pct(r.repeated)) }
+                            td.num data-off-case=(r.off_case_lines) {
+                                (r.off_case_lines) " in " (r.off_case_dialogues) " dialogues"
+                            }
+                            td.num.bad[r.possibly_simulator.is_some_and(|p| p >= 10.0)]
+                                data-value=(value(r.possibly_simulator))
+                                title={ (r.failures_after_off_case) " of " (r.failures) " failed turns" } {
+                                (pct(r.possibly_simulator))
+                            }
                             @if guarded { td.num { (r.retried) } }
                         }
                     }
@@ -224,4 +246,69 @@ fn fidelity_html(summary: &Summary) -> Markup {
             }
         }
     }
+}
+
+/// Each model's OA under each customer simulator (`user_models`), one row a model in the
+/// leaderboard's order: its OA under each, the difference from the first with its interval,
+/// and whether it moved beyond its noise floor. Nothing with one simulator.
+pub(super) fn sensitivity_html(summary: &Summary) -> Markup {
+    let rows = leaderboard::in_leaderboard_order(summary, &summary.simulator_sensitivity, |m| {
+        m.model.as_str()
+    });
+    let Some(first) = rows.first() else {
+        return html! {};
+    };
+    let names: Vec<&str> = first
+        .simulators
+        .iter()
+        .map(|s| s.user_model.as_str())
+        .collect();
+    let moved = rows.iter().filter(|m| m.moved()).count();
+    let signed = |x: f64| format!("{x:+.2}");
+    html! {
+        h3 #simulators { "Customer simulators" }
+        p.note data-simulators=(names.len()) data-moved=(moved) {
+            "Every case was played under " (names.len()) " customer simulators with the same seed; "
+            "the leaderboard ranks under the first, " (names[0]) ". Δ: the model's OA under "
+            "another simulator minus under the first, paired over the same cases, with its 95% "
+            "interval. Moved: the interval leaves out 0 and the Δ is larger than the noise floor "
+            "(what a rerun could move the OA by): the model's result depends on who plays the "
+            "customer. " (moved) " of " (rows.len()) " models moved."
+        }
+        div.table-box {
+        table.data.sensitivity {
+            tr {
+                th { "Model" }
+                @for n in &names { th.num { "OA, " (n) } }
+                @for n in &names[1..] { th.num { "Δ " (n) } }
+                th.num { "Noise floor" }
+            }
+            @for m in &rows {
+                tr data-model=(m.model) data-moved=(m.moved()) {
+                    td { (m.model) }
+                    @for s in &m.simulators {
+                        td.num data-value=(value(s.oa.map(|o| o.mean))) {
+                            (num_or_dash(s.oa.map(|o| o.mean)))
+                        }
+                    }
+                    @for s in &m.simulators[1..] {
+                        @match s.difference {
+                            Some(d) => td.num.bad[s.moved] data-value=(raw(d.delta))
+                                title={ "95% interval " (signed(d.ci_low)) " to " (signed(d.ci_high)) } {
+                                (signed(d.delta)) " [" (signed(d.ci_low)) ", " (signed(d.ci_high)) "]"
+                                @if s.moved { " moved" }
+                            },
+                            None => td.num { "—" },
+                        }
+                    }
+                    td.num { (num_or_dash(m.noise_floor)) }
+                }
+            }
+        }
+        }
+    }
+}
+
+fn num_or_dash(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".into(), |x| format!("{x:.2}"))
 }

@@ -12,7 +12,9 @@ impl SageReport {
         for m in leaderboard::in_leaderboard_order(summary, &c.service_models, |m| m) {
             roles.entry(m).or_default().push("under test");
         }
-        roles.entry(&c.user_model).or_default().push("customer");
+        for m in c.customers() {
+            roles.entry(m).or_default().push("customer");
+        }
         for m in &c.judge_models {
             roles.entry(m).or_default().push("judge");
         }
@@ -30,12 +32,27 @@ impl SageReport {
                     td data-fact="run-id" { (info.run_id) }
                     td data-fact="date" { (info.created_at) }
                     td data-fact="seed" { (c.seed) }
-                    td data-fact="dialogues" { (summary.dialogues) " of " (info.jobs) " planned" }
+                    td data-fact="dialogues" {
+                        (summary.dialogues) " of " (info.jobs) " planned"
+                        @if let Some(n) = summary.off_case_excluded {
+                            br;
+                            span.bad data-off-case-excluded=(n) {
+                                (n) " with an off-case customer left out (--exclude-off-case)"
+                            }
+                        }
+                    }
                     td { (c.repeats) }
                     td { (c.max_turns) }
                     td data-fact="judged-turns" { (sage_core::scoring::leaderboard::judged_turns(summary)) }
                     @match &summary.simulator {
-                        Some(s) => td data-fact="simulator" title={ "prompt SHA-256 " (s.prompt_sha256) "; parameters " (serde_json::to_string(&s.parameters).unwrap_or_default()) } { (s.line()) },
+                        Some(s) => td data-fact="simulator" title={ "prompt SHA-256 " (s.prompt_sha256) "; parameters " (serde_json::to_string(&s.parameters).unwrap_or_default()) } {
+                            (s.line())
+                            @if let Some(m) = summary.simulator_sensitivity.first() {
+                                " (ranked under; every case also played by "
+                                (m.simulators[1..].iter().map(|s| s.user_model.as_str()).collect::<Vec<_>>().join(", "))
+                                ": " a href="#simulators" { "Customer simulators" } ")"
+                            }
+                        },
                         None => td data-fact="simulator" { (info.config.user_model) " (not recorded)" },
                     }
                     td { (info.sage_version) }

@@ -1,3 +1,4 @@
+use super::judges::sensitivity_html;
 use super::routes::route_models_table;
 use super::*;
 use sage_core::protocol::{CallRecord, DialogueRecord};
@@ -467,5 +468,62 @@ fn a_panel_that_votes_like_one_judge_is_flagged() {
         cell.contains("1.0 of 3"),
         "{}",
         &cell[..200.min(cell.len())]
+    );
+}
+
+#[test]
+fn each_models_result_under_each_customer_simulator_is_shown_moved_in_red() {
+    use sage_core::scoring::sensitivity::{SimulatorScore, SimulatorSensitivity};
+    use sage_core::scoring::stats::{Difference, Metric};
+    let oa = |mean: f64| Metric {
+        mean,
+        ci_low: mean - 1.0,
+        ci_high: mean + 1.0,
+        n: 100,
+    };
+    let model = |name: &str, first: f64, second: f64, moved: bool| SimulatorSensitivity {
+        model: name.into(),
+        noise_floor: Some(2.0),
+        simulators: vec![
+            SimulatorScore {
+                user_model: "kind".into(),
+                dialogues: 50,
+                oa: Some(oa(first)),
+                difference: None,
+                moved: false,
+            },
+            SimulatorScore {
+                user_model: "harsh".into(),
+                dialogues: 50,
+                oa: Some(oa(second)),
+                difference: Some(Difference {
+                    delta: second - first,
+                    ci_low: second - first - 1.0,
+                    ci_high: second - first + 1.0,
+                }),
+                moved,
+            },
+        ],
+    };
+    let mut summary = sage_core::scoring::summarize(&[], &Default::default());
+    assert!(
+        !sensitivity_html(&summary).into_string().contains("table"),
+        "nothing with one simulator"
+    );
+    summary.simulator_sensitivity =
+        vec![model("a", 80.0, 70.0, true), model("b", 60.0, 59.5, false)];
+    let html = sensitivity_html(&summary).into_string();
+    assert!(
+        html.contains("data-simulators=\"2\" data-moved=\"1\""),
+        "{html}"
+    );
+    assert!(html.contains("<th class=\"num\">OA, kind</th><th class=\"num\">OA, harsh</th><th class=\"num\">Δ harsh</th>"), "{html}");
+    assert!(
+        html.contains("<tr data-model=\"a\" data-moved=\"true\"><td>a</td><td class=\"num\" data-value=\"80\">80.00</td><td class=\"num\" data-value=\"70\">70.00</td><td class=\"num bad\" data-value=\"-10\" title=\"95% interval -11.00 to -9.00\">-10.00 [-11.00, -9.00] moved</td><td class=\"num\">2.00</td></tr>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<td class=\"num\" data-value=\"-0.5\""),
+        "not moved, not red: {html}"
     );
 }

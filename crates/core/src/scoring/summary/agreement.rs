@@ -16,9 +16,45 @@ pub(super) struct FieldCounts {
     unanimous: usize,
     truth_turns: usize,
     truth: usize,
-    /// Per pair of judges (by their place in the panel), the sums behind the correlation of
-    /// their errors.
+    /// The correlation of the judges' errors.
+    errors: ErrorCorrelation,
+}
+
+/// The judges' errors folded unit by unit (a turn's field, say): per pair of judges (by
+/// their place in the panel), the sums behind the correlation of their errors, whose mean is
+/// what [`effective_judges`] reads.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorCorrelation {
     pairs: BTreeMap<(usize, usize), PairSums>,
+}
+
+impl ErrorCorrelation {
+    /// Adds one unit: each judge's error (`None`: it gave no verdict), in panel order.
+    pub fn add(&mut self, errors: &[Option<bool>]) {
+        for i in 0..errors.len() {
+            for j in i + 1..errors.len() {
+                if let (Some(x), Some(y)) = (errors[i], errors[j]) {
+                    let sums = self.pairs.entry((i, j)).or_default();
+                    sums.n += 1;
+                    sums.x += u64::from(x);
+                    sums.y += u64::from(y);
+                    sums.xy += u64::from(x && y);
+                }
+            }
+        }
+    }
+
+    /// The mean over the pairs of judges of the correlation of their errors (pairs where one
+    /// never or always erred left out); `None` without such a pair.
+    pub fn mean(&self) -> Option<f64> {
+        let correlations: Vec<f64> = self
+            .pairs
+            .values()
+            .filter_map(PairSums::correlation)
+            .collect();
+        (!correlations.is_empty())
+            .then(|| correlations.iter().sum::<f64>() / correlations.len() as f64)
+    }
 }
 
 /// Sums over the turns two judges both answered: n, Σx, Σy, Σxy of their errors (0 or 1).
@@ -141,17 +177,7 @@ impl AgreementFold {
                         })
                     })
                     .collect();
-                for i in 0..errs.len() {
-                    for j in i + 1..errs.len() {
-                        if let (Some(x), Some(y)) = (errs[i], errs[j]) {
-                            let sums = counts.pairs.entry((i, j)).or_default();
-                            sums.n += 1;
-                            sums.x += u64::from(x);
-                            sums.y += u64::from(y);
-                            sums.xy += u64::from(x && y);
-                        }
-                    }
-                }
+                counts.errors.add(&errs);
                 // `names` begins with the truth's names, in its order.
                 if let Some((_, t)) = truth.get_index(position) {
                     let right = consensus.get(name).is_some_and(|c| values_equal(c, t));
@@ -205,10 +231,7 @@ impl AgreementFold {
             fields: fields
                 .into_iter()
                 .map(|(name, c)| {
-                    let correlations: Vec<f64> =
-                        c.pairs.values().filter_map(PairSums::correlation).collect();
-                    let rho = (!correlations.is_empty())
-                        .then(|| correlations.iter().sum::<f64>() / correlations.len() as f64);
+                    let rho = c.errors.mean();
                     let field = FieldAgreement {
                         unanimous: percent(c.unanimous, c.turns),
                         matches_truth: (c.truth_turns > 0).then(|| percent(c.truth, c.truth_turns)),

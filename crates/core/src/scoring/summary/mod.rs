@@ -16,8 +16,8 @@ mod types;
 
 pub use types::*;
 
-pub use agreement::effective_judges;
 use agreement::{AgreementFold, slot};
+pub use agreement::{ErrorCorrelation, effective_judges};
 
 use crate::protocol::{
     CallRecord, DialogueEnd, DialogueJob, DialogueRecord, JudgeTurns, ServiceOutcome, TurnRecord,
@@ -25,6 +25,7 @@ use crate::protocol::{
 };
 use crate::scenario::Adversarial;
 use crate::scoring::fidelity::DialogueFidelity;
+use crate::scoring::sensitivity::SensitivityFold;
 use crate::scoring::stats::{
     Bootstrap, Cluster, Money, RatioFold, mean, median, poisson_weights, ratio,
 };
@@ -41,7 +42,12 @@ pub fn summarize(records: &[DialogueRecord], bootstrap: &Bootstrap) -> Summary {
         .map(|r| r.job.repeat.saturating_add(1))
         .max()
         .unwrap_or(1);
-    let mut fold = SummaryFold::new(*bootstrap, repeats);
+    let simulators = records
+        .iter()
+        .map(|r| r.job.user_model_index as usize + 1)
+        .max()
+        .unwrap_or(1);
+    let mut fold = SummaryFold::new(*bootstrap, repeats).with_simulators(simulators);
     for r in records {
         fold.add(r);
     }
@@ -80,11 +86,7 @@ pub fn pass_hat(c: u32, n: u32, k: u32) -> Option<f64> {
 /// The scores every summary mean counts of a dialogue: the turns scored (a valid answer the
 /// judges scored, or a format error), in order.
 pub fn counted_scores(record: &DialogueRecord) -> impl Iterator<Item = &TurnScores> {
-    record
-        .turns
-        .iter()
-        .filter(|t| kind(t) != Kind::Infra)
-        .filter_map(|t| t.scores.as_ref())
+    record.turns.iter().filter_map(TurnRecord::counted_scores)
 }
 
 /// A route as one line: `step1>step2>step3 -> Action [OUTPUT=value, ...]` (the brackets only
@@ -778,6 +780,8 @@ pub struct SummaryFold {
     /// Customer fidelity per (customer model, adversarial level) and (customer, agent).
     by_customer: BTreeMap<(String, Adversarial), FidelitySums>,
     by_agent: BTreeMap<(String, String), FidelitySums>,
+    /// Each model's OA under each customer simulator, in a run with several.
+    sensitivity: Option<SensitivityFold>,
 }
 
 /// Customer-fidelity counts of a group of dialogues.
@@ -785,6 +789,7 @@ pub struct SummaryFold {
 struct FidelitySums {
     dialogues: usize,
     ended_early: usize,
+    off_case_dialogues: usize,
     counts: DialogueFidelity,
 }
 
@@ -792,6 +797,10 @@ impl FidelitySums {
     fn add(&mut self, d: &DialogueFidelity) {
         self.dialogues += 1;
         self.ended_early += usize::from(d.ended_early);
+        self.off_case_dialogues += usize::from(d.went_off_case());
+        self.counts.off_case += d.off_case;
+        self.counts.failures += d.failures;
+        self.counts.failures_after_off_case += d.failures_after_off_case;
         self.counts.judged += d.judged;
         self.counts.off_intent += d.off_intent;
         self.counts.lines += d.lines;
@@ -818,6 +827,12 @@ impl FidelitySums {
             lines: c.lines,
             repeated: (c.lines > 0).then(|| percent(c.repeated, c.lines)),
             retried: c.retried,
+            off_case_lines: c.off_case,
+            off_case_dialogues: self.off_case_dialogues,
+            failures: c.failures,
+            failures_after_off_case: c.failures_after_off_case,
+            possibly_simulator: (c.failures > 0)
+                .then(|| percent(c.failures_after_off_case, c.failures)),
         }
     }
 }
@@ -837,30 +852,48 @@ impl SummaryFold {
             judged_turns: Vec::new(),
             by_customer: BTreeMap::new(),
             by_agent: BTreeMap::new(),
+            sensitivity: None,
         }
+    }
+
+    /// The fold of a run that plays each case with `simulators` customer simulators
+    /// (`user_models`): with more than one, the models are ranked under the first and the
+    /// summary's `simulator_sensitivity` compares them.
+    pub fn with_simulators(mut self, simulators: usize) -> SummaryFold {
+        self.sensitivity = (simulators > 1).then(|| SensitivityFold::new(self.bootstrap));
+        self
     }
 
     /// Folds one dialogue record in.
     pub fn add(&mut self, record: &DialogueRecord) {
         let d = Dialogue::new(record);
         let job = d.job();
-        let weights = poisson_weights(
-            self.bootstrap.seed,
-            &job.dialogue_id,
-            self.bootstrap.resamples,
-        );
         self.dialogues += 1;
         if !self.judged_turns.contains(&job.judge_turns) {
             self.judged_turns.push(job.judge_turns.clone());
         }
-        slot(&mut self.models, &job.service_model).add(&d, &weights, self.track_repeats);
+        // The models are ranked under the first customer simulator; the others' dialogues
+        // count in the sensitivity, the judges' agreement, the calls and the fidelity.
+        if job.user_model_index == 0 {
+            let weights = poisson_weights(
+                self.bootstrap.seed,
+                &job.dialogue_id,
+                self.bootstrap.resamples,
+            );
+            slot(&mut self.models, &job.service_model).add(&d, &weights, self.track_repeats);
+            *self
+                .coverage
+                .entry(job.scenario.clone())
+                .or_default()
+                .entry(route_key(&job.target))
+                .or_default() += 1;
+            if let Some(sensitivity) = &mut self.sensitivity {
+                sensitivity.add(record, Some(&weights));
+            }
+        } else if let Some(sensitivity) = &mut self.sensitivity {
+            sensitivity.add(record, None);
+        }
         slot(&mut self.agreement, &job.scenario).add(&d);
-        *self
-            .coverage
-            .entry(job.scenario.clone())
-            .or_default()
-            .entry(route_key(&job.target))
-            .or_default() += 1;
         for c in d.calls() {
             slot(&mut self.calls_by_model, &c.model).add(c);
         }
@@ -913,6 +946,13 @@ impl SummaryFold {
             adaptive: None,
             // Named by the run's manifest: the store adds it.
             simulator: None,
+            simulator_sensitivity: self
+                .sensitivity
+                .as_ref()
+                .map(SensitivityFold::summary)
+                .unwrap_or_default(),
+            // Decided by `sage report --exclude-off-case`: the store adds it.
+            off_case_excluded: None,
             customer_fidelity: CustomerFidelitySummary {
                 by_customer: (self.by_customer.iter())
                     .map(|((user, level), sums)| sums.figures(user, Some(*level), None))

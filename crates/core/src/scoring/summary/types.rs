@@ -58,6 +58,15 @@ pub struct Summary {
     /// for runs from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulator: Option<crate::protocol::simulator::Simulator>,
+    /// In a run with several customer simulators (`user_models`), each model's OA under each
+    /// and how far it moved from the first (the leaderboard ranks under the first); absent
+    /// with one simulator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub simulator_sensitivity: Vec<crate::scoring::sensitivity::SimulatorSensitivity>,
+    /// With `sage report --exclude-off-case`: the dialogues left out because their customer
+    /// went off-case (every figure here is without them); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_case_excluded: Option<usize>,
 }
 
 /// The customer's fidelity, by who played the customer and how hard, and by whom it talked to.
@@ -104,6 +113,23 @@ pub struct CustomerFidelity {
     /// Customer turns asked again by `customer_guard` (0 without it).
     #[serde(default)]
     pub retried: usize,
+    /// Customer lines the audit found off-case: asserting what the case does not hold
+    /// ([`crate::scoring::fidelity::OffCase`]).
+    #[serde(default)]
+    pub off_case_lines: usize,
+    /// Dialogues with an off-case customer line.
+    #[serde(default)]
+    pub off_case_dialogues: usize,
+    /// Scored turns where the agent failed (Logic below 100).
+    #[serde(default)]
+    pub failures: usize,
+    /// Of those, the turns at or after their dialogue's first off-case customer line:
+    /// possibly the simulator's doing.
+    #[serde(default)]
+    pub failures_after_off_case: usize,
+    /// `failures_after_off_case` as a percent of `failures`; none without failures.
+    #[serde(default)]
+    pub possibly_simulator: Option<f64>,
 }
 
 /// Everything about one service model.

@@ -163,6 +163,9 @@ const CLOSERS: [&str; 4] = [
     "Feel free to ask if anything is unclear.",
 ];
 
+/// The share of its accuracy a simulated agent keeps at a turn whose customer line is off-case.
+const MISLED_ACCURACY: f64 = 0.5;
+
 /// The classification a simulated agent gives: each field right with probability `accuracy`,
 /// else another value of the field.
 fn classify(ctx: &SimContext, accuracy: f64, rng: &mut ChaCha8Rng) -> Values {
@@ -262,7 +265,12 @@ impl Play for SimAgent {
     fn play(&self, ctx: &SimContext) -> (String, &'static str) {
         let mut rng = ctx.rng("agent");
         let (turn, level) = (ctx.turn, ctx.job.adversarial);
-        let classification = classify(ctx, self.skills.accuracy(turn, level), &mut rng);
+        let mut accuracy = self.skills.accuracy(turn, level);
+        if ctx.misled {
+            // A customer who states another case's intent misleads the agent.
+            accuracy *= MISLED_ACCURACY;
+        }
+        let classification = classify(ctx, accuracy, &mut rng);
         let variables = sage_core::sop::values(&ctx.job.variables);
         let own = ctx
             .sop

@@ -49,6 +49,9 @@ pub struct SimContext {
     pub attempt: u32,
     /// A fork's sample ([`sage_core::protocol::ServiceRequest::sample`]): varies the draw.
     pub sample: Option<u32>,
+    /// For the agent: the customer's line of this turn is off-case
+    /// ([`sage_core::scoring::fidelity::off_case`]); a simulated agent is misled by it.
+    pub misled: bool,
 }
 
 impl SimContext {
@@ -142,8 +145,12 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
         SimSpec::User {
             latency,
             empty_rate,
+            off_case_rate,
         } => Arc::new(Simulated {
-            model: user::SimUser { empty_rate },
+            model: user::SimUser {
+                empty_rate,
+                off_case_rate,
+            },
             latency,
         }),
         SimSpec::DeskAgent { skills, latency } => Arc::new(desk::SimDeskAgent { skills, latency }),

@@ -16,6 +16,9 @@ pub const END: &str = "[END]";
 pub struct SimUser {
     /// Probability per call of an empty reply (exercises the user role's retries).
     pub empty_rate: f64,
+    /// Probability per turn after the first of stating another intent than the case's, one
+    /// that implies another value of a field the case fixes (an off-case customer).
+    pub off_case_rate: f64,
 }
 
 const WEAK_FOLLOW_UPS: [&str; 4] = [
@@ -70,6 +73,18 @@ impl Play for SimUser {
             return (END.into(), "stop");
         }
         let sc = ctx.sop.scenario();
+        if self.off_case_rate > 0.0 && ctx.turn > 1 {
+            let mut r = ctx.rng("off case");
+            if chance(&mut r, self.off_case_rate) {
+                let others: Vec<&str> = (sc.intents.iter())
+                    .filter(|i| sage_core::scoring::fidelity::conflict(&ctx.sop, job, i).is_some())
+                    .map(|i| i.description.as_str())
+                    .collect();
+                if let Some(other) = others.choose(&mut r) {
+                    return (format!("To be clear: {other}."), "stop");
+                }
+            }
+        }
         let intent = sc.intents.iter().find(|i| i.id == job.intent);
         let facts: &[String] = intent.map(|i| i.facts.as_slice()).unwrap_or(&[]);
         // A request's turn is 1-based by contract only (it may come over NATS).
