@@ -323,7 +323,11 @@ fn models_check_against_a_real_local_model() {
     let (base_url, _guard) = start();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("run.yaml");
-    // The real model as the agent under test and the customer; simulated judges.
+    // The real model as the agent under test and the customer; simulated judges. Bounded as a
+    // user bounds a small model: under the server's JSON grammar (`json_object`, no schema) it
+    // writes about 2 tokens a second on 2 cores, so the agent's rehearsal with no `max_tokens`
+    // ran past the check's 120 s timeout (CI, 2026-11-29); 96 tokens take under a minute, and a
+    // cut-off answer is a format error (a warning), the verdict still `ok`.
     let judges: String = (1..=3)
         .map(|i| {
             format!("  - {{name: sim-judge-{i}, provider: simulated, sim: {{kind: judge}}}}\n")
@@ -333,7 +337,8 @@ fn models_check_against_a_real_local_model() {
         &config,
         format!(
             "models:\n  - {{name: smollm2, provider: openai, base_url: \"{base_url}\", \
-             model: {model}, timeout_secs: 120}}\n{judges}\
+             model: {model}, timeout_secs: 120, temperature: 0, \
+             max_tokens: 96}}\n{judges}\
              service_models: [smollm2]\nuser_model: smollm2\n\
              judge_models: [sim-judge-1, sim-judge-2, sim-judge-3]\n"
         ),
