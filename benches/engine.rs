@@ -19,7 +19,7 @@ mod common;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use sage::actors::runner::run_embedded;
-use sage::llm::sim::{Latency, SimSpec};
+use sage::llm::sim::Latency;
 use sage::llm::{ModelConfig, Provider};
 use sage::plan::{self, RunConfig};
 use sage::sop::Sop;
@@ -165,16 +165,8 @@ fn concurrency() {
     // slowest of three judges, E[max of 3] = 0.8 + 0.4 * 3/4 = 1.1 s.
     let mut config = fixed_length(10_000);
     for m in &mut config.models {
-        match &mut m.sim {
-            Some(SimSpec::Agent { latency, .. })
-            | Some(SimSpec::User { latency, .. })
-            | Some(SimSpec::Judge { latency, .. })
-            | Some(SimSpec::DeskAgent { latency, .. })
-            | Some(SimSpec::DeskCustomer { latency })
-            | Some(SimSpec::DeskJudge { latency, .. }) => {
-                *latency = Some(Latency::UniformMs(800, 1200))
-            }
-            None => {}
+        if let Some(sim) = &mut m.sim {
+            *sim.latency_mut() = Some(Latency::UniformMs(800, 1200));
         }
         m.max_concurrency = 1 << 20;
     }

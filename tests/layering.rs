@@ -342,3 +342,37 @@ fn no_two_actor_modules_import_each_other() {
         "{uses:#?}"
     );
 }
+
+/// The suite lifecycle is one mechanism: the files that carry every suite (the trait, the
+/// lifecycle, the model call, the CLI's wiring) name none of them, so a suite is added in its
+/// own folders without a branch here (issue 36). Only code is read (doc comments may name one).
+#[test]
+fn the_shared_suite_lifecycle_names_no_suite() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = [
+        "crates/core/src/suite.rs",
+        "crates/core/src/protocol/call.rs",
+        "crates/actors/src/suite.rs",
+        "crates/actors/src/call.rs",
+        "crates/ports/src/store/suite.rs",
+        "src/cli/suite.rs",
+    ];
+    let suites = [
+        "tau2",
+        "Tau2",
+        "desk",
+        "Desk",
+        "Sop",
+        "sop::",
+        "DialogueRecord",
+    ];
+    for file in shared {
+        let code = code(&root.join(file));
+        for name in suites {
+            assert!(
+                !code.contains(name),
+                "{file} names the suite-specific `{name}`: a suite's code belongs in its own folder"
+            );
+        }
+    }
+}

@@ -378,6 +378,9 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             let line = estimate.line();
             (Submission::Desk(config, texts, Box::new(desk)), id, line)
         }
+        Suite::Tau2Retail => anyhow::bail!(
+            "--suite tau2-retail runs embedded only so far (`sage run --suite tau2-retail`); the distributed mode serves the SAGE and support-desk suites"
+        ),
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
     sage_core::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;

@@ -10,6 +10,7 @@ mod report;
 mod rescore;
 mod run;
 mod scenario;
+mod suite;
 
 use clap::{Args, Parser, Subcommand};
 use sage_ports::telemetry::trace::{self, LogFormat};

@@ -28,6 +28,15 @@ pub fn report(
     // it (whole lines: a record being appended is not read).
     let writes_folder = !(html && out.is_some());
     let run = if writes_folder { run.claim()? } else { run };
+    if let Some(report) = super::run::Suite::lifecycle_report(&run) {
+        if html || leave.off_case {
+            bail!(
+                "{}: --html and --exclude-off-case apply to the SAGE and support-desk suites; this run's report is its summary and leaderboard",
+                dir.display()
+            );
+        }
+        return report(&run, writes_folder);
+    }
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {
         sage_ports::store::desk::DESK_RECORDS

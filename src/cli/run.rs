@@ -1,6 +1,6 @@
 //! `sage run`, `sage report`, `sage export`: wiring only.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use sage_actors::runner::run_embedded_until;
 use sage_core::estimate::RunEstimate;
@@ -174,6 +174,21 @@ pub enum Suite {
     Sage,
     /// A store's support desk with tools (SupportAgentBench methodology).
     SupportDesk,
+    /// tau2-bench's retail domain: 114 tasks, 16 tools, graded by the database check
+    /// (docs/tau2-retail.md).
+    #[value(name = "tau2-retail")]
+    Tau2Retail,
+}
+
+impl Suite {
+    /// `sage report DIR` for a folder of a suite on the one lifecycle (its manifest's `suite`);
+    /// `None` for the SAGE and support-desk suites, reported on their own paths.
+    pub fn lifecycle_report(run: &RunDir) -> Option<fn(&RunDir, bool) -> anyhow::Result<()>> {
+        use sage_core::suite::Suite as _;
+        let name = super::suite::suite_of(run)?;
+        (name == sage_core::tau2::run::Tau2Retail::NAME)
+            .then_some(super::suite::report::<sage_core::tau2::run::Tau2Retail> as _)
+    }
 }
 
 /// The scenarios of the run stored in `run` as they were (a warning for each one left out when
@@ -233,8 +248,12 @@ pub fn report(
 /// `sage run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id.as_deref())?;
-    if args.suite == Suite::SupportDesk {
-        return super::desk::run(args.desk_args()?);
+    match args.suite {
+        Suite::SupportDesk => return super::desk::run(args.desk_args()?),
+        Suite::Tau2Retail => {
+            return super::suite::run::<sage_core::tau2::run::Tau2Retail>(args.suite_args()?);
+        }
+        Suite::Sage => {}
     }
     // Everything is checked before a results folder is created or claimed.
     let (config, resume) = args.config()?;
@@ -299,6 +318,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 impl RunArgs {
+    /// The options every suite on the one lifecycle takes; those of the SAGE suite alone
+    /// refused.
+    fn suite_args(&self) -> anyhow::Result<super::suite::SuiteArgs<'_>> {
+        if self.dialogues.is_some() {
+            bail!("--dialogues applies to the SAGE suite alone");
+        }
+        if self.sets_budget() {
+            bail!("--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite alone");
+        }
+        if self.adaptive.adaptive {
+            bail!("--adaptive applies to the SAGE suite alone");
+        }
+        Ok(super::suite::SuiteArgs {
+            config: self.config.as_deref(),
+            flags: sage_core::suite::Flags {
+                repeats: self.repeats,
+                seed: self.seed,
+                max_turns: self.max_turns,
+                concurrency: self.concurrency,
+                output_dir: self.out.clone(),
+            },
+            run_id: self.run_id.as_deref(),
+            resume: self.resume.as_deref(),
+            quiet: self.quiet,
+            metrics_addr: self.metrics_addr,
+            plan: self.plan,
+        })
+    }
+
     /// The options that apply to `--suite support-desk`; those of the SAGE suite alone refused.
     fn desk_args(&self) -> anyhow::Result<super::desk::DeskArgs<'_>> {
         if self.dialogues.is_some() {
@@ -494,6 +542,9 @@ pub enum ExportFormat {
     Dpo,
     /// Preference pairs, TRL's conversational JSONL (prompt, chosen, rejected).
     DpoTrl,
+    /// A tau2 retail run as tau2-bench's results JSON (`tau2 evaluate-trajs` loads it;
+    /// docs/tau2-retail.md).
+    Tau2,
 }
 
 /// Adversarial levels.
@@ -533,7 +584,11 @@ fn cap(text: &str) -> Result<NonZeroUsize, String> {
 
 /// `sage export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    if matches!(args.format, ExportFormat::Tau2) {
+        return export_tau2(&args);
+    }
     let format = match args.format {
+        ExportFormat::Tau2 => unreachable!("handled above"),
         ExportFormat::Openai => Format::Openai,
         ExportFormat::Sharegpt => Format::Sharegpt,
         ExportFormat::SharegptJsonl => Format::SharegptJsonl,
@@ -593,6 +648,31 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if stats.dialogues == 0 {
         bail!("{}: no dialogues to export", args.dir.display());
     }
+    Ok(())
+}
+
+/// `sage export DIR --format tau2 [--out FILE]`: the run's simulations in tau2's results JSON.
+fn export_tau2(args: &ExportArgs) -> anyhow::Result<()> {
+    let run = RunDir::open(&args.dir)?;
+    let written = match &args.out {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("{}: cannot create", path.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            let n = sage_ports::store::tau2::export_results(&run, &mut out)?;
+            std::io::Write::flush(&mut out)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+            n
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let n = sage_ports::store::tau2::export_results(&run, &mut out)?;
+            std::io::Write::flush(&mut out)?;
+            n
+        }
+    };
+    eprintln!("{written} simulations written in tau2's results format");
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! sender wait (backpressure) instead of queueing without limit.
 
 pub mod aggregator;
+pub mod call;
 pub mod cluster;
 pub mod desk;
 pub mod dialogue;
@@ -18,9 +19,12 @@ pub mod rehearsal;
 pub mod rejudge;
 pub mod roles;
 pub mod runner;
+pub mod suite;
+pub mod tau2;
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use roles::{JudgePanel, Registry, RuleRole, ServiceRole, UserRole};
+use sage_core::protocol::call::{ModelCallReply, ModelCallRequest};
 use sage_core::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
     DeskJudgeRequest,
@@ -110,6 +114,28 @@ role_handler!(
     desk
 );
 
+role_handler!(
+    ServiceActor,
+    Role::Service,
+    ModelCallRequest,
+    ModelCallReply,
+    call
+);
+role_handler!(
+    UserActor,
+    Role::User,
+    ModelCallRequest,
+    ModelCallReply,
+    call
+);
+role_handler!(
+    JudgeActor,
+    Role::Judge,
+    ModelCallRequest,
+    ModelCallReply,
+    call
+);
+
 /// The rule engine's actor (synchronous logic).
 pub struct RuleActor(pub Arc<RuleRole>);
 
@@ -150,9 +176,12 @@ pub fn start_local_roles(
         service: service.clone().recipient(),
         judge: judge.clone().recipient(),
         rule: RuleActor::start_in_arbiter(second, |_| rule).recipient(),
-        desk_agent: service.recipient(),
-        desk_customer: user.recipient(),
-        desk_judge: judge.recipient(),
+        desk_agent: service.clone().recipient(),
+        desk_customer: user.clone().recipient(),
+        desk_judge: judge.clone().recipient(),
+        agent_call: service.recipient(),
+        customer_call: user.recipient(),
+        judge_call: judge.recipient(),
     }
 }
 

@@ -144,6 +144,20 @@ impl Registry {
         Ok((self.sop(scenario)?, self.endpoint(model)?))
     }
 
+    /// A registry of these endpoints alone: no scenarios or store, one content attempt,
+    /// prompts kept as hashes (a suite whose driver writes its own prompts).
+    pub fn of_endpoints(endpoints: HashMap<String, Arc<Endpoint>>) -> Registry {
+        Registry {
+            sops: HashMap::new(),
+            endpoints,
+            content_attempts: 1,
+            record_prompts: false,
+            customer_guard: false,
+            prompts: PromptCache::default(),
+            desk: None,
+        }
+    }
+
     pub(crate) fn endpoint(&self, name: &str) -> Result<&Arc<Endpoint>, String> {
         self.endpoints
             .get(name)
@@ -419,6 +433,7 @@ pub fn service_request(
         sample: req.sample,
         tools: Vec::new(),
         desk: None,
+        facts: None,
         // Off unless the model's configuration sets it: the paper measures format errors.
         structured: (!endpoint.is_simulated()).then(|| Structured {
             schema: Arc::new(schema::agent_answer_schema(sop)),

@@ -32,3 +32,5 @@ pub mod scenario;
 pub mod scoring;
 pub mod simulator;
 pub mod sop;
+pub mod suite;
+pub mod tau2;

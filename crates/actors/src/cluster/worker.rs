@@ -434,6 +434,18 @@ impl Transport for Tripwire {
     ) -> Result<DeskJudgeReply, TransportError> {
         self.guard("judge", self.inner.desk_judge(request)).await
     }
+    async fn call(
+        &self,
+        request: sage_core::protocol::call::ModelCallRequest,
+    ) -> Result<sage_core::protocol::call::ModelCallReply, TransportError> {
+        use sage_core::protocol::call::CallRole;
+        let role = match request.role {
+            CallRole::Agent => "service",
+            CallRole::Customer => "user",
+            CallRole::Judge => "judge",
+        };
+        self.guard(role, self.inner.call(request)).await
+    }
 }
 
 /// Pulls jobs while there is room and `stop` is false; then waits for the dialogues in flight

@@ -100,7 +100,7 @@ pub struct RunConfig {
 }
 
 /// A simulated model of this name.
-pub(super) fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
+pub(crate) fn simulated(name: &str, sim: SimSpec) -> ModelConfig {
     ModelConfig {
         sim: Some(sim),
         ..ModelConfig::new(name, Provider::Simulated)
@@ -193,6 +193,31 @@ pub(crate) fn refuse_empty(text: &str, file: &str, expected: &str) -> Result<(),
             file: file.into(),
             problem: format!("the file is empty; expected {expected}"),
         })
+    }
+}
+
+/// Parses a suite's configuration file: refused when empty ([`refuse_empty`], `expected` says
+/// what it should be), its YAML read into `T` with the parser's message; `file` labels errors.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+    expected: &str,
+) -> Result<T, ConfigError> {
+    refuse_empty(text, file, expected)?;
+    serde_saphyr::from_str(text).map_err(|e| ConfigError {
+        file: file.to_string(),
+        problem: e.to_string(),
+    })
+}
+
+/// Each `(key, value, high)` within 1 to `high`; the first that is not, as the problem.
+pub(crate) fn within(bounds: &[(&str, u64, u64)]) -> Result<(), String> {
+    match bounds
+        .iter()
+        .find(|(_, value, high)| !(1..=*high).contains(value))
+    {
+        Some((key, value, high)) => Err(format!("`{key}` is {value}; expected 1 to {high}")),
+        None => Ok(()),
     }
 }
 

@@ -90,16 +90,11 @@ impl Default for DeskConfig {
 impl DeskConfig {
     /// Reads a configuration; `file` labels errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<DeskConfig, super::config::ConfigError> {
-        super::config::refuse_empty(
+        let config: DeskConfig = super::config::parse_yaml(
             text,
             file,
             "a support-desk configuration (docs/support-desk.md)",
         )?;
-        let config: DeskConfig =
-            serde_saphyr::from_str(text).map_err(|e| super::config::ConfigError {
-                file: file.to_string(),
-                problem: e.to_string(),
-            })?;
         config.check(file)?;
         Ok(config)
     }
@@ -163,7 +158,7 @@ impl DeskConfig {
             )));
         }
         use super::config::{MAX_CONCURRENCY, MAX_REPEATS, MAX_TURNS};
-        for (key, value, high) in [
+        super::config::within(&[
             ("repeats", u64::from(self.repeats), u64::from(MAX_REPEATS)),
             ("max_turns", u64::from(self.max_turns), u64::from(MAX_TURNS)),
             (
@@ -171,12 +166,8 @@ impl DeskConfig {
                 self.concurrency as u64,
                 MAX_CONCURRENCY as u64,
             ),
-        ] {
-            if !(1..=high).contains(&value) {
-                return Err(err(format!("`{key}` is {value}; expected 1 to {high}")));
-            }
-        }
-        Ok(())
+        ])
+        .map_err(err)
     }
 }
 

@@ -369,6 +369,39 @@ pub enum SimSpec {
         #[serde(default)]
         latency: Option<Latency>,
     },
+    /// A tau2 retail agent (`kind: tau2_agent`): it calls the task's gold actions in order,
+    /// each mutating call with a wrong argument at `wrong_argument` and left out at `skip`.
+    #[serde(rename = "tau2_agent")]
+    Tau2Agent {
+        /// Probability that a mutating call gets a wrong argument.
+        #[serde(default)]
+        wrong_argument: f64,
+        /// Probability that a mutating call is left out.
+        #[serde(default)]
+        skip: f64,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
+    /// A tau2 retail user (`kind: tau2_customer`): says the task's reason for calling, answers,
+    /// and stops once the agent is done.
+    #[serde(rename = "tau2_customer")]
+    Tau2Customer {
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
+    /// A tau2 NL-assertion judge (`kind: tau2_judge`): an assertion is met when the database
+    /// check passed, flipped at `noise`.
+    #[serde(rename = "tau2_judge")]
+    Tau2Judge {
+        /// Probability that a verdict is flipped.
+        #[serde(default)]
+        noise: f64,
+        /// Simulated latency.
+        #[serde(default)]
+        latency: Option<Latency>,
+    },
     /// An oracle judge.
     Judge {
         /// Probability that a field's label is replaced by another option.
@@ -398,6 +431,9 @@ impl SimSpec {
             SimSpec::DeskAgent { .. } => "desk_agent",
             SimSpec::DeskCustomer { .. } => "desk_customer",
             SimSpec::DeskJudge { .. } => "desk_judge",
+            SimSpec::Tau2Agent { .. } => "tau2_agent",
+            SimSpec::Tau2Customer { .. } => "tau2_customer",
+            SimSpec::Tau2Judge { .. } => "tau2_judge",
         }
     }
 }
@@ -647,17 +683,24 @@ impl ModelConfig {
 }
 
 impl SimSpec {
-    /// Checks the settings that do not depend on a bundled profile: latencies, probabilities.
-    pub fn check(&self, model: &str) -> Result<(), String> {
-        let latency = match self {
+    /// The simulated latency, to read or set (every simulated model has one).
+    pub fn latency_mut(&mut self) -> &mut Option<Latency> {
+        match self {
             SimSpec::Agent { latency, .. }
             | SimSpec::User { latency, .. }
             | SimSpec::DeskAgent { latency, .. }
             | SimSpec::DeskCustomer { latency }
             | SimSpec::DeskJudge { latency, .. }
+            | SimSpec::Tau2Agent { latency, .. }
+            | SimSpec::Tau2Customer { latency }
+            | SimSpec::Tau2Judge { latency, .. }
             | SimSpec::Judge { latency, .. } => latency,
-        };
-        match latency {
+        }
+    }
+
+    /// Checks the settings that do not depend on a bundled profile: latencies, probabilities.
+    pub fn check(&self, model: &str) -> Result<(), String> {
+        match &*self.clone().latency_mut() {
             Some(Latency::FixedMs(ms)) if *ms > limits::LATENCY_MS => {
                 return Err(format!(
                     "model {model}: sim latency fixed_ms is {ms}; expected at most {}",
@@ -722,6 +765,13 @@ impl SimSpec {
                 ..
             } => probability(model, "empty_rate", *empty_rate)
                 .and_then(|()| probability(model, "off_case_rate", *off_case_rate)),
+            SimSpec::Tau2Agent {
+                wrong_argument,
+                skip,
+                ..
+            } => probability(model, "wrong_argument", *wrong_argument)
+                .and_then(|()| probability(model, "skip", *skip)),
+            SimSpec::Tau2Judge { noise, .. } => probability(model, "noise", *noise),
             SimSpec::DeskAgent { skills, .. } => {
                 for (name, p) in [
                     ("unsafe_propensity", skills.unsafe_propensity),
@@ -734,7 +784,7 @@ impl SimSpec {
                 }
                 Ok(())
             }
-            SimSpec::DeskCustomer { .. } => Ok(()),
+            SimSpec::DeskCustomer { .. } | SimSpec::Tau2Customer { .. } => Ok(()),
             SimSpec::DeskJudge { noise, .. } => probability(model, "noise", *noise),
             SimSpec::Judge {
                 noise,

@@ -4,6 +4,7 @@
 //! Everything here crosses process boundaries in the distributed mode (JSON over NATS), so every
 //! type is `Serialize + Deserialize` and carries what the receiving side needs, nothing more.
 
+pub mod call;
 pub mod chat;
 pub mod desk;
 pub mod id;

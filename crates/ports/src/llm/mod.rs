@@ -51,6 +51,10 @@ pub struct ChatRequest {
     /// The facts a simulated support-desk model plays from; never sent to a real model and not
     /// part of the cache key.
     pub desk: Option<Arc<sim::desk::DeskContext>>,
+    /// The facts a simulated model of a suite that writes its own prompts plays from (the
+    /// suite's shape, e.g. [`sage_core::tau2::run::Tau2Facts`]); never sent to a real model and
+    /// not part of the cache key.
+    pub facts: Option<Arc<serde_json::Value>>,
     /// The schema of the answer the role parses, for structured output (none: no schema).
     pub structured: Option<Structured>,
     /// A fork's sample (`sage fork --samples K`): a real backend asks with the seed

@@ -108,6 +108,16 @@ pub fn read_desk_config(path: Option<&Path>) -> Result<DeskConfig, InputError> {
     }
 }
 
+/// Reads a configuration of the suite `S` from its file (bounded, checked), or its default.
+pub fn read_suite_config<S: sage_core::suite::Suite>(
+    path: Option<&Path>,
+) -> Result<S::Config, InputError> {
+    match path {
+        Some(path) => Ok(S::config(&read(path)?, &path.display().to_string())?),
+        None => Ok(S::Config::default()),
+    }
+}
+
 /// Loads the scenarios a configuration names (`bundled`, or files), each with its YAML text.
 pub fn load_scenarios(config: &RunConfig) -> Result<Vec<(Arc<Sop>, String)>, InputError> {
     Ok(load_named_scenarios(config)?

@@ -6,6 +6,8 @@ pub mod desk;
 pub mod export;
 pub mod inputs;
 mod report;
+pub mod suite;
+pub mod tau2;
 
 pub use report::{
     CALIBRATION_JSON, Duplicates, ForeignRecords, Leave, REPORT_HTML, Reported, RunJobs, SageFold,

@@ -3,6 +3,7 @@
 
 use super::{Transport, TransportError};
 use actix::Recipient;
+use sage_core::protocol::call::{CallRole, ModelCallReply, ModelCallRequest};
 use sage_core::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
     DeskJudgeRequest,
@@ -45,6 +46,12 @@ pub struct LocalTransport {
     pub desk_customer: Recipient<Ask<DeskCustomerRequest, DeskCustomerReply>>,
     /// The judge role's support-desk judges.
     pub desk_judge: Recipient<Ask<DeskJudgeRequest, DeskJudgeReply>>,
+    /// Model calls of the agent under test (the service role).
+    pub agent_call: Recipient<Ask<ModelCallRequest, ModelCallReply>>,
+    /// Model calls of the customer (the user role).
+    pub customer_call: Recipient<Ask<ModelCallRequest, ModelCallReply>>,
+    /// Model calls of the judges (the judge role).
+    pub judge_call: Recipient<Ask<ModelCallRequest, ModelCallReply>>,
 }
 
 fn gone(role: &'static str) -> impl FnOnce(actix::MailboxError) -> TransportError {
@@ -112,5 +119,14 @@ impl Transport for LocalTransport {
             .send(Ask::new(request))
             .await
             .map_err(gone("judge"))
+    }
+
+    async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError> {
+        let (to, role) = match request.role {
+            CallRole::Agent => (&self.agent_call, "service"),
+            CallRole::Customer => (&self.customer_call, "user"),
+            CallRole::Judge => (&self.judge_call, "judge"),
+        };
+        to.send(Ask::new(request)).await.map_err(gone(role))
     }
 }

@@ -5,6 +5,7 @@
 pub mod local;
 pub mod nats;
 
+use sage_core::protocol::call::{CallRole, ModelCallReply, ModelCallRequest};
 use sage_core::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
     DeskJudgeRequest,
@@ -63,6 +64,9 @@ pub trait Transport: Send + Sync {
     /// Support desk: the two judges score a conversation (the judge role).
     async fn desk_judge(&self, request: DeskJudgeRequest)
     -> Result<DeskJudgeReply, TransportError>;
+    /// One model call of a suite whose driver writes its own prompts (tau2 retail), served by
+    /// the role process of its [`CallRole`](sage_core::protocol::call::CallRole).
+    async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError>;
 }
 
 /// Which roles a [`Routed`] transport serves in this process.
@@ -148,5 +152,14 @@ impl Transport for Routed {
         request: DeskJudgeRequest,
     ) -> Result<DeskJudgeReply, TransportError> {
         self.pick(self.roles.judge).desk_judge(request).await
+    }
+
+    async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError> {
+        let here = match request.role {
+            CallRole::Agent => self.serves_model(&request.model),
+            CallRole::Customer => self.roles.user,
+            CallRole::Judge => self.roles.judge,
+        };
+        self.pick(here).call(request).await
     }
 }

@@ -9,6 +9,7 @@ use crate::telemetry::{metrics, trace};
 use async_nats::jetstream::{self, consumer, kv, stream};
 use async_nats::{Client, ConnectOptions, HeaderMap, HeaderValue, RequestErrorKind};
 use bytes::Bytes;
+use sage_core::protocol::call::{CallRole, ModelCallReply, ModelCallRequest};
 use sage_core::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
     DeskJudgeRequest,
@@ -858,6 +859,18 @@ impl Transport for NatsTransport {
     ) -> Result<DeskJudgeReply, TransportError> {
         self.ask(Role::Judge, role_subject(Role::Judge, None), &request)
             .await
+    }
+
+    async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError> {
+        let (role, subject) = match request.role {
+            CallRole::Agent => (
+                Role::Service,
+                role_subject(Role::Service, Some(&request.model)),
+            ),
+            CallRole::Customer => (Role::User, role_subject(Role::User, None)),
+            CallRole::Judge => (Role::Judge, role_subject(Role::Judge, None)),
+        };
+        self.ask(role, subject, &request).await
     }
 }
 

@@ -4,12 +4,11 @@
 //! They play from a [`DeskContext`] the desk driver attaches to each call, seeded per
 //! (case, repeat, role, turn, round), so a run never depends on scheduling.
 
-use super::{Latency, chance, sleep_latency};
+use super::{Latency, answer, chance, sleep_latency};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ToolCall};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 pub use sage_core::plan::model::DeskSkills;
-use sage_core::protocol::Usage;
 use sage_core::scenario::desk::{Bucket, Case, Required, Tool};
 use sage_core::scoring::desk::Verdict;
 use std::sync::Arc;
@@ -248,28 +247,6 @@ fn context(request: &ChatRequest) -> Result<&DeskContext, LlmError> {
         .desk
         .as_deref()
         .ok_or_else(|| LlmError::Config("a simulated desk model needs the desk context".into()))
-}
-
-fn answer(text: String, tool_calls: Vec<ToolCall>, request: &ChatRequest) -> ChatResponse {
-    let input: usize = request.messages.iter().map(|m| m.content.len()).sum();
-    ChatResponse {
-        usage: Usage {
-            input_tokens: sage_core::estimate::tokens(input),
-            output_tokens: sage_core::estimate::tokens(text.len()) + 20 * tool_calls.len() as u64,
-            ..Usage::default()
-        },
-        finish_reason: Some(
-            if tool_calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            }
-            .into(),
-        ),
-        text,
-        tool_calls,
-        rate_limits: None,
-    }
 }
 
 #[async_trait::async_trait]

@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod desk;
 pub mod judge;
+pub mod tau2;
 pub mod user;
 
 pub use sage_core::plan::model::{Latency, SimSpec};
@@ -156,6 +157,17 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
         SimSpec::DeskAgent { skills, latency } => Arc::new(desk::SimDeskAgent { skills, latency }),
         SimSpec::DeskCustomer { latency } => Arc::new(desk::SimDeskCustomer { latency }),
         SimSpec::DeskJudge { noise, latency } => Arc::new(desk::SimDeskJudge { noise, latency }),
+        SimSpec::Tau2Agent {
+            wrong_argument,
+            skip,
+            latency,
+        } => Arc::new(tau2::SimTau2Agent {
+            wrong_argument,
+            skip,
+            latency,
+        }),
+        SimSpec::Tau2Customer { latency } => Arc::new(tau2::SimTau2Customer { latency }),
+        SimSpec::Tau2Judge { noise, latency } => Arc::new(tau2::SimTau2Judge { noise, latency }),
         SimSpec::Judge {
             noise,
             latency,
@@ -168,6 +180,34 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
             latency,
         }),
     })
+}
+
+/// A simulated tool-calling model's answer: its text and tool calls, with token counts
+/// estimated from the request's and the answer's lengths.
+pub(crate) fn answer(
+    text: String,
+    tool_calls: Vec<super::ToolCall>,
+    request: &ChatRequest,
+) -> ChatResponse {
+    let input: usize = request.messages.iter().map(|m| m.content.len()).sum();
+    ChatResponse {
+        usage: Usage {
+            input_tokens: sage_core::estimate::tokens(input),
+            output_tokens: sage_core::estimate::tokens(text.len()) + 20 * tool_calls.len() as u64,
+            ..Usage::default()
+        },
+        finish_reason: Some(
+            if tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+            .into(),
+        ),
+        text,
+        tool_calls,
+        rate_limits: None,
+    }
 }
 
 /// Waits the simulated latency of a call (drawn from `rng` when uniform).

@@ -1,0 +1,157 @@
+//! One run lifecycle for every suite ([`sage_core::suite::Suite`]): the role actors and the
+//! suite's driver in this process, the jobs played each agent its fair part at a time, every
+//! record stored as it finishes and folded into the scores. A suite brings its driver ([`Play`]);
+//! nothing here names one.
+
+use crate::lanes;
+use crate::roles::Registry;
+use crate::runner::{RunError, build_endpoints};
+use crate::start_local_roles;
+use futures::StreamExt;
+use sage_core::plan::JobSet;
+use sage_core::suite::Suite;
+use sage_ports::store::{HasJob, RunDir};
+use sage_ports::transport::Transport;
+use std::sync::Arc;
+
+/// A suite's driver: plays one job through a transport to the roles.
+#[async_trait::async_trait]
+pub trait Play: Suite {
+    /// The world a run of `config` plays over: bundled with the binary, or read from the files
+    /// the configuration names (why not, naming the file, when they cannot be read).
+    fn world(config: &Self::Config) -> Result<Arc<Self::World>, String>;
+
+    /// Plays `job` over `world`: its record, or why the job cannot be played at all (it names
+    /// what the world does not hold).
+    async fn play(
+        transport: &dyn Transport,
+        world: &Self::World,
+        job: Self::Job,
+    ) -> Result<Self::Record, String>;
+}
+
+/// The registry of a process serving a run of `S`: the endpoints of the models of `config`
+/// that `wanted` accepts.
+pub fn registry<S: Suite>(
+    config: &S::Config,
+    wanted: impl Fn(&str) -> bool,
+    limiters: &sage_ports::llm::Limiters,
+) -> Result<Registry, RunError> {
+    let models: Vec<_> = S::models(config)
+        .iter()
+        .filter(|m| wanted(&m.name))
+        .cloned()
+        .collect();
+    Ok(Registry::of_endpoints(build_endpoints(
+        &models, None, limiters,
+    )?))
+}
+
+/// Plays `jobs` in this process (the role actors and the driver), at most the configuration's
+/// concurrency at once, each agent under test its fair part of them ([`lanes`]); `on_record`
+/// receives each record as it finishes. Must run inside an actix `System`.
+pub async fn run_embedded<S: Play>(
+    config: &S::Config,
+    world: Arc<S::World>,
+    jobs: Vec<S::Job>,
+    mut on_record: impl FnMut(S::Record),
+) -> Result<(), RunError> {
+    let needed = S::model_names(config);
+    let registry = registry::<S>(config, |m| needed.contains(&m), &Default::default())?;
+    let transport: Arc<dyn Transport> = Arc::new(start_local_roles(
+        Arc::new(registry),
+        &actix::Arbiter::current(),
+        None,
+    ));
+    let agents = S::agents(config);
+    let mut lanes: Vec<Vec<S::Job>> = vec![Vec::new(); agents.len().max(1)];
+    for job in jobs {
+        let lane = agents.iter().position(|a| a == S::job_agent(&job));
+        lanes[lane.unwrap_or(0)].push(job);
+    }
+    let lanes = lanes
+        .into_iter()
+        .map(|jobs| Box::new(jobs.into_iter()) as lanes::Lane<'_, S::Job>)
+        .collect();
+    let mut finished = std::pin::pin!(lanes::fair(lanes, S::concurrency(config), |job| {
+        let (transport, world) = (transport.clone(), world.clone());
+        async move { S::play(transport.as_ref(), &world, job).await }
+    }));
+    while let Some(record) = finished.next().await {
+        on_record(record.map_err(RunError::Runtime)?);
+    }
+    Ok(())
+}
+
+/// What a stored run of `S` holds so far: the jobs done and the scores folded from them.
+pub struct Stored<S: Suite> {
+    /// The jobs with a record.
+    pub jobs: JobSet,
+    /// The scores of the records.
+    pub fold: S::Fold,
+}
+
+impl<S: Suite> Stored<S> {
+    /// Reads the records of `run` once, to resume it (folded as read): each must be of `jobs`
+    /// and of the run `run_id` ([`RunDir::resume_records`]); a job stored twice counts once.
+    pub fn read(run: &RunDir, jobs: &[S::Job], run_id: &str) -> Result<Stored<S>, RunError> {
+        let mut set = JobSet::of(jobs, |j| S::job_id(j));
+        let mut fold = S::Fold::default();
+        run.resume_records(S::RECORDS, &mut set, run_id, |_, Of::<S>(record)| {
+            S::fold(&mut fold, &record)
+        })?;
+        Ok(Stored { jobs: set, fold })
+    }
+}
+
+/// A record of `S` as the store reads it back.
+struct Of<S: Suite>(S::Record);
+
+impl<'de, S: Suite> serde::Deserialize<'de> for Of<S> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        S::Record::deserialize(d).map(Of)
+    }
+}
+
+impl<S: Suite> HasJob for Of<S> {
+    fn ids(&self) -> (&str, &str) {
+        let job = S::record_job(&self.0);
+        (S::job_run(job), S::job_id(job))
+    }
+    fn check(&self, jobs: &JobSet) -> Result<(), sage_core::plan::Foreign> {
+        let job = S::record_job(&self.0);
+        jobs.check(S::job_id(job), job)
+    }
+}
+
+/// Plays `todo` (the jobs of a run not yet among the `stored`) as [`run_embedded`] does, storing
+/// each record in `run`'s records file as it finishes and folding it into `stored`; `progress`
+/// advances by one a conversation. A record that cannot be written does not stop the
+/// conversations in flight: the run fails with that error once they have finished (what was
+/// written stays, for a resume). Must run inside an actix `System`.
+pub async fn run_stored<S: Play>(
+    config: &S::Config,
+    world: Arc<S::World>,
+    todo: Vec<S::Job>,
+    run: &RunDir,
+    stored: &mut Stored<S>,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Result<(), RunError> {
+    let mut writer = run.jsonl_writer(S::RECORDS)?;
+    let mut failed = None;
+    run_embedded::<S>(config, world, todo, |record| {
+        if let Err(e) = writer.append(&record) {
+            failed.get_or_insert(e);
+        }
+        stored.jobs.mark_done(S::job_id(S::record_job(&record)));
+        S::fold(&mut stored.fold, &record);
+        if let Some(p) = progress {
+            p.inc(1);
+        }
+    })
+    .await?;
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,80 @@
+//! The suite as one mechanism: what a benchmark suite gives the engine. A suite plans jobs from
+//! a configuration and what it plays over (its *world*: scenarios, a store, tasks), a played
+//! job leaves one record, and records fold into the suite's scores one by one. The run's
+//! lifecycle above it (`sage_actors::suite`: play embedded, store, resume) and the CLI are
+//! written once over this trait; a suite is one implementation of it, in a folder of its own
+//! per crate (`tau2/` here, `sage_actors::tau2`, ...).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A benchmark suite: its configuration, its jobs, its records and its scoring fold.
+pub trait Suite: Send + Sync + 'static {
+    /// The suite's name: `sage run --suite NAME`, and the `suite` of its run manifests.
+    const NAME: &'static str;
+    /// The records file of a run folder (one JSON record a line).
+    const RECORDS: &'static str;
+    /// A run's configuration: a YAML file, or the default for a run with no file.
+    type Config: Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// What the jobs play over, built once per run.
+    type World: Send + Sync + 'static;
+    /// One conversation to play.
+    type Job: Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// One played conversation.
+    type Record: Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// The scores, folded a record at a time (a run's cost grows with the records in flight,
+    /// never with the records done).
+    type Fold: Default + Send + 'static;
+
+    /// Reads and checks a configuration; `file` labels errors.
+    fn config(text: &str, file: &str) -> Result<Self::Config, crate::plan::config::ConfigError>;
+    /// Checks a configuration built in code or changed by flags; `file` labels errors.
+    fn check(config: &Self::Config, file: &str) -> Result<(), crate::plan::config::ConfigError>;
+    /// Every model a run calls (agents under test, customers, judges).
+    fn model_names(config: &Self::Config) -> Vec<&str>;
+    /// The model endpoints the configuration declares.
+    fn models(config: &Self::Config) -> &[crate::plan::model::ModelConfig];
+    /// Conversations in flight.
+    fn concurrency(config: &Self::Config) -> usize;
+    /// The run seed.
+    fn seed(config: &Self::Config) -> u64;
+    /// Where results/<run-id>/ goes.
+    fn output_dir(config: &Self::Config) -> &std::path::Path;
+    /// Applies the command line's flags to a configuration (checked afterwards).
+    fn apply(config: &mut Self::Config, flags: &Flags);
+    /// The agents under test, in the configuration's order (the run's lanes).
+    fn agents(config: &Self::Config) -> &[String];
+    /// The run's jobs, in the order it plays them.
+    fn jobs(config: &Self::Config, run_id: &str, world: &Self::World) -> Vec<Self::Job>;
+    /// A job's id, unique in its run.
+    fn job_id(job: &Self::Job) -> &str;
+    /// The run a job is of.
+    fn job_run(job: &Self::Job) -> &str;
+    /// The agent under test of a job.
+    fn job_agent(job: &Self::Job) -> &str;
+    /// The job a record played.
+    fn record_job(record: &Self::Record) -> &Self::Job;
+    /// Folds one record into the scores.
+    fn fold(fold: &mut Self::Fold, record: &Self::Record);
+    /// What a run of `jobs` will do, counted before it spends (`sage run --plan`): a text for
+    /// people and a JSON document.
+    fn plan(config: &Self::Config, jobs: &[Self::Job]) -> (String, serde_json::Value);
+    /// The scores of the folded records: summary.json, and the table printed and written as
+    /// leaderboard.md.
+    fn summary(fold: &Self::Fold) -> (serde_json::Value, String);
+}
+
+/// The flags of `sage run` every suite takes; `None` leaves the configuration's value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    /// Runs (trials) of each case.
+    pub repeats: Option<u32>,
+    /// Run seed.
+    pub seed: Option<u64>,
+    /// Most turns a conversation.
+    pub max_turns: Option<u32>,
+    /// Conversations in flight.
+    pub concurrency: Option<usize>,
+    /// Where results/<run-id>/ goes.
+    pub output_dir: Option<std::path::PathBuf>,
+}

@@ -1,0 +1,41 @@
+//! What a run folder of any suite ([`sage_core::suite::Suite`]) holds besides its records: the
+//! manifest (the configuration as it ran, the suite's name, the job count), so a run resumes
+//! with what it started with.
+
+use sage_core::suite::Suite;
+use serde::{Deserialize, Serialize};
+
+/// manifest.json of a suite's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteManifest<C> {
+    /// The run id (the folder's name).
+    #[serde(deserialize_with = "sage_core::protocol::id::run_id")]
+    pub run_id: String,
+    /// The suite ([`Suite::NAME`]).
+    pub suite: String,
+    /// When it started (UTC, RFC 3339).
+    pub created_at: String,
+    /// SAGE-RS version.
+    pub sage_version: String,
+    /// The full configuration (API keys are never in it: only the names of their variables).
+    pub config: C,
+    /// Conversations in the run.
+    pub jobs: usize,
+    /// Models that are built-in simulations.
+    pub simulated_models: Vec<String>,
+}
+
+impl<C: Clone> SuiteManifest<C> {
+    /// The manifest of a new run of `S` with `config` and `jobs` jobs.
+    pub fn new<S: Suite<Config = C>>(run_id: &str, config: &C, jobs: usize) -> Self {
+        SuiteManifest {
+            run_id: run_id.to_string(),
+            suite: S::NAME.into(),
+            created_at: super::now_utc().0,
+            sage_version: env!("CARGO_PKG_VERSION").into(),
+            config: config.clone(),
+            jobs,
+            simulated_models: super::simulated_models(S::models(config)),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! `sage run --suite NAME` for a suite on the one lifecycle ([`sage_actors::suite`]): flags ->
+//! configuration -> plan or run -> scores. Wiring only; nothing here names a suite.
+
+use anyhow::Context;
+use sage_actors::suite::{Play, Stored, run_stored};
+use sage_core::suite::Flags;
+use sage_ports::store::suite::SuiteManifest;
+use sage_ports::store::{RunDir, inputs};
+use sage_report::transcript::terminal_safe;
+use std::path::Path;
+
+/// The options of `sage run` every suite takes.
+pub struct SuiteArgs<'a> {
+    /// A configuration file (the suite's default without one).
+    pub config: Option<&'a Path>,
+    /// The flags that override the configuration.
+    pub flags: Flags,
+    /// Run id.
+    pub run_id: Option<&'a str>,
+    /// Continue this run folder (its configuration; finished conversations kept).
+    pub resume: Option<&'a Path>,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Serve /metrics here while the run lasts.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--plan`: print what the run would do instead.
+    pub plan: super::PlanArgs,
+}
+
+/// `sage run --suite NAME` for the suite `S`.
+pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
+    super::check_run_id_flag(args.run_id)?;
+    // Everything is checked before a results folder is created or claimed.
+    let (mut config, run, run_id) = match args.resume {
+        Some(dir) => {
+            let run = RunDir::open(dir)?;
+            let manifest: SuiteManifest<S::Config> = run
+                .read_json("manifest.json")
+                .with_context(|| format!("{}: not a {} run folder", dir.display(), S::NAME))?;
+            if manifest.suite != S::NAME {
+                anyhow::bail!(
+                    "{}: a {} run; resume it with `sage run --suite {} --resume {}`",
+                    dir.display(),
+                    terminal_safe(&manifest.suite),
+                    terminal_safe(&manifest.suite),
+                    dir.display()
+                );
+            }
+            (manifest.config, Some(run), manifest.run_id)
+        }
+        None => {
+            let mut config = inputs::read_suite_config::<S>(args.config)?;
+            S::apply(&mut config, &args.flags);
+            let run_id = args
+                .run_id
+                .map(str::to_string)
+                .unwrap_or_else(|| sage_ports::store::new_run_id(Some(S::NAME), S::seed(&config)));
+            (config, None, run_id)
+        }
+    };
+    if let Some(n) = args.flags.concurrency {
+        S::apply(
+            &mut config,
+            &Flags {
+                concurrency: Some(n),
+                ..Flags::default()
+            },
+        );
+    }
+    S::check(&config, "command line")?;
+    let world = <S as Play>::world(&config).map_err(anyhow::Error::msg)?;
+    let jobs = S::jobs(&config, &run_id, &world);
+    if args.plan.plan {
+        let (text, json) = S::plan(&config, &jobs);
+        return args.plan.print(|| text, || Ok(json));
+    }
+    super::set_up_models(S::models(&config))?;
+    let run = match run {
+        Some(run) => run.claim()?,
+        None => RunDir::create(S::output_dir(&config), &run_id)?,
+    };
+    let total = jobs.len();
+    if args.resume.is_none() {
+        run.write_json(
+            "manifest.json",
+            &SuiteManifest::new::<S>(&run_id, &config, total),
+        )?;
+    }
+    let mut stored = Stored::<S>::read(&run, &jobs, &run_id)?;
+    let todo: Vec<_> = jobs
+        .into_iter()
+        .filter(|j| !stored.jobs.is_done(S::job_id(j)))
+        .collect();
+    eprintln!(
+        "run {run_id}: {} {} ({} to play) -> {}",
+        total,
+        S::NAME,
+        todo.len(),
+        run.path().display()
+    );
+    let progress = (!args.quiet).then(|| {
+        let p = super::progress_bar(total, "conversations");
+        p.set_position(stored.jobs.done() as u64);
+        p
+    });
+    super::system(async {
+        super::serve_run_metrics(args.metrics_addr).await?;
+        run_stored::<S>(&config, world, todo, &run, &mut stored, progress.as_ref()).await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    if let Some(p) = &progress {
+        p.finish_and_clear();
+    }
+    let (summary, table) = S::summary(&stored.fold);
+    run.write_json("summary.json", &summary)?;
+    std::fs::write(run.path().join("leaderboard.md"), &table)
+        .with_context(|| format!("{}: cannot write leaderboard.md", run.path().display()))?;
+    println!("{}", terminal_safe(&table));
+    println!("results: {}", run.path().display());
+    Ok(())
+}
+
+/// `sage report DIR` of a run of `S`: its summary and leaderboard rebuilt from its records
+/// (folded as read, checked to be the run's jobs), printed, and written into the folder when
+/// `write` (the caller has claimed it).
+pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
+    let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
+    let world = <S as Play>::world(&manifest.config).map_err(anyhow::Error::msg)?;
+    let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
+    let stored = Stored::<S>::read(run, &jobs, &manifest.run_id)?;
+    if stored.jobs.done() == 0 {
+        anyhow::bail!(
+            "{}: no conversation stored in {} (the run has not finished one yet, or its records are gone); nothing to report",
+            run.path().display(),
+            S::RECORDS
+        );
+    }
+    let (summary, table) = S::summary(&stored.fold);
+    if write {
+        run.write_json("summary.json", &summary)?;
+        std::fs::write(run.path().join("leaderboard.md"), &table)
+            .with_context(|| format!("{}: cannot write leaderboard.md", run.path().display()))?;
+    }
+    println!("{}", terminal_safe(&table));
+    Ok(())
+}
+
+/// The suite a run folder's manifest names (`suite`), if any.
+pub fn suite_of(run: &RunDir) -> Option<String> {
+    let manifest: serde_json::Value = run.read_json("manifest.json").ok()?;
+    manifest["suite"].as_str().map(str::to_string)
+}

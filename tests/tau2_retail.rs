@@ -1,0 +1,299 @@
+//! `sage run --suite tau2-retail` as a user runs it, offline: the simulated agents' profiles move
+//! the pass rate as tau2 grades it, a resumed run plays only the rest and scores the same, and
+//! `--plan` counts the run before it spends.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CONFIG: &str = r#"models:
+  - {name: careful, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}
+  - {name: sloppy, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.5, skip: 0.2}}
+  - {name: user, provider: simulated, sim: {kind: tau2_customer}}
+  - {name: judge, provider: simulated, sim: {kind: tau2_judge}}
+agents: [careful, sloppy]
+customer_model: user
+judge_models: [judge]
+tasks: ["0", "1", "2", "3", "4", "5", "6", "7"]
+repeats: 2
+"#;
+
+fn sage(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .output()
+        .expect("run sage")
+}
+
+/// The one run folder under `out`.
+fn run_folder(out: &Path) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .next()
+        .expect("a run folder")
+        .unwrap()
+        .path()
+}
+
+fn summary(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+fn agent<'a>(summary: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    summary["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == name)
+        .unwrap_or_else(|| panic!("no agent {name} in {summary}"))
+}
+
+#[test]
+fn the_pass_rate_follows_the_agents_profile_and_a_resumed_run_scores_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--quiet",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = sage(&args);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let folder = run_folder(&out);
+    let first = summary(&folder);
+    // The careful agent calls every gold action right: every simulation passes (the database
+    // check on every task, the NL assertions after it), so pass^2 is 1 too.
+    let careful = agent(&first, "careful");
+    assert_eq!(careful["simulations"], 16);
+    assert_eq!(careful["pass_hat_k"], serde_json::json!([1.0, 1.0]));
+    assert_eq!(careful["db_misses"], 0);
+    // The sloppy one spoils or skips mutating calls: the database check fails where it did.
+    let sloppy = agent(&first, "sloppy");
+    let pass1 = sloppy["pass_hat_k"][0].as_f64().unwrap();
+    assert!(pass1 < 0.75, "sloppy pass^1 {pass1}");
+    assert!(sloppy["db_misses"].as_u64().unwrap() >= 4, "{sloppy}");
+    assert!(sloppy["pass_hat_k"][1].as_f64().unwrap() <= pass1);
+    // Ranked best first, and printed.
+    assert_eq!(first["agents"][0]["agent"], "careful");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("| careful | 8 | 16 | 1.000 | 1.000 |"),
+        "{stdout}"
+    );
+
+    // Every record is graded as its own messages say: a tool message answers each call, and a
+    // simulation with reward 1 passed the database check.
+    let records = std::fs::read_to_string(folder.join("tau2.jsonl")).unwrap();
+    let lines: Vec<&str> = records.lines().collect();
+    assert_eq!(lines.len(), 32);
+    for line in &lines {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["termination"], "user_stop", "{line}");
+        let messages = r["messages"].as_array().unwrap();
+        let calls = messages
+            .iter()
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .count();
+        let answers = messages.iter().filter(|m| m["role"] == "tool").count();
+        assert_eq!(calls, answers);
+        if r["reward"]["reward"] == 1.0 {
+            assert_eq!(r["reward"]["db_match"], true);
+        }
+    }
+
+    // Resumed after a crash that kept 10 records: the other 22 are played, the scores equal.
+    std::fs::write(folder.join("tau2.jsonl"), lines[..10].join("\n") + "\n").unwrap();
+    std::fs::remove_file(folder.join("summary.json")).unwrap();
+    let resumed = sage(&[
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--quiet",
+        "--resume",
+        folder.to_str().unwrap(),
+    ]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&resumed.stderr).contains("(22 to play)"));
+    assert_eq!(summary(&folder), first);
+    let records = std::fs::read_to_string(folder.join("tau2.jsonl")).unwrap();
+    assert_eq!(records.lines().count(), 32);
+
+    // `sage report DIR` rebuilds the same scores from the records.
+    std::fs::remove_file(folder.join("summary.json")).unwrap();
+    let report = sage(&["report", folder.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert_eq!(summary(&folder), first);
+    assert!(
+        String::from_utf8_lossy(&report.stdout).contains("| careful | 8 | 16 | 1.000 | 1.000 |")
+    );
+
+    export_round_trip(&folder, dir.path());
+}
+
+/// `sage export --format tau2`: tau2's results JSON holding the run's tasks and every
+/// simulation; each simulation's tool calls, read back from its messages and replayed on a fresh
+/// database, give its recorded database verdict; and tau2's own evaluator, on the reference's
+/// code, loads the file, replays every tool call strictly (each recorded answer must equal its
+/// tools' answer) and gives the same verdict on every simulation.
+fn export_round_trip(folder: &Path, scratch: &Path) {
+    let results = scratch.join("results.json");
+    let out = sage(&[
+        "export",
+        folder.to_str().unwrap(),
+        "--format",
+        "tau2",
+        "--out",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    assert_eq!(
+        exported["info"]["environment_info"]["domain_name"],
+        "retail"
+    );
+    assert_eq!(exported["tasks"].as_array().unwrap().len(), 8);
+    let simulations = exported["simulations"].as_array().unwrap();
+    assert_eq!(simulations.len(), 32);
+    let world = sage_core::tau2::run::World::bundled();
+    let mut ours = serde_json::Map::new();
+    for s in simulations {
+        let task = world.task(s["task_id"].as_str().unwrap()).unwrap();
+        let calls: Vec<(String, serde_json::Value)> = s["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["arguments"].clone(),
+                )
+            })
+            .collect();
+        let replayed = sage_core::tau2::db_check(&world.db, task, &calls).db_match;
+        let recorded = &s["reward_info"]["db_check"]["db_match"];
+        assert_eq!(recorded, &serde_json::Value::Bool(replayed), "{}", s["id"]);
+        ours.insert(s["id"].as_str().unwrap().into(), recorded.clone());
+    }
+    assert!(ours.values().any(|v| v == false) && ours.values().any(|v| v == true));
+
+    // tau2's own evaluator (its code from the reference folder, in a Python 3.12+ environment
+    // that .ci/run makes).
+    let Some(archive) = reference_archive() else {
+        eprintln!(
+            "skipped: tau2's own evaluator: the reference folder (../shared/reference/tau2-bench, or SAGE_TAU2_REFERENCE) is absent"
+        );
+        return;
+    };
+    let venv = std::env::var_os("SAGE_TAU2_VENV").map_or_else(
+        || PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/sage-ci/tau2-venv"),
+        PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: a Python 3.12+ venv with tau2's dependencies (.ci/run makes it; PROVENANCE.md in the reference folder says how)",
+        python.display()
+    );
+    let code = scratch.join("tau2-reference");
+    std::fs::create_dir_all(&code).unwrap();
+    let untar = Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&code)
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tau2-retail/evaluate.py");
+    let graded = Command::new(&python)
+        .arg(&script)
+        .arg(&results)
+        .env("PYTHONPATH", code.join("src"))
+        .env("TAU2_DATA_DIR", code.join("data"))
+        .env("LOGURU_LEVEL", "ERROR")
+        .output()
+        .unwrap();
+    assert!(
+        graded.status.success(),
+        "tau2's evaluator refused the export:\n{}",
+        String::from_utf8_lossy(&graded.stderr)
+    );
+    let theirs: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&graded.stdout).unwrap();
+    assert_eq!(theirs, ours);
+}
+
+/// The tau2-bench reference archive, when the reference folder is here.
+fn reference_archive() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let folders = [
+        std::env::var_os("SAGE_TAU2_REFERENCE").map(PathBuf::from),
+        Some(root.join("../shared/reference/tau2-bench")),
+        Some(PathBuf::from("/work/shared/reference/tau2-bench")),
+    ];
+    folders
+        .into_iter()
+        .flatten()
+        .map(|f| f.join("tau2-bench-a2c0247.tar.gz"))
+        .find(|a| a.exists())
+}
+
+#[test]
+fn the_plan_counts_the_run_before_it_spends() {
+    let out = sage(&["run", "--suite", "tau2-retail", "--plan", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The default run: 114 tasks, two simulated agents, two trials each.
+    assert_eq!(plan["simulations"], 114 * 2 * 2);
+    assert_eq!(plan["model_calls_at_most"]["judge"], 456);
+}
+
+#[test]
+fn a_task_that_is_not_retails_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(&config, CONFIG.replace("\"7\"]", "\"7\", \"999\"]")).unwrap();
+    let out = sage(&[
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--plan",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("task \"999\" is not a tau2 retail task"),
+        "{stderr}"
+    );
+}
