@@ -145,6 +145,23 @@ fn the_pass_rate_follows_the_agents_profile_and_a_resumed_run_scores_the_same() 
         String::from_utf8_lossy(&report.stdout).contains("| careful | 8 | 16 | 1.000 | 1.000 |")
     );
 
+    // `sage show DIR ID`: what the agent did there and how it was graded.
+    let show = sage(&["show", folder.to_str().unwrap(), "0/careful/r0"]);
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("[1 agent calls] exchange_delivered_order_items("),
+        "{text}"
+    );
+    assert!(
+        text.contains("ended: user_stop\nreward: 1 (database check: pass)"),
+        "{text}"
+    );
+
     export_round_trip(&folder, dir.path());
 }
 

@@ -28,14 +28,14 @@ pub fn report(
     // it (whole lines: a record being appended is not read).
     let writes_folder = !(html && out.is_some());
     let run = if writes_folder { run.claim()? } else { run };
-    if let Some(report) = super::run::Suite::lifecycle_report(&run) {
+    if let Some(lifecycle) = super::run::Suite::lifecycle(&run) {
         if html || leave.off_case {
             bail!(
                 "{}: --html and --exclude-off-case apply to the SAGE and support-desk suites; this run's report is its summary and leaderboard",
                 dir.display()
             );
         }
-        return report(&run, writes_folder);
+        return (lifecycle.report)(&run, writes_folder);
     }
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {
@@ -336,6 +336,9 @@ fn flip_transcripts(
 pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     sage_core::protocol::id::check_dialogue_id(id)?;
     let run = RunDir::open(dir)?;
+    if let Some(lifecycle) = super::run::Suite::lifecycle(&run) {
+        return (lifecycle.show)(&run, id);
+    }
     if run.is_desk() {
         let found = run.find_desk(id)?;
         return match found {

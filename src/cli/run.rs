@@ -180,14 +180,25 @@ pub enum Suite {
     Tau2Retail,
 }
 
+/// What `sage report` and `sage show` do with a folder of a suite on the one lifecycle.
+pub struct Lifecycle {
+    /// `sage report DIR` (the folder written when `true`).
+    pub report: fn(&RunDir, bool) -> anyhow::Result<()>,
+    /// `sage show DIR ID`.
+    pub show: fn(&RunDir, &str) -> anyhow::Result<()>,
+}
+
 impl Suite {
-    /// `sage report DIR` for a folder of a suite on the one lifecycle (its manifest's `suite`);
-    /// `None` for the SAGE and support-desk suites, reported on their own paths.
-    pub fn lifecycle_report(run: &RunDir) -> Option<fn(&RunDir, bool) -> anyhow::Result<()>> {
+    /// The commands for a folder of a suite on the one lifecycle (its manifest's `suite`);
+    /// `None` for the SAGE and support-desk suites, served on their own paths.
+    pub fn lifecycle(run: &RunDir) -> Option<Lifecycle> {
         use sage_core::suite::Suite as _;
+        use sage_core::tau2::run::Tau2Retail;
         let name = super::suite::suite_of(run)?;
-        (name == sage_core::tau2::run::Tau2Retail::NAME)
-            .then_some(super::suite::report::<sage_core::tau2::run::Tau2Retail> as _)
+        (name == Tau2Retail::NAME).then_some(Lifecycle {
+            report: super::suite::report::<Tau2Retail>,
+            show: super::suite::show::<Tau2Retail>,
+        })
     }
 }
 

@@ -150,3 +150,25 @@ pub fn suite_of(run: &RunDir) -> Option<String> {
     let manifest: serde_json::Value = run.read_json("manifest.json").ok()?;
     manifest["suite"].as_str().map(str::to_string)
 }
+
+/// `sage show DIR ID` of a run of `S`: the record of job `ID` as text.
+pub fn show<S: Play>(run: &RunDir, id: &str) -> anyhow::Result<()> {
+    let mut found = None;
+    run.scan_jsonl(S::RECORDS, |record: S::Record| {
+        if found.is_none() && S::job_id(S::record_job(&record)) == id {
+            found = Some(record);
+        }
+    })?;
+    match found {
+        Some(record) => {
+            print!("{}", terminal_safe(&S::transcript(&record)));
+            Ok(())
+        }
+        None => anyhow::bail!(
+            "{}: no conversation `{}` in {}",
+            run.path().display(),
+            id.escape_debug(),
+            S::RECORDS
+        ),
+    }
+}

@@ -62,6 +62,9 @@ pub trait Suite: Send + Sync + 'static {
     /// The scores of the folded records: summary.json, and the table printed and written as
     /// leaderboard.md.
     fn summary(fold: &Self::Fold) -> (serde_json::Value, String);
+    /// One record as text for a person (`sage show DIR ID`), control characters left in (the
+    /// caller makes it safe for its terminal).
+    fn transcript(record: &Self::Record) -> String;
 }
 
 /// The flags of `sage run` every suite takes; `None` leaves the configuration's value.

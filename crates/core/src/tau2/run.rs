@@ -443,7 +443,65 @@ pub struct Tau2Record {
     pub infra_error: Option<String>,
 }
 
+/// Characters of a tool's answer a transcript shows.
+const TOOL_SHOWN: usize = 240;
+
 impl Tau2Record {
+    /// The simulation as text: who said what, each tool call with its arguments and answer,
+    /// then how it ended and its grade.
+    pub fn transcript(&self) -> String {
+        let mut out = format!(
+            "{} (task {}, agent {}, trial {})\n",
+            self.job.dialogue_id, self.job.task, self.job.model, self.job.trial
+        );
+        for m in &self.messages {
+            let who = match m.role.as_str() {
+                "assistant" => "agent",
+                "user" => "user",
+                _ => "tool",
+            };
+            if let Some(text) = m.content.as_deref().filter(|t| !t.is_empty()) {
+                let mark = if m.error { " (error)" } else { "" };
+                // A tool's answer (an order, a product with its variants) is cut to its start.
+                let cut = if who == "tool" && text.chars().count() > TOOL_SHOWN {
+                    format!("{}...", text.chars().take(TOOL_SHOWN).collect::<String>())
+                } else {
+                    text.to_string()
+                };
+                out.push_str(&format!("[{} {who}{mark}] {cut}\n", m.turn));
+            }
+            for call in &m.tool_calls {
+                out.push_str(&format!(
+                    "[{} agent calls] {}({})\n",
+                    m.turn, call.name, call.arguments
+                ));
+            }
+        }
+        out.push_str(&format!("ended: {}\n", self.termination.as_str()));
+        match (&self.reward, &self.infra_error) {
+            (_, Some(e)) => out.push_str(&format!("infrastructure error: {e}\n")),
+            (Some(r), None) => {
+                out.push_str(&format!("reward: {}", r.reward));
+                if let Some(m) = r.db_match {
+                    out.push_str(&format!(
+                        " (database check: {})",
+                        if m { "pass" } else { "fail" }
+                    ));
+                }
+                out.push('\n');
+                for c in &r.nl_assertions {
+                    out.push_str(&format!(
+                        "assertion {}: {}\n",
+                        if c.met { "met" } else { "NOT met" },
+                        c.assertion
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
+        out
+    }
+
     /// The agent's tool calls in order, as the database check replays them.
     pub fn agent_calls(&self) -> Vec<super::AgentCall> {
         self.messages
@@ -757,6 +815,9 @@ impl crate::suite::Suite for Tau2Retail {
             "model_calls_at_most": calls,
         });
         (text, json)
+    }
+    fn transcript(record: &Tau2Record) -> String {
+        record.transcript()
     }
     fn summary(fold: &Tau2Fold) -> (serde_json::Value, String) {
         let summary = fold.summary();
