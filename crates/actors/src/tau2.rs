@@ -207,10 +207,17 @@ impl Play for Tau2Retail {
         }
         let mut reward = None;
         if infra_error.is_none() {
-            match judge(&mut sim, world, &task, termination).await {
+            // The database check, once: the simulated judges read it, and the grade.
+            let check = (termination == Termination::UserStop)
+                .then(|| tau2::db_check(&world.db, &task, &sim.agent_calls));
+            match judge(&mut sim, &task, check.map(|c| c.db_match)).await {
                 Ok(nl) => {
-                    reward = Some(tau2run::grade(
-                        world,
+                    reward = Some(tau2run::grade_with(
+                        || {
+                            check.unwrap_or_else(|| {
+                                tau2::db_check(&world.db, &task, &sim.agent_calls)
+                            })
+                        },
                         &task,
                         termination,
                         &sim.agent_calls,
@@ -244,19 +251,19 @@ impl Play for Tau2Retail {
 
 /// The NL assertions as the judges find them (the majority of the judges that answered, per
 /// assertion); none when the task has none, its basis does not count them or the simulation
-/// did not end normally (it is graded 0 without them). An error when no judge's answer reads.
+/// did not end normally (no `db_match`: it is graded 0 without them). An error when no judge's
+/// answer reads.
 async fn judge(
     sim: &mut Simulation<'_>,
-    world: &World,
     task: &Task,
-    termination: Termination,
+    db_match: Option<bool>,
 ) -> Result<Vec<NlCheck>, String> {
     let assertions = task.nl_assertions();
     let counted = task.reward_basis().contains(&RewardPart::NlAssertion);
-    if assertions.is_empty() || !counted || termination != Termination::UserStop {
+    // `db_match` is there when the user stopped the simulation (otherwise it is graded 0).
+    let Some(db_match) = db_match.filter(|_| !assertions.is_empty() && counted) else {
         return Ok(Vec::new());
-    }
-    let db_match = tau2::db_check(&world.db, task, &sim.agent_calls).db_match;
+    };
     let messages = vec![
         ChatMessage::new(ChatRole::System, tau2run::JUDGE_PROMPT),
         ChatMessage::new(

@@ -156,6 +156,22 @@ pub fn reward(
     agent_calls: &[AgentCall],
     inputs: &RewardInputs,
 ) -> Result<Reward, RewardError> {
+    reward_with(
+        || db_check(fresh, task, agent_calls),
+        task,
+        agent_calls,
+        inputs,
+    )
+}
+
+/// [`reward`] with the database check given (made only when the run ended normally): a caller
+/// that has made it already does not replay the database again.
+pub fn reward_with(
+    check: impl FnOnce() -> DbCheck,
+    task: &Task,
+    agent_calls: &[AgentCall],
+    inputs: &RewardInputs,
+) -> Result<Reward, RewardError> {
     if !inputs.completed {
         return Ok(Reward {
             reward: 0.0,
@@ -175,7 +191,7 @@ pub fn reward(
         part,
         task: task.id.clone(),
     };
-    let check = db_check(fresh, task, agent_calls);
+    let check = check();
     let mut breakdown = Vec::new();
     let mut total = 1.0;
     for part in [

@@ -37,7 +37,7 @@ pub mod tools;
 pub use db::Db;
 pub use grade::{
     AgentCall, DbCheck, Reward, RewardError, RewardInputs, actions_met, communicate_met, db_check,
-    db_check_text, replay_agent, replay_gold, reward,
+    db_check_text, replay_agent, replay_gold, reward, reward_with,
 };
 pub use tasks::{Action, RewardPart, Task, parse_tasks};
 pub use tools::{TOOLS, ToolKind, ToolOutput, ToolSpec, call, is_mutating, tool, tools};

@@ -523,13 +523,30 @@ pub fn grade(
     calls: &[super::AgentCall],
     nl: Vec<NlCheck>,
 ) -> Tau2Reward {
+    grade_with(
+        || super::db_check(&world.db, task, calls),
+        task,
+        termination,
+        calls,
+        nl,
+    )
+}
+
+/// [`grade`] with the database check given (made only when the run ended normally).
+pub fn grade_with(
+    check: impl FnOnce() -> super::DbCheck,
+    task: &Task,
+    termination: Termination,
+    calls: &[super::AgentCall],
+    nl: Vec<NlCheck>,
+) -> Tau2Reward {
     let completed = matches!(termination, Termination::UserStop | Termination::AgentStop);
     let inputs = super::RewardInputs {
         completed,
         nl_assertions_met: Some(nl.iter().all(|c| c.met)),
         communicate_met: Some(true),
     };
-    match super::reward(&world.db, task, calls, &inputs) {
+    match super::reward_with(check, task, calls, &inputs) {
         Ok(r) => Tau2Reward {
             reward: r.reward,
             db_match: r.db_check.map(|c| c.db_match),
