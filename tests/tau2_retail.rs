@@ -185,6 +185,18 @@ fn export_round_trip(folder: &Path, scratch: &Path) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The SAGE formats' selection options are refused, not silently ignored.
+    let refused = sage(&[
+        "export",
+        folder.to_str().unwrap(),
+        "--format",
+        "tau2",
+        "--dedup",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--format tau2 writes every simulation")
+    );
     let exported: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
     assert_eq!(

@@ -664,6 +664,21 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 
 /// `sage export DIR --format tau2 [--out FILE]`: the run's simulations in tau2's results JSON.
 fn export_tau2(args: &ExportArgs) -> anyhow::Result<()> {
+    let sage_only = args.min_logic.is_some()
+        || args.max_rejected_logic.is_some()
+        || args.dedup
+        || !args.split.is_empty()
+        || args.max_per_scenario.is_some()
+        || args.max_per_route.is_some()
+        || !args.scenarios.is_empty()
+        || !args.routes.is_empty()
+        || !args.adversarial.is_empty()
+        || !args.models.is_empty();
+    if sage_only {
+        bail!(
+            "--format tau2 writes every simulation of the run; the selection options (--min-logic, --dedup, --split, --scenario, --model, ...) apply to the SAGE suite's formats"
+        );
+    }
     let run = RunDir::open(&args.dir)?;
     let written = match &args.out {
         Some(path) => {
