@@ -31,7 +31,7 @@ pub struct SuiteArgs<'a> {
 pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id)?;
     // Everything is checked before a results folder is created or claimed.
-    let (mut config, run, run_id) = match args.resume {
+    let (config, run, run_id) = match args.resume {
         Some(dir) => {
             let run = RunDir::open(dir)?;
             let manifest: SuiteManifest<S::Config> = run
@@ -46,7 +46,16 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
                     dir.display()
                 );
             }
-            (manifest.config, Some(run), manifest.run_id)
+            let mut config = manifest.config;
+            // A resumed run keeps its configuration; only the conversations in flight change.
+            S::apply(
+                &mut config,
+                &Flags {
+                    concurrency: args.flags.concurrency,
+                    ..Flags::default()
+                },
+            );
+            (config, Some(run), manifest.run_id)
         }
         None => {
             let mut config = inputs::read_suite_config::<S>(args.config)?;
@@ -58,15 +67,6 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
             (config, None, run_id)
         }
     };
-    if let Some(n) = args.flags.concurrency {
-        S::apply(
-            &mut config,
-            &Flags {
-                concurrency: Some(n),
-                ..Flags::default()
-            },
-        );
-    }
     S::check(&config, "command line")?;
     let world = <S as Play>::world(&config).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&config, &run_id, &world);

@@ -210,6 +210,34 @@ pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// A suite's models checked: at most [`MAX_LIST`], each valid (and passing `extra`), names
+/// unique, and every name in `named` (the roles the configuration gives) declared.
+pub(crate) fn declared_models(
+    models: &[ModelConfig],
+    named: &[&str],
+    extra: impl Fn(&ModelConfig) -> Result<(), String>,
+) -> Result<(), String> {
+    if models.len() > MAX_LIST {
+        return Err(format!(
+            "`models` has {} entries; expected at most {MAX_LIST}",
+            models.len()
+        ));
+    }
+    for model in models {
+        model.check()?;
+        extra(model)?;
+    }
+    let declared: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+    unique_names(&declared)?;
+    match named.iter().find(|name| !declared.contains(name)) {
+        Some(name) => Err(format!(
+            "model `{name}` is not in `models`; expected one of: {}",
+            declared.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Each `(key, value, high)` within 1 to `high`; the first that is not, as the problem.
 pub(crate) fn within(bounds: &[(&str, u64, u64)]) -> Result<(), String> {
     match bounds

@@ -115,37 +115,16 @@ impl DeskConfig {
             file: file.to_string(),
             problem,
         };
-        if self.models.len() > super::config::MAX_LIST {
-            return Err(err(format!(
-                "`models` has {} entries; expected at most {}",
-                self.models.len(),
-                super::config::MAX_LIST
-            )));
-        }
-        for model in &self.models {
-            model.check().map_err(err)?;
-            if model.max_cost_usd.is_some() {
-                return Err(err(format!(
+        super::config::declared_models(&self.models, &self.model_names(), |model| {
+            match model.max_cost_usd {
+                Some(_) => Err(format!(
                     "model {}: max_cost_usd is not enforced by the support desk; expected it only in a SAGE run configuration",
                     model.name
-                )));
+                )),
+                None => Ok(()),
             }
-        }
-        let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
-        super::config::unique_names(&declared).map_err(err)?;
-        let known = |name: &str| declared.contains(&name);
-        for name in self.model_names() {
-            if !known(name) {
-                return Err(err(format!(
-                    "model `{name}` is not in `models`; expected one of: {}",
-                    self.models
-                        .iter()
-                        .map(|m| m.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
+        })
+        .map_err(err)?;
         if self.agents.is_empty() {
             return Err(err(
                 "`agents` is empty; expected at least one model under test".into(),

@@ -179,30 +179,15 @@ impl Tau2Config {
             file: file.to_string(),
             problem,
         };
-        for (key, len) in [
-            ("models", self.models.len()),
-            ("tasks", self.tasks.len()),
-            ("agents", self.agents.len()),
-        ] {
+        for (key, len) in [("tasks", self.tasks.len()), ("agents", self.agents.len())] {
             if len > MAX_LIST {
                 return Err(err(format!(
                     "`{key}` has {len} entries; expected at most {MAX_LIST}"
                 )));
             }
         }
-        for model in &self.models {
-            model.check().map_err(err)?;
-        }
-        let declared: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
-        crate::plan::config::unique_names(&declared).map_err(err)?;
-        for name in self.model_names() {
-            if !declared.contains(&name) {
-                return Err(err(format!(
-                    "model `{name}` is not in `models`; expected one of: {}",
-                    declared.join(", ")
-                )));
-            }
-        }
+        crate::plan::config::declared_models(&self.models, &self.model_names(), |_| Ok(()))
+            .map_err(err)?;
         if self.agents.is_empty() {
             return Err(err(
                 "`agents` is empty; expected at least one model under test".into(),
