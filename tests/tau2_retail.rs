@@ -1,9 +1,15 @@
 //! `sage run --suite tau2-retail` as a user runs it, offline: the simulated agents' profiles move
 //! the pass rate as tau2 grades it, a resumed run plays only the rest and scores the same, and
-//! `--plan` counts the run before it spends.
+//! `--plan` counts the run before it spends. The same run through the distributed mode (two
+//! workers, an aggregator, every model call through the broker) scores the same.
 
+mod common;
+
+use common::cluster::{Nats, Sage, http_get, wait_status};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 const CONFIG: &str = r#"models:
   - {name: careful, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}
@@ -325,4 +331,197 @@ fn a_task_that_is_not_retails_is_refused_naming_it() {
         stderr.contains("task \"999\" is not a tau2 retail task"),
         "{stderr}"
     );
+}
+
+/// The simulation ids of a tau2.jsonl, asserting none is there twice.
+fn simulation_ids(file: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(file).expect("tau2.jsonl");
+    let mut ids = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
+        let id = v["job"]["dialogue_id"].as_str().expect("an id").to_string();
+        assert!(ids.insert(id.clone()), "{id} stored twice");
+    }
+    ids
+}
+
+/// The tau2 retail suite on the distributed mode's lifecycle: a worker that drives the
+/// simulations and serves the agents under test, another that serves the user simulator and
+/// the judge, every model call through the broker, and an aggregator. The summary equals the
+/// embedded run's, every simulation is stored once, `sage report` and `sage show` read the
+/// aggregator's folder; a run cancelled mid-way resumes to its end, each simulation stored once.
+#[test]
+fn a_tau2_sweep_through_two_workers_equals_the_embedded_run() {
+    let dir = common::cluster::test_dir();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let config = config.to_str().unwrap();
+    let embedded = dir.path().join("embedded");
+    let run = sage(&[
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--quiet",
+        "--config",
+        config,
+        "--run-id",
+        "tau2",
+        "--out",
+        embedded.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let expected = std::fs::read_to_string(embedded.join("tau2/summary.json")).unwrap();
+
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let out = dir.path().join("results");
+    let common = [
+        "--nats",
+        url.as_str(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--remote-roles",
+    ];
+    let spawn = |name: &str, roles: &str| {
+        let mut args = vec!["worker", "--roles"];
+        args.extend(roles.split(' '));
+        args.extend(common);
+        Sage::spawn(dir.path(), name, &args)
+    };
+    // Four simulations at once: the run cancelled below has some left to cancel.
+    let mut workers = [
+        spawn("driver", "dialogue,service --concurrency 4"),
+        spawn("roles", "user,judge"),
+    ];
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common[..4]);
+    let sweep = |args: &[&str]| {
+        let mut all = vec!["sweep", "--suite", "tau2-retail", "--nats", url.as_str()];
+        all.extend_from_slice(args);
+        sage(&all)
+    };
+    let submitted = sweep(&["--config", config, "--run-id", "tau2"]);
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&submitted.stdout).trim(), "tau2");
+    let status = wait_status(&url, "tau2", Duration::from_secs(180), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(status["jobs"].as_u64(), Some(32));
+    assert_eq!(status["stored"].as_u64(), Some(32));
+    assert_eq!(status["infra_errors"].as_u64(), Some(0));
+    assert!(
+        status["leaderboard"]
+            .as_str()
+            .is_some_and(|t| t.contains("| careful | 8 | 16 | 1.000 | 1.000 |")),
+        "{status}"
+    );
+    let folder = out.join("tau2");
+    assert_eq!(simulation_ids(&folder.join("tau2.jsonl")).len(), 32);
+    let summary = std::fs::read_to_string(folder.join("summary.json")).unwrap();
+    assert!(
+        summary == expected,
+        "the distributed summary differs from the embedded one:\n{summary}\n{expected}"
+    );
+    // The aggregator's folder is a run folder like the embedded one.
+    let report = sage(&["report", folder.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let show = sage(&["show", folder.to_str().unwrap(), "0/careful/r0"]);
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("reward: 1 (database check: pass)"),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+    // The agents were called on the driver, the user simulator and the judge on the other
+    // worker, through the broker.
+    let called = |worker: &Sage, role: &str| {
+        let (code, body) = http_get(&worker.metrics_addr(), "/metrics");
+        assert_eq!(code, 200);
+        body.lines().any(|l| {
+            l.starts_with("sage_model_requests_total{") && l.contains(&format!("role=\"{role}\""))
+        })
+    };
+    assert!(called(&workers[0], "service") && !called(&workers[0], "user"));
+    assert!(called(&workers[1], "user") && called(&workers[1], "judge"));
+    assert!(!called(&workers[1], "service"));
+
+    // Cancelled mid-run, then resumed (without a budget: the suite has none): every simulation
+    // stored once, and the scores of the whole run.
+    let slow = CONFIG.replace(
+        "kind: tau2_agent,",
+        "kind: tau2_agent, latency: {uniform_ms: [50, 100]},",
+    );
+    let slow_config = dir.path().join("slow.yaml");
+    std::fs::write(&slow_config, slow).unwrap();
+    let slow_config = slow_config.to_str().unwrap();
+    assert!(
+        sweep(&["--config", slow_config, "--run-id", "tau2-cut"])
+            .status
+            .success()
+    );
+    wait_status(&url, "tau2-cut", Duration::from_secs(120), |s| {
+        s["stored"].as_u64().unwrap_or(0) >= 4
+    });
+    let cancel = sage(&["sweep", "--nats", &url, "--cancel", "tau2-cut"]);
+    assert!(
+        cancel.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let status = wait_status(&url, "tau2-cut", Duration::from_secs(60), |s| {
+        s["state"] == "cancelled" || s["state"] == "complete"
+    });
+    assert_eq!(
+        status["state"], "cancelled",
+        "the run ended before it was cancelled: {status}"
+    );
+    let budget = sage(&[
+        "sweep",
+        "--nats",
+        &url,
+        "--resume",
+        "tau2-cut",
+        "--max-cost-usd",
+        "1",
+    ]);
+    assert!(!budget.status.success());
+    assert!(
+        String::from_utf8_lossy(&budget.stderr).contains("tau2-retail run has no cost budget"),
+        "{}",
+        String::from_utf8_lossy(&budget.stderr)
+    );
+    let resumed = sage(&["sweep", "--nats", &url, "--resume", "tau2-cut"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    wait_status(&url, "tau2-cut", Duration::from_secs(120), |s| {
+        s["state"] == "complete"
+    });
+    assert_eq!(simulation_ids(&out.join("tau2-cut/tau2.jsonl")).len(), 32);
+    let cut = std::fs::read_to_string(out.join("tau2-cut/summary.json")).unwrap();
+    let careful = |text: &str| {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        agent(&v, "careful").clone()
+    };
+    assert_eq!(careful(&cut)["pass_hat_k"], serde_json::json!([1.0, 1.0]));
+    for worker in &mut workers {
+        assert_eq!(
+            worker.terminate(Duration::from_secs(30)),
+            Some(0),
+            "{}",
+            worker.log_text()
+        );
+    }
 }

@@ -318,13 +318,15 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             (String, String),
             Box<sage_core::scenario::desk::Desk>,
         ),
+        Suite(sage_actors::cluster::hosted::Hosted),
     }
-    if args.suite == Suite::SupportDesk && args.budgets.sets_budget() {
+    if args.suite != Suite::Sage && args.budgets.sets_budget() {
         bail!(
-            "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
+            "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite {}",
+            args.suite.name()
         );
     }
-    if args.suite == Suite::SupportDesk {
+    if args.suite != Suite::Sage {
         args.adaptive.sage_only()?;
     }
     if let Some(run_id) = args.resume.clone() {
@@ -378,9 +380,16 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             let line = estimate.line();
             (Submission::Desk(config, texts, Box::new(desk)), id, line)
         }
-        Suite::Tau2Retail => anyhow::bail!(
-            "--suite tau2-retail runs embedded only so far (`sage run --suite tau2-retail`); the distributed mode serves the SAGE and support-desk suites"
-        ),
+        Suite::Tau2Retail => {
+            use sage_core::tau2::run::Tau2Retail;
+            let asked = (args.config.as_deref(), args.run_id.as_deref());
+            let Some((spec, line)) = super::suite::submission::<Tau2Retail>(asked, args.plan)?
+            else {
+                return Ok(());
+            };
+            let id = spec.0.run_id().to_string();
+            (Submission::Suite(spec), id, line)
+        }
     };
     let run_id = args.run_id.clone().unwrap_or(default_id);
     sage_core::protocol::id::check_run_id(&run_id).map_err(|e| anyhow::anyhow!("--run-id: {e}"))?;
@@ -394,6 +403,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             Submission::Desk(config, (store, cases), desk) => {
                 submit::submit_desk(&broker, config, (store, cases), desk, &run_id).await?
             }
+            Submission::Suite(spec) => submit::submit_suite(&broker, spec.clone()).await?,
         };
         println!("{run_id}");
         eprintln!("run {run_id}: {line}: {} jobs queued", status.jobs);
@@ -475,11 +485,12 @@ fn resume(args: SweepArgs, run_id: String) -> anyhow::Result<()> {
                     );
                 }
             }
-            // A support-desk run has no budget: a cancelled one resumes as it was.
-            RunSpec::SupportDesk { .. } if args.budgets.sets_budget() || !cancelled => bail!(
-                "run {run_id}: a support-desk run has no cost budget to resume with (only a cancelled one resumes, without budgets)"
+            // Another suite's run has no budget: a cancelled one resumes as it was.
+            other if args.budgets.sets_budget() || !cancelled => bail!(
+                "run {run_id}: a {} run has no cost budget to resume with (only a cancelled one resumes, without budgets)",
+                other.suite()
             ),
-            RunSpec::SupportDesk { .. } => {}
+            _ => {}
         }
         let resumed = submit::resume(&broker, &spec).await?;
         println!("{run_id}");

@@ -189,6 +189,14 @@ pub struct Lifecycle {
 }
 
 impl Suite {
+    /// Its name on the command line (`--suite NAME`).
+    pub fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
     /// The commands for a folder of a suite on the one lifecycle (its manifest's `suite`);
     /// `None` for the SAGE and support-desk suites, served on their own paths.
     pub fn lifecycle(run: &RunDir) -> Option<Lifecycle> {

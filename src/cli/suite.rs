@@ -2,7 +2,8 @@
 //! configuration -> plan or run -> scores. Wiring only; nothing here names a suite.
 
 use anyhow::Context;
-use sage_actors::suite::{Play, Stored, run_stored};
+use sage_actors::cluster::hosted::Hosted;
+use sage_actors::suite::{Play, Stored, run_stored, world_of, write_scores};
 use sage_core::suite::Flags;
 use sage_ports::store::suite::SuiteManifest;
 use sage_ports::store::{RunDir, inputs};
@@ -68,7 +69,7 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
         }
     };
     S::check(&config, "command line")?;
-    let world = <S as Play>::world(&config).map_err(anyhow::Error::msg)?;
+    let world = world_of::<S>(&config).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&config, &run_id, &world);
     if args.plan.plan {
         let (text, json) = S::plan(&config, &jobs);
@@ -111,13 +112,38 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let (summary, table) = S::summary(&stored.fold);
-    run.write_json("summary.json", &summary)?;
-    std::fs::write(run.path().join("leaderboard.md"), &table)
-        .with_context(|| format!("{}: cannot write leaderboard.md", run.path().display()))?;
+    let table = write_scores::<S>(&run, &stored.fold)?;
     println!("{}", terminal_safe(&table));
     println!("results: {}", run.path().display());
     Ok(())
+}
+
+/// What `sage sweep --suite NAME` submits for the suite `S` (`asked`: the configuration file
+/// and the run id given): the run's spec and the plan's line; `None` when `--plan` printed the
+/// plan instead. Everything is checked before anything is submitted.
+pub fn submission<S: Play>(
+    (config, run_id): (Option<&Path>, Option<&str>),
+    plan: super::PlanArgs,
+) -> anyhow::Result<Option<(Hosted, String)>> {
+    super::check_run_id_flag(run_id)?;
+    let config = inputs::read_suite_config::<S>(config)?;
+    S::check(&config, "sweep")?;
+    let inputs = S::inputs(&config).map_err(anyhow::Error::msg)?;
+    let world = S::world(&config, &inputs).map_err(anyhow::Error::msg)?;
+    let run_id = run_id
+        .map(str::to_string)
+        .unwrap_or_else(|| sage_ports::store::new_run_id(Some(S::NAME), S::seed(&config)));
+    let jobs = S::jobs(&config, &run_id, &world);
+    let (text, json) = S::plan(&config, &jobs);
+    if plan.plan {
+        plan.print(|| text, || Ok(json))?;
+        return Ok(None);
+    }
+    let line = text.lines().next().unwrap_or_default().to_string();
+    Ok(Some((
+        Hosted::new::<S>(&run_id, &config, inputs, jobs.len()),
+        line,
+    )))
 }
 
 /// `sage report DIR` of a run of `S`: its summary and leaderboard rebuilt from its records
@@ -125,7 +151,7 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
 /// `write` (the caller has claimed it).
 pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
     let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
-    let world = <S as Play>::world(&manifest.config).map_err(anyhow::Error::msg)?;
+    let world = world_of::<S>(&manifest.config).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
     let stored = Stored::<S>::read(run, &jobs, &manifest.run_id)?;
     if stored.jobs.done() == 0 {
@@ -135,12 +161,11 @@ pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
             S::RECORDS
         );
     }
-    let (summary, table) = S::summary(&stored.fold);
-    if write {
-        run.write_json("summary.json", &summary)?;
-        std::fs::write(run.path().join("leaderboard.md"), &table)
-            .with_context(|| format!("{}: cannot write leaderboard.md", run.path().display()))?;
-    }
+    let table = if write {
+        write_scores::<S>(run, &stored.fold)?
+    } else {
+        S::summary(&stored.fold).1
+    };
     println!("{}", terminal_safe(&table));
     Ok(())
 }

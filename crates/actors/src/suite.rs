@@ -17,9 +17,18 @@ use std::sync::Arc;
 /// A suite's driver: plays one job through a transport to the roles.
 #[async_trait::async_trait]
 pub trait Play: Suite {
-    /// The world a run of `config` plays over: bundled with the binary, or read from the files
-    /// the configuration names (why not, naming the file, when they cannot be read).
-    fn world(config: &Self::Config) -> Result<Arc<Self::World>, String>;
+    /// What the world is built from besides the configuration: the texts of the files the
+    /// configuration names (`()` for a world bundled with the binary). Read once where a run
+    /// starts; a distributed run carries them to its workers in its spec.
+    type Inputs: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static;
+
+    /// Reads the inputs a run of `config` names (why not, naming the file, when they cannot be
+    /// read).
+    fn inputs(config: &Self::Config) -> Result<Self::Inputs, String>;
+
+    /// The world a run of `config` plays over, built from its inputs (why not, naming what is
+    /// wrong in them).
+    fn world(config: &Self::Config, inputs: &Self::Inputs) -> Result<Arc<Self::World>, String>;
 
     /// Plays `job` over `world`: its record, or why the job cannot be played at all (it names
     /// what the world does not hold).
@@ -28,6 +37,23 @@ pub trait Play: Suite {
         world: &Self::World,
         job: Self::Job,
     ) -> Result<Self::Record, String>;
+}
+
+/// The world of a run of `config`, its inputs read from the files it names.
+pub fn world_of<S: Play>(config: &S::Config) -> Result<Arc<S::World>, String> {
+    S::world(config, &S::inputs(config)?)
+}
+
+/// Writes a run's scores from its fold into its folder (summary.json and leaderboard.md, each
+/// atomically); returns the table.
+pub fn write_scores<S: Suite>(
+    run: &RunDir,
+    fold: &S::Fold,
+) -> Result<String, sage_ports::store::StoreError> {
+    let (summary, table) = S::summary(fold);
+    run.write_json("summary.json", &summary)?;
+    run.write_text("leaderboard.md", &table)?;
+    Ok(table)
 }
 
 /// The registry of a process serving a run of `S`: the endpoints of the models of `config`
@@ -105,7 +131,7 @@ impl<S: Suite> Stored<S> {
 }
 
 /// A record of `S` as the store reads it back.
-struct Of<S: Suite>(S::Record);
+pub(crate) struct Of<S: Suite>(pub(crate) S::Record);
 
 impl<'de, S: Suite> serde::Deserialize<'de> for Of<S> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -84,7 +84,13 @@ impl Simulation<'_> {
 
 #[async_trait::async_trait]
 impl Play for Tau2Retail {
-    fn world(_: &sage_core::tau2::run::Tau2Config) -> Result<Arc<World>, String> {
+    type Inputs = ();
+
+    fn inputs(_: &sage_core::tau2::run::Tau2Config) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn world(_: &sage_core::tau2::run::Tau2Config, _: &()) -> Result<Arc<World>, String> {
         Ok(Arc::new(World::bundled().clone()))
     }
 

@@ -44,6 +44,10 @@ pub trait Suite: Send + Sync + 'static {
     fn apply(config: &mut Self::Config, flags: &Flags);
     /// The agents under test, in the configuration's order (the run's lanes).
     fn agents(config: &Self::Config) -> &[String];
+    /// The customer (user) simulators.
+    fn customers(config: &Self::Config) -> &[String];
+    /// The judges.
+    fn judges(config: &Self::Config) -> &[String];
     /// The run's jobs, in the order it plays them.
     fn jobs(config: &Self::Config, run_id: &str, world: &Self::World) -> Vec<Self::Job>;
     /// A job's id, unique in its run.
@@ -54,6 +58,9 @@ pub trait Suite: Send + Sync + 'static {
     fn job_agent(job: &Self::Job) -> &str;
     /// The job a record played.
     fn record_job(record: &Self::Record) -> &Self::Job;
+    /// A record's turns, and whether an infrastructure error touched it (what a run's status
+    /// counts).
+    fn tally(record: &Self::Record) -> (usize, bool);
     /// Folds one record into the scores.
     fn fold(fold: &mut Self::Fold, record: &Self::Record);
     /// What a run of `jobs` will do, counted before it spends (`sage run --plan`): a text for

@@ -113,7 +113,15 @@ pub fn run(data: &[u8]) {
                     return;
                 }
             };
-            json_roundtrip(&spec);
+            // Written and read as the runs bucket holds it.
+            let text = spec.to_json().expect("a parsed spec serializes");
+            let back = serde_json::from_slice(&text)
+                .map(RunSpec::from_value)
+                .expect("a spec serialized is JSON")
+                .expect("a spec serialized parses again");
+            let again = back.to_json().expect("a parsed spec serializes");
+            let json = |t: &[u8]| serde_json::from_slice::<serde_json::Value>(t).expect("JSON");
+            assert!(super::same_json(&json(&text), &json(&again)));
             let _ = (
                 spec.run_id(),
                 spec.created_at(),
@@ -128,6 +136,10 @@ pub fn run(data: &[u8]) {
                 }
                 RunSpec::SupportDesk { store, cases, .. } => {
                     let _ = sage::scenario::desk::Desk::from_yaml(store, cases, ("s", "c"));
+                }
+                RunSpec::Suite(run) => {
+                    let _ = (run.0.agents(), run.0.customers(), run.0.judges());
+                    let _ = run.0.records_file();
                 }
             }
         }

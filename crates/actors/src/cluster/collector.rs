@@ -45,6 +45,8 @@ struct RunFolder {
     dir: RunDir,
     /// The records file's writer, while the folder is claimed.
     writer: Option<DialogueWriter>,
+    /// The records file's name.
+    records: &'static str,
     /// The run's jobs (only their records are stored), and which are stored.
     jobs: JobSet,
     /// The run's report, folded as records are stored.
@@ -107,7 +109,7 @@ impl Collector {
             }
             let jobs = spec.job_set()?;
             let dir = self.run_dir(run, &spec)?.claim()?;
-            let records = records_file(spec.is_desk());
+            let records = spec.records_file();
             let mut status = get_json::<RunStatus>(&self.bucket, &status_key(run))
                 .await?
                 .unwrap_or_else(|| RunStatus::submitted(run, spec.jobs(), spec.created_at()));
@@ -128,14 +130,23 @@ impl Collector {
                     count(&mut status, &record);
                 }
             };
-            if spec.is_desk() {
-                dir.resume_records(records, &mut jobs, run, |at, r: DeskRecord| {
-                    add(at, Record::Desk(Box::new(r)))
-                })?;
-            } else {
-                dir.resume_records(records, &mut jobs, run, |at, r: DialogueRecord| {
-                    add(at, Record::Sage(Box::new(r)))
-                })?;
+            match &spec {
+                RunSpec::SupportDesk { .. } => {
+                    dir.resume_records(records, &mut jobs, run, |at, r: DeskRecord| {
+                        add(at, Record::Desk(Box::new(r)))
+                    })?
+                }
+                RunSpec::Sage { .. } => {
+                    dir.resume_records(records, &mut jobs, run, |at, r: DialogueRecord| {
+                        add(at, Record::Sage(Box::new(r)))
+                    })?
+                }
+                RunSpec::Suite(_) => {
+                    let Report::Suite(fold) = &mut report else {
+                        unreachable!("a suite's report")
+                    };
+                    fold.resume(&dir, &mut jobs, run, &mut |r| tally(&mut status, r.tally()))?
+                }
             }
             status.results = Some(dir.path().display().to_string());
             status.budget = report.budget();
@@ -148,6 +159,7 @@ impl Collector {
                 RunFolder {
                     dir,
                     writer: Some(writer),
+                    records,
                     jobs,
                     report,
                     last_record: Instant::now(),
@@ -173,9 +185,8 @@ impl Collector {
                 format!("{run}-{n}")
             };
             let path = self.out.join(&name);
-            let fresh = !path.join("manifest.json").exists()
-                && !path.join(records_file(false)).exists()
-                && !path.join(records_file(true)).exists();
+            let fresh =
+                !path.join("manifest.json").exists() && !path.join(spec.records_file()).exists();
             if fresh {
                 // New, or left without a record by a crash before its manifest was written.
                 let dir = RunDir::create(&self.out, &name)?;
@@ -183,6 +194,12 @@ impl Collector {
                     RunSpec::Sage { manifest, .. } => dir.write_manifest(manifest)?,
                     RunSpec::SupportDesk { manifest, .. } => {
                         dir.write_json("manifest.json", manifest)?
+                    }
+                    RunSpec::Suite(hosted) => {
+                        let manifest = hosted.0.manifest().map_err(|e| {
+                            ClusterError::Invalid(format!("run {run}: its manifest: {e}"))
+                        })?;
+                        dir.write_json("manifest.json", &manifest)?
                     }
                 }
                 return Ok(dir);
@@ -205,7 +222,7 @@ impl Collector {
     async fn store(&mut self, run: &str, json: &[u8]) -> Result<bool, ClusterError> {
         let bucket = self.bucket.clone();
         let folder = self.folder(run).await?;
-        let record = match Record::parse(folder.report.is_desk(), json) {
+        let record = match folder.report.parse(json) {
             Ok(record) => record,
             Err(e) => {
                 let error: String = e.to_string().chars().take(300).collect();
@@ -238,7 +255,7 @@ impl Collector {
             Some(writer) => writer,
             None => {
                 folder.dir = folder.dir.clone().claim()?;
-                let records = records_file(folder.report.is_desk());
+                let records = folder.records;
                 folder.writer.insert(folder.dir.jsonl_writer(records)?)
             }
         };
@@ -536,6 +553,7 @@ fn crash_point(name: &str) {
 enum Report {
     Sage(Box<sage_ports::store::SageFold>),
     Desk(Box<sage_ports::store::desk::DeskFold>),
+    Suite(Box<dyn super::hosted::HostedFold>),
 }
 
 impl Report {
@@ -551,18 +569,24 @@ impl Report {
                 ))
             }
             RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
+            RunSpec::Suite(run) => Report::Suite(run.0.fold()),
         }
     }
 
-    fn is_desk(&self) -> bool {
-        matches!(self, Report::Desk(_))
+    /// Reads a record of the run (its JSON as sent).
+    fn parse(&self, json: &[u8]) -> Result<Record, serde_json::Error> {
+        match self {
+            Report::Sage(_) => Record::parse(false, json),
+            Report::Desk(_) => Record::parse(true, json),
+            Report::Suite(fold) => Ok(Record::Suite(fold.parse(json)?)),
+        }
     }
 
     /// The `budget` section of what is folded (a SAGE run with a budget).
     fn budget(&self) -> Option<sage_core::scoring::budget::BudgetSummary> {
         match self {
             Report::Sage(fold) => fold.budget(),
-            Report::Desk(_) => None,
+            Report::Desk(_) | Report::Suite(_) => None,
         }
     }
 
@@ -570,7 +594,7 @@ impl Report {
     fn adaptive(&self) -> Option<sage_core::scoring::adaptive::AdaptiveSummary> {
         match self {
             Report::Sage(fold) => fold.adaptive(),
-            Report::Desk(_) => None,
+            Report::Desk(_) | Report::Suite(_) => None,
         }
     }
 
@@ -580,6 +604,10 @@ impl Report {
         match (self, record) {
             (Report::Sage(fold), Record::Sage(r)) => fold.add(r, at),
             (Report::Desk(fold), Record::Desk(r)) => fold.add(r),
+            (Report::Suite(fold), Record::Suite(r)) => {
+                fold.add(r.as_ref());
+                true
+            }
             _ => false,
         }
     }
@@ -604,16 +632,19 @@ impl Report {
                 let (path, _) = sage_ports::store::desk::write_desk_html(dir, None, None)?;
                 (table, Some(path), Vec::new())
             }
+            Report::Suite(fold) => (fold.write(dir)?, None, Vec::new()),
         })
     }
 }
 
-/// A record of either suite, read whole (its ids checked where they are decoded).
+/// A record, read whole (its ids checked where they are decoded).
 pub enum Record {
     /// A SAGE dialogue.
     Sage(Box<sage_core::protocol::DialogueRecord>),
     /// A support-desk conversation.
     Desk(Box<sage_core::protocol::desk::DeskRecord>),
+    /// A record of a suite on the one lifecycle.
+    Suite(Box<dyn super::hosted::HostedRecord>),
 }
 
 impl Record {
@@ -630,6 +661,7 @@ impl Record {
         match self {
             Record::Sage(r) => r.as_ref(),
             Record::Desk(r) => r.as_ref(),
+            Record::Suite(r) => r.as_ref(),
         }
     }
 
@@ -649,13 +681,18 @@ impl Record {
         match self {
             Record::Sage(r) => (r.turns.len(), r.had_infra_error()),
             Record::Desk(r) => (r.turns as usize, r.infra_error.is_some()),
+            Record::Suite(r) => r.tally(),
         }
     }
 }
 
 /// Counts a stored dialogue: its turns, and whether an infrastructure error touched it.
 pub fn count(status: &mut RunStatus, record: &Record) {
-    let (turns, infra_error) = record.counts();
+    tally(status, record.counts());
+}
+
+/// Counts a stored dialogue of `turns`, touched by an infrastructure error or not.
+fn tally(status: &mut RunStatus, (turns, infra_error): (usize, bool)) {
     status.stored += 1;
     // A record's turn count comes from outside: a wrong one must not wrap the run's count.
     status.turns = status.turns.saturating_add(turns);
@@ -686,15 +723,6 @@ struct JobHead {
     dialogue_id: String,
 }
 
-/// The records file of a run's folder.
-fn records_file(desk: bool) -> &'static str {
-    if desk {
-        sage_ports::store::desk::DESK_RECORDS
-    } else {
-        "dialogues.jsonl"
-    }
-}
-
 /// What the aggregator compares of a folder's manifest with a run's spec: id, creation time
 /// and the scenarios' (or the store's) hashes (field by field: a float of the configuration may
 /// not survive a JSON round trip exactly).
@@ -713,6 +741,7 @@ impl ManifestHead {
         let (scenarios, store_sha256) = match spec {
             RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), None),
             RunSpec::SupportDesk { manifest, .. } => (None, Some(manifest.store_sha256.clone())),
+            RunSpec::Suite(_) => (None, None),
         };
         ManifestHead {
             run_id: spec.run_id().to_string(),

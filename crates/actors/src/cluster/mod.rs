@@ -12,6 +12,7 @@
 //! workers need no configuration of their own beyond the API keys the run's models name.
 
 pub mod collector;
+pub mod hosted;
 pub mod limits;
 pub mod submit;
 pub mod worker;
@@ -60,6 +61,10 @@ pub enum RunSpec {
         /// The store's cases.yaml text.
         cases: String,
     },
+    /// A run of a suite on the one lifecycle ([`hosted`]); its spec is written and read
+    /// through [`RunSpec::to_json`] and [`RunSpec::from_value`].
+    #[serde(skip)]
+    Suite(hosted::Hosted),
 }
 
 impl RunSpec {
@@ -68,6 +73,7 @@ impl RunSpec {
         match self {
             RunSpec::Sage { manifest, .. } => &manifest.run_id,
             RunSpec::SupportDesk { manifest, .. } => &manifest.run_id,
+            RunSpec::Suite(run) => run.0.run_id(),
         }
     }
 
@@ -76,6 +82,7 @@ impl RunSpec {
         match self {
             RunSpec::Sage { manifest, .. } => &manifest.created_at,
             RunSpec::SupportDesk { manifest, .. } => &manifest.created_at,
+            RunSpec::Suite(run) => run.0.created_at(),
         }
     }
 
@@ -84,12 +91,22 @@ impl RunSpec {
         match self {
             RunSpec::Sage { manifest, .. } => manifest.jobs,
             RunSpec::SupportDesk { manifest, .. } => manifest.jobs,
+            RunSpec::Suite(run) => run.0.jobs(),
         }
     }
 
     /// Whether it is a support-desk run.
     pub fn is_desk(&self) -> bool {
         matches!(self, RunSpec::SupportDesk { .. })
+    }
+
+    /// The suite's name (`sage run --suite NAME`).
+    pub fn suite(&self) -> &'static str {
+        match self {
+            RunSpec::Sage { .. } => "sage",
+            RunSpec::SupportDesk { .. } => "support-desk",
+            RunSpec::Suite(run) => run.0.suite(),
+        }
     }
 
     /// The spec of `run` from the runs bucket. A spec written before runs had a suite (no
@@ -152,6 +169,7 @@ impl RunSpec {
                 let jobs = sage_core::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
                 JobSet::of(&jobs, |j| &j.dialogue_id)
             }
+            RunSpec::Suite(run) => run.0.job_set()?,
         };
         if jobs.len() != self.jobs() {
             return Err(ClusterError::Invalid(format!(
@@ -188,6 +206,7 @@ impl RunSpec {
                 let jobs = jobs.into_iter().filter(|j| todo(&j.dialogue_id));
                 submit::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
             }
+            RunSpec::Suite(hosted) => hosted.0.queue_jobs(broker, &todo, resume).await,
         }
     }
 
@@ -196,7 +215,28 @@ impl RunSpec {
         if let Some(object) = value.as_object_mut() {
             object.entry("suite").or_insert_with(|| "sage".into());
         }
-        serde_json::from_value(value)
+        let load = (value["suite"].as_str()).and_then(hosted::loader);
+        match load {
+            Some(load) => load(value).map(RunSpec::Suite),
+            None => serde_json::from_value(value),
+        }
+    }
+
+    /// The spec as the runs bucket holds it ([`RunSpec::from_value`] reads it back).
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        match self {
+            RunSpec::Suite(run) => run.0.to_json(),
+            _ => serde_json::to_vec(self),
+        }
+    }
+
+    /// The records file of its results folder.
+    pub fn records_file(&self) -> &'static str {
+        match self {
+            RunSpec::Sage { .. } => "dialogues.jsonl",
+            RunSpec::SupportDesk { .. } => sage_ports::store::desk::DESK_RECORDS,
+            RunSpec::Suite(run) => run.0.records_file(),
+        }
     }
 }
 
@@ -671,6 +711,8 @@ pub enum Driver {
     Sage(Addr<DialogueActor>),
     /// Support-desk conversations.
     Desk(Addr<DeskActor>),
+    /// The jobs of a suite on the one lifecycle.
+    Suite(Arc<dyn hosted::HostedDriver>),
 }
 
 /// A run as a worker serves it: its scenarios and model endpoints, the role actors that
@@ -745,7 +787,8 @@ impl Served {
         )
     }
 
-    fn calls_in(
+    /// Whether this worker calls `model` for some role, the run's models of each role given.
+    pub fn calls_in(
         &self,
         model: &str,
         customers: &[String],
@@ -940,6 +983,29 @@ impl Runs {
         .then(|| BudgetWatch::start(self.broker.clone(), id));
         let manifest = match (spec, desk) {
             (RunSpec::Sage { manifest, .. }, _) => manifest,
+            (RunSpec::Suite(run), _) => {
+                let run = run.0;
+                let wanted = |m: &str| {
+                    (self.served).calls_in(m, run.customers(), run.judges(), run.agents())
+                };
+                let (registry, driver) = run.serve(&wanted, &self.limiters).map_err(failed)?;
+                if self
+                    .served
+                    .roles
+                    .contains(&sage_core::protocol::Role::Dialogue)
+                {
+                    sage_ports::telemetry::metrics().driving(&RunLabels::Agents(run.agents()));
+                }
+                let (local, transport) = self.start_roles(id, registry);
+                return Ok(ServedRun {
+                    local,
+                    driver: Driver::Suite(driver),
+                    transport,
+                    last_used: self.now_ms().into(),
+                    budget,
+                    jobs,
+                });
+            }
             (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
                 let config = manifest.config;
                 let fixture = Arc::new(DeskFixture::new(desk));
@@ -955,7 +1021,7 @@ impl Runs {
                     .roles
                     .contains(&sage_core::protocol::Role::Dialogue)
                 {
-                    sage_ports::telemetry::metrics().driving(&RunLabels::Desk(&config.agents));
+                    sage_ports::telemetry::metrics().driving(&RunLabels::Agents(&config.agents));
                 }
                 let (local, transport) = self.start_roles(id, registry);
                 let driver = DeskActor {

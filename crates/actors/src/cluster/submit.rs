@@ -64,12 +64,22 @@ pub async fn submit_desk(
     queue(broker, &spec, jobs.len()).await
 }
 
+/// Submits a run of a suite on the one lifecycle (`spec`: [`super::hosted::Hosted::new`]).
+/// Refuses a run id already in the bucket. Returns the run's initial status.
+pub async fn submit_suite(
+    broker: &Broker,
+    spec: super::hosted::Hosted,
+) -> Result<RunStatus, ClusterError> {
+    let jobs = spec.0.jobs();
+    queue(broker, &RunSpec::Suite(spec), jobs).await
+}
+
 /// Puts a run's spec in the bucket (once: a run id is used once), its status, and its `total`
 /// jobs in the work queue, made one at a time.
 async fn queue(broker: &Broker, spec: &RunSpec, total: usize) -> Result<RunStatus, ClusterError> {
     let run_id = spec.run_id();
     let bucket = broker.runs().await?;
-    let manifest = serde_json::to_vec(spec).map_err(|e| NatsError::Codec {
+    let manifest = spec.to_json().map_err(|e| NatsError::Codec {
         what: manifest_key(run_id),
         message: e.to_string(),
     })?;
@@ -188,9 +198,10 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
             status.stored, status.jobs
         )));
     }
-    if spec.is_desk() && status.state != RunState::Cancelled {
+    if !matches!(spec, RunSpec::Sage { .. }) && status.state != RunState::Cancelled {
         return Err(ClusterError::Invalid(format!(
-            "run {run_id} is a support-desk run that was not cancelled: it has no cost budget to resume with"
+            "run {run_id} is a {} run that was not cancelled: it has no cost budget to resume with",
+            spec.suite()
         )));
     }
     if status.stored >= status.jobs {
@@ -207,7 +218,13 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
             status.stored, status.jobs
         )));
     }
-    put_json(&bucket, &manifest_key(run_id), spec).await?;
+    let codec = |e: serde_json::Error| NatsError::Codec {
+        what: manifest_key(run_id),
+        message: e.to_string(),
+    };
+    let spec: Box<serde_json::value::RawValue> =
+        serde_json::from_slice(&spec.to_json().map_err(codec)?).map_err(codec)?;
+    put_json(&bucket, &manifest_key(run_id), &spec).await?;
     broker.records_stream().await?;
     let request = ResumeRequest {
         run_id: run_id.to_string(),

@@ -291,8 +291,10 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
         })?;
         let local = &served.local;
         let payload = &message.payload;
-        if matches!(served.driver, Driver::Desk(_)) {
-            return answer_desk(role, local, payload).await;
+        match served.driver {
+            Driver::Desk(_) => return answer_desk(role, local, payload).await,
+            Driver::Suite(_) => return answer_call(role, local, payload).await,
+            Driver::Sage(_) => {}
         }
         match role {
             Role::User => {
@@ -367,6 +369,39 @@ async fn answer_desk(
         }
         Role::Rule | Role::Dialogue => Err(format!(
             "a support-desk run has no {} requests",
+            role.as_str()
+        )),
+    }
+}
+
+/// Answers a role request of a suite on the one lifecycle (one model call) with the local role
+/// actors.
+async fn answer_call(
+    role: Role,
+    local: &sage_ports::transport::local::LocalTransport,
+    payload: &[u8],
+) -> Result<Bytes, String> {
+    use sage_core::protocol::call::{CallRole, ModelCallRequest};
+    match role {
+        Role::Service | Role::User | Role::Judge => {
+            reply_json(payload, |r: ModelCallRequest| async move {
+                let asked = match r.role {
+                    CallRole::Agent => Role::Service,
+                    CallRole::Customer => Role::User,
+                    CallRole::Judge => Role::Judge,
+                };
+                if asked != role {
+                    return Err(TransportError::Codec {
+                        role: role.as_str(),
+                        message: format!("a {} call on this role's subject", asked.as_str()),
+                    });
+                }
+                Transport::call(local, r).await
+            })
+            .await
+        }
+        Role::Rule | Role::Dialogue => Err(format!(
+            "a run of this suite has no {} requests",
             role.as_str()
         )),
     }
@@ -895,12 +930,14 @@ impl JobHead {
     }
 }
 
-/// A finished job's record, of either suite.
+/// A finished job's record.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Played {
     Dialogue(sage_core::protocol::DialogueRecord),
     Desk(sage_core::protocol::desk::DeskRecord),
+    /// A record of a suite on the one lifecycle, as its driver wrote it.
+    Suite(Box<serde_json::value::RawValue>),
 }
 
 /// The record a played job will give: the outer error when the driver went away (the job is
@@ -911,11 +948,15 @@ type Playing = std::pin::Pin<
 
 /// Refuses a job that is not exactly one of its run's planned jobs (a forged job of a known
 /// run): counted as a foreign job, and no call made for it.
-fn planned(run: &ServedRun, dialogue_id: &str, job: &impl Serialize) -> Result<(), String> {
+fn planned(
+    run: &ServedRun,
+    dialogue_id: &str,
+    job: &dyn super::hosted::erased::Fingerprint,
+) -> Result<(), String> {
     let Some(jobs) = &run.jobs else {
         return Ok(());
     };
-    jobs.check(dialogue_id, job).map_err(|foreign| {
+    job.check_in(jobs, dialogue_id).map_err(|foreign| {
         metrics()
             .messages_rejected
             .with_label_values(&["job", "foreign"])
@@ -949,6 +990,10 @@ fn play(run: &ServedRun, payload: &[u8], through: Arc<dyn Transport>) -> Result<
             });
             sent.map(|r| r.map(|played| played.map(Played::Desk)))
                 .boxed()
+        }
+        Driver::Suite(driver) => {
+            let playing = driver.play(payload, &|id, job| planned(run, id, job), through)?;
+            playing.map(|r| Ok(r.map(Played::Suite))).boxed()
         }
     })
 }

@@ -226,7 +226,7 @@ pub async fn run_embedded(
     mut on_record: impl FnMut(DeskRecord),
 ) -> Result<(), RunError> {
     let fixture = Arc::new(DeskFixture::new(desk));
-    metrics().driving(&RunLabels::Desk(&config.agents));
+    metrics().driving(&RunLabels::Agents(&config.agents));
     let needed = config.model_names();
     let registry = registry(
         config,

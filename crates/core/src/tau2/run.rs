@@ -750,6 +750,12 @@ impl crate::suite::Suite for Tau2Retail {
     fn agents(config: &Tau2Config) -> &[String] {
         &config.agents
     }
+    fn customers(config: &Tau2Config) -> &[String] {
+        std::slice::from_ref(&config.customer_model)
+    }
+    fn judges(config: &Tau2Config) -> &[String] {
+        &config.judge_models
+    }
     fn models(config: &Tau2Config) -> &[ModelConfig] {
         &config.models
     }
@@ -786,6 +792,10 @@ impl crate::suite::Suite for Tau2Retail {
     }
     fn record_job(record: &Tau2Record) -> &Tau2Job {
         &record.job
+    }
+    fn tally(record: &Tau2Record) -> (usize, bool) {
+        let turns = record.messages.iter().filter(|m| m.role == "user").count();
+        (turns, record.infra_error.is_some())
     }
     fn fold(fold: &mut Tau2Fold, record: &Tau2Record) {
         fold.add(record)

@@ -361,8 +361,9 @@ pub enum RunLabels<'a> {
         /// The adversarial levels played.
         adversarial: &'a [Adversarial],
     },
-    /// A support-desk run: its agents under test.
-    Desk(&'a [String]),
+    /// A run of another suite (the support desk, a suite on the one lifecycle): its agents
+    /// under test.
+    Agents(&'a [String]),
 }
 
 impl<'a> RunLabels<'a> {
@@ -603,7 +604,7 @@ impl Metrics {
                     }
                 }
             }
-            RunLabels::Desk(agents) => self.desk_agents(agents),
+            RunLabels::Agents(agents) => self.desk_agents(agents),
         }
     }
 
@@ -1058,7 +1059,7 @@ mod tests {
                 .get()
         };
         // Every series of the agent exists at 0 before its first conversation.
-        m.driving(&RunLabels::Desk(&[model.to_string()]));
+        m.driving(&RunLabels::Agents(&[model.to_string()]));
         let text = m.render();
         for series in [
             format!("sage_desk_unsafe_actions_total{{kind=\"fraud_reroute\",model=\"{model}\"}} 0"),
@@ -1123,7 +1124,7 @@ mod tests {
         };
         let scenarios = ["s1".to_string(), "s2".to_string(), "s3".to_string()];
         m.driving(&RunLabels::sage(&config, &scenarios));
-        m.driving(&RunLabels::Desk(&["desk-agent".into()]));
+        m.driving(&RunLabels::Agents(&["desk-agent".into()]));
         let text = m.render();
         // (family, series expected: every combination of the label values)
         let combinations = 2 * 3 * 2;
