@@ -354,6 +354,7 @@ fn the_shared_suite_lifecycle_names_no_suite() {
         "crates/core/src/protocol/call.rs",
         "crates/actors/src/suite.rs",
         "crates/actors/src/call.rs",
+        "crates/actors/src/cluster/hosted.rs",
         "crates/ports/src/store/suite.rs",
         "src/cli/suite.rs",
     ];
@@ -372,6 +373,26 @@ fn the_shared_suite_lifecycle_names_no_suite() {
             assert!(
                 !code.contains(name),
                 "{file} names the suite-specific `{name}`: a suite's code belongs in its own folder"
+            );
+        }
+    }
+    // The distributed mode's processes and the commands reach a suite on the one lifecycle
+    // through it, by its name: no branch of theirs names one (the suites are listed in
+    // crates/actors/src/cluster/suites.rs and in the CLI's `Suite::hosted`).
+    let processes = [
+        "crates/actors/src/cluster/mod.rs",
+        "crates/actors/src/cluster/worker.rs",
+        "crates/actors/src/cluster/collector.rs",
+        "crates/actors/src/cluster/submit.rs",
+        "src/cli/cluster.rs",
+        "src/cli/report.rs",
+    ];
+    for file in processes {
+        let code = code(&root.join(file));
+        for name in ["tau2", "Tau2"] {
+            assert!(
+                !code.contains(name),
+                "{file} names the suite-specific `{name}`: a suite on the one lifecycle is reached through it"
             );
         }
     }

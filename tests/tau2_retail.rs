@@ -424,6 +424,14 @@ fn a_tau2_sweep_through_two_workers_equals_the_embedded_run() {
     );
     let folder = out.join("tau2");
     assert_eq!(simulation_ids(&folder.join("tau2.jsonl")).len(), 32);
+    // The aggregator wrote the HTML report too, and says where.
+    assert_eq!(
+        status["report"].as_str().map(PathBuf::from),
+        Some(folder.join("report.html")),
+        "{status}"
+    );
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(page.contains("id=\"tau2-leaderboard-table\""));
     let summary = std::fs::read_to_string(folder.join("summary.json")).unwrap();
     assert!(
         summary == expected,

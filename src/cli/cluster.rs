@@ -380,11 +380,12 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             let line = estimate.line();
             (Submission::Desk(config, texts, Box::new(desk)), id, line)
         }
-        Suite::Tau2Retail => {
-            use sage_core::tau2::run::Tau2Retail;
+        other => {
+            let Some(lifecycle) = other.hosted() else {
+                bail!("--suite {}: not served by sage sweep", other.name());
+            };
             let asked = (args.config.as_deref(), args.run_id.as_deref());
-            let Some((spec, line)) = super::suite::submission::<Tau2Retail>(asked, args.plan)?
-            else {
+            let Some((spec, line)) = (lifecycle.submission)(asked, args.plan)? else {
                 return Ok(());
             };
             let id = spec.0.run_id().to_string();

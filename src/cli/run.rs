@@ -180,12 +180,33 @@ pub enum Suite {
     Tau2Retail,
 }
 
-/// What `sage report` and `sage show` do with a folder of a suite on the one lifecycle.
+/// What the commands do with a suite on the one lifecycle: each is the generic command
+/// ([`super::suite`]) for that suite.
+#[derive(Clone, Copy)]
 pub struct Lifecycle {
+    /// `sage run --suite NAME`.
+    pub run: fn(super::suite::SuiteArgs<'_>) -> anyhow::Result<()>,
+    /// `sage sweep --suite NAME`: the spec to submit (`None`: `--plan` printed instead).
+    pub submission: super::suite::Submission,
     /// `sage report DIR` (the folder written when `true`).
     pub report: fn(&RunDir, bool) -> anyhow::Result<()>,
     /// `sage show DIR ID`.
     pub show: fn(&RunDir, &str) -> anyhow::Result<()>,
+    /// Its name (`--suite NAME`, a manifest's `suite`).
+    pub name: &'static str,
+}
+
+impl Lifecycle {
+    /// The commands of the suite `S`.
+    fn of<S: sage_actors::suite::Play>() -> Lifecycle {
+        Lifecycle {
+            run: super::suite::run::<S>,
+            submission: super::suite::submission::<S>,
+            report: super::suite::report::<S>,
+            show: super::suite::show::<S>,
+            name: <S as sage_core::suite::Suite>::NAME,
+        }
+    }
 }
 
 impl Suite {
@@ -197,16 +218,22 @@ impl Suite {
             .unwrap_or_default()
     }
 
-    /// The commands for a folder of a suite on the one lifecycle (its manifest's `suite`);
-    /// `None` for the SAGE and support-desk suites, served on their own paths.
+    /// The commands of a suite on the one lifecycle; `None` for the SAGE and support-desk
+    /// suites, served on their own paths. The one list a suite on the trait joins.
+    pub fn hosted(self) -> Option<Lifecycle> {
+        match self {
+            Suite::Tau2Retail => Some(Lifecycle::of::<sage_core::tau2::run::Tau2Retail>()),
+            Suite::Sage | Suite::SupportDesk => None,
+        }
+    }
+
+    /// The commands for a folder of a suite on the one lifecycle (its manifest's `suite`).
     pub fn lifecycle(run: &RunDir) -> Option<Lifecycle> {
-        use sage_core::suite::Suite as _;
-        use sage_core::tau2::run::Tau2Retail;
         let name = super::suite::suite_of(run)?;
-        (name == Tau2Retail::NAME).then_some(Lifecycle {
-            report: super::suite::report::<Tau2Retail>,
-            show: super::suite::show::<Tau2Retail>,
-        })
+        Suite::value_variants()
+            .iter()
+            .filter_map(|s| s.hosted())
+            .find(|l| l.name == name)
     }
 }
 
@@ -269,10 +296,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id.as_deref())?;
     match args.suite {
         Suite::SupportDesk => return super::desk::run(args.desk_args()?),
-        Suite::Tau2Retail => {
-            return super::suite::run::<sage_core::tau2::run::Tau2Retail>(args.suite_args()?);
-        }
         Suite::Sage => {}
+        other => {
+            if let Some(lifecycle) = other.hosted() {
+                return (lifecycle.run)(args.suite_args()?);
+            }
+        }
     }
     // Everything is checked before a results folder is created or claimed.
     let (config, resume) = args.config()?;

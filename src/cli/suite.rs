@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use sage_actors::cluster::hosted::Hosted;
-use sage_actors::suite::{Play, Stored, run_stored, world_of, write_scores};
+use sage_actors::suite::{Play, Stored, Written, run_stored, world_of};
 use sage_core::suite::Flags;
 use sage_ports::store::suite::SuiteManifest;
 use sage_ports::store::{RunDir, inputs};
@@ -112,11 +112,26 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
-    let table = write_scores::<S>(&run, &stored.fold)?;
-    println!("{}", terminal_safe(&table));
+    let written = stored.results.write(&run)?;
+    println!("{}", terminal_safe(&written.table));
     println!("results: {}", run.path().display());
+    print_report(&written);
     Ok(())
 }
+
+/// Where the HTML report is, and what its explorer leaves out.
+fn print_report(written: &Written) {
+    if let Some((path, embedded)) = &written.report {
+        println!("report: {}", path.display());
+        if embedded.partial() {
+            println!("{}", embedded.line("conversation"));
+        }
+    }
+}
+
+/// [`submission`] of one suite.
+pub type Submission =
+    fn((Option<&Path>, Option<&str>), super::PlanArgs) -> anyhow::Result<Option<(Hosted, String)>>;
 
 /// What `sage sweep --suite NAME` submits for the suite `S` (`asked`: the configuration file
 /// and the run id given): the run's spec and the plan's line; `None` when `--plan` printed the
@@ -153,7 +168,7 @@ pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
     let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
     let world = world_of::<S>(&manifest.config).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
-    let stored = Stored::<S>::read(run, &jobs, &manifest.run_id)?;
+    let mut stored = Stored::<S>::read(run, &jobs, &manifest.run_id)?;
     if stored.jobs.done() == 0 {
         anyhow::bail!(
             "{}: no conversation stored in {} (the run has not finished one yet, or its records are gone); nothing to report",
@@ -161,12 +176,13 @@ pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
             S::RECORDS
         );
     }
-    let table = if write {
-        write_scores::<S>(run, &stored.fold)?
+    if write {
+        let written = stored.results.write(run)?;
+        println!("{}", terminal_safe(&written.table));
+        print_report(&written);
     } else {
-        S::summary(&stored.fold).1
-    };
-    println!("{}", terminal_safe(&table));
+        println!("{}", terminal_safe(&S::summary(&stored.results.fold).1));
+    }
     Ok(())
 }
 

@@ -10,6 +10,7 @@ use crate::start_local_roles;
 use futures::StreamExt;
 use sage_core::plan::JobSet;
 use sage_core::suite::Suite;
+use sage_ports::store::suite::Page;
 use sage_ports::store::{HasJob, RunDir};
 use sage_ports::transport::Transport;
 use std::sync::Arc;
@@ -30,6 +31,12 @@ pub trait Play: Suite {
     /// wrong in them).
     fn world(config: &Self::Config, inputs: &Self::Inputs) -> Result<Arc<Self::World>, String>;
 
+    /// The run's HTML report, folded a record at a time (`()` for a suite without one).
+    type Page: Page<Self::Record>;
+
+    /// An empty page of the run in `run` (its header from the folder's manifest).
+    fn page(run: &RunDir) -> Self::Page;
+
     /// Plays `job` over `world`: its record, or why the job cannot be played at all (it names
     /// what the world does not hold).
     async fn play(
@@ -44,16 +51,46 @@ pub fn world_of<S: Play>(config: &S::Config) -> Result<Arc<S::World>, String> {
     S::world(config, &S::inputs(config)?)
 }
 
-/// Writes a run's scores from its fold into its folder (summary.json and leaderboard.md, each
-/// atomically); returns the table.
-pub fn write_scores<S: Suite>(
-    run: &RunDir,
-    fold: &S::Fold,
-) -> Result<String, sage_ports::store::StoreError> {
-    let (summary, table) = S::summary(fold);
-    run.write_json("summary.json", &summary)?;
-    run.write_text("leaderboard.md", &table)?;
-    Ok(table)
+/// What a run's records give, folded a record at a time: the scores and the HTML report.
+pub struct Results<S: Play> {
+    /// The scores.
+    pub fold: S::Fold,
+    /// The HTML report.
+    pub page: S::Page,
+}
+
+/// What [`Results::write`] wrote.
+pub struct Written {
+    /// The scores' table (leaderboard.md).
+    pub table: String,
+    /// report.html's path and what its explorer embeds (a suite with a page).
+    pub report: Option<(std::path::PathBuf, sage_ports::store::suite::Embedded)>,
+}
+
+impl<S: Play> Results<S> {
+    /// Nothing folded yet, of the run in `run`.
+    pub fn new(run: &RunDir) -> Results<S> {
+        Results {
+            fold: S::Fold::default(),
+            page: S::page(run),
+        }
+    }
+
+    /// Folds a record in, whose line starts at byte `at` of the records file.
+    pub fn add(&mut self, record: &S::Record, at: u64) {
+        S::fold(&mut self.fold, record);
+        self.page.add(record, at);
+    }
+
+    /// Writes summary.json, leaderboard.md and the HTML report into the run's folder, each
+    /// atomically.
+    pub fn write(&mut self, run: &RunDir) -> Result<Written, sage_ports::store::StoreError> {
+        let (summary, table) = S::summary(&self.fold);
+        run.write_json("summary.json", &summary)?;
+        run.write_text("leaderboard.md", &table)?;
+        let report = self.page.write(run)?;
+        Ok(Written { table, report })
+    }
 }
 
 /// The registry of a process serving a run of `S`: the endpoints of the models of `config`
@@ -109,24 +146,24 @@ pub async fn run_embedded<S: Play>(
     Ok(())
 }
 
-/// What a stored run of `S` holds so far: the jobs done and the scores folded from them.
-pub struct Stored<S: Suite> {
+/// What a stored run of `S` holds so far: the jobs done and the results folded from them.
+pub struct Stored<S: Play> {
     /// The jobs with a record.
     pub jobs: JobSet,
-    /// The scores of the records.
-    pub fold: S::Fold,
+    /// The scores and the page of the records.
+    pub results: Results<S>,
 }
 
-impl<S: Suite> Stored<S> {
+impl<S: Play> Stored<S> {
     /// Reads the records of `run` once, to resume it (folded as read): each must be of `jobs`
     /// and of the run `run_id` ([`RunDir::resume_records`]); a job stored twice counts once.
     pub fn read(run: &RunDir, jobs: &[S::Job], run_id: &str) -> Result<Stored<S>, RunError> {
         let mut set = JobSet::of(jobs, |j| S::job_id(j));
-        let mut fold = S::Fold::default();
-        run.resume_records(S::RECORDS, &mut set, run_id, |_, Of::<S>(record)| {
-            S::fold(&mut fold, &record)
+        let mut results = Results::new(run);
+        run.resume_records(S::RECORDS, &mut set, run_id, |at, Of::<S>(record)| {
+            results.add(&record, at)
         })?;
-        Ok(Stored { jobs: set, fold })
+        Ok(Stored { jobs: set, results })
     }
 }
 
@@ -166,11 +203,14 @@ pub async fn run_stored<S: Play>(
     let mut writer = run.jsonl_writer(S::RECORDS)?;
     let mut failed = None;
     run_embedded::<S>(config, world, todo, |record| {
-        if let Err(e) = writer.append(&record) {
-            failed.get_or_insert(e);
+        match writer.append(&record) {
+            Ok(at) => stored.results.add(&record, at),
+            Err(e) => {
+                failed.get_or_insert(e);
+                S::fold(&mut stored.results.fold, &record);
+            }
         }
         stored.jobs.mark_done(S::job_id(S::record_job(&record)));
-        S::fold(&mut stored.fold, &record);
         if let Some(p) = progress {
             p.inc(1);
         }

@@ -85,6 +85,11 @@ impl Simulation<'_> {
 #[async_trait::async_trait]
 impl Play for Tau2Retail {
     type Inputs = ();
+    type Page = sage_ports::store::tau2::Tau2Page;
+
+    fn page(run: &sage_ports::store::RunDir) -> Self::Page {
+        sage_ports::store::tau2::Tau2Page::new(run)
+    }
 
     fn inputs(_: &sage_core::tau2::run::Tau2Config) -> Result<(), String> {
         Ok(())

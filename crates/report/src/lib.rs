@@ -32,6 +32,7 @@ pub mod page;
 pub mod sage;
 pub mod side_by_side;
 pub mod stats;
+pub mod tau2;
 pub mod text;
 pub mod transcript;
 

@@ -334,6 +334,7 @@ mod tests {
             crate::explorer::SCRIPT,
             crate::explorer::sage::SCRIPT,
             crate::desk::DESK_JS,
+            crate::tau2::TAU2_JS,
         ] {
             assert!(!script.to_ascii_lowercase().contains("</script"));
             assert!(!script.contains("<!--"));

@@ -122,7 +122,7 @@ impl Collector {
             // a record not of this run is an error naming the file and the line (the records
             // wait, redelivered, until the folder is mended), never skipped unseen.
             let mut jobs = jobs;
-            let mut report = Report::new(&spec);
+            let mut report = Report::new(&spec, &dir);
             // A line written twice (a record stored, then redelivered before its ack) counts
             // once: the report's fold tells.
             let mut add = |at: u64, record: Record| {
@@ -557,7 +557,7 @@ enum Report {
 }
 
 impl Report {
-    fn new(spec: &RunSpec) -> Report {
+    fn new(spec: &RunSpec, dir: &RunDir) -> Report {
         match spec {
             RunSpec::Sage { manifest, .. } => {
                 // The HTML report's graphs need the compiled scenarios; should they not
@@ -569,7 +569,7 @@ impl Report {
                 ))
             }
             RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
-            RunSpec::Suite(run) => Report::Suite(run.0.fold()),
+            RunSpec::Suite(run) => Report::Suite(run.0.fold(dir)),
         }
     }
 
@@ -605,7 +605,7 @@ impl Report {
             (Report::Sage(fold), Record::Sage(r)) => fold.add(r, at),
             (Report::Desk(fold), Record::Desk(r)) => fold.add(r),
             (Report::Suite(fold), Record::Suite(r)) => {
-                fold.add(r.as_ref());
+                fold.add(r.as_ref(), at);
                 true
             }
             _ => false,
@@ -632,7 +632,10 @@ impl Report {
                 let (path, _) = sage_ports::store::desk::write_desk_html(dir, None, None)?;
                 (table, Some(path), Vec::new())
             }
-            Report::Suite(fold) => (fold.write(dir)?, None, Vec::new()),
+            Report::Suite(fold) => {
+                let (table, html) = fold.write(dir)?;
+                (table, html, Vec::new())
+            }
         })
     }
 }

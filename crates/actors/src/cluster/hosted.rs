@@ -1,17 +1,16 @@
 //! A suite on the one lifecycle ([`Play`]) in the distributed mode: its spec in the runs
 //! bucket, its jobs queued, its driver and roles on a worker, its fold in the aggregator. The
 //! suite's types are erased behind [`HostedRun`], [`HostedDriver`] and [`HostedFold`], so the
-//! worker, the aggregator and `sage sweep` name no suite; [`loader`] is the one list of the
-//! suites served this way.
+//! worker, the aggregator and `sage sweep` name no suite; [`super::suites`] lists the suites
+//! served this way.
 
 use super::ClusterError;
 use crate::roles::Registry;
 use crate::runner::RunError;
-use crate::suite::{Of, Play};
+use crate::suite::{Of, Play, Results};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use sage_core::plan::JobSet;
-use sage_core::suite::Suite;
 use sage_ports::store::suite::SuiteManifest;
 use sage_ports::store::{HasJob, RunDir, StoreError};
 use sage_ports::transport::Transport;
@@ -69,8 +68,8 @@ pub trait HostedRun: Send + Sync {
         wanted: &dyn Fn(&str) -> bool,
         limiters: &sage_ports::llm::Limiters,
     ) -> Result<(Registry, Arc<dyn HostedDriver>), RunError>;
-    /// An empty fold of the run's scores.
-    fn fold(&self) -> Box<dyn HostedFold>;
+    /// An empty fold of the run's results, whose folder is `dir`.
+    fn fold(&self, dir: &RunDir) -> Box<dyn HostedFold>;
 }
 
 /// Plays a hosted run's jobs on a worker.
@@ -91,8 +90,8 @@ pub trait HostedDriver: Send + Sync {
 pub trait HostedFold: Send {
     /// Reads a record of the run, its JSON as sent.
     fn parse(&self, json: &[u8]) -> Result<Box<dyn HostedRecord>, serde_json::Error>;
-    /// Folds a record this fold parsed.
-    fn add(&mut self, record: &dyn HostedRecord);
+    /// Folds a record this fold parsed, whose line starts at byte `at` of the records file.
+    fn add(&mut self, record: &dyn HostedRecord, at: u64);
     /// Reads the run's records file in `dir` into the fold (checked to be of `jobs`, which
     /// marks them done: [`RunDir::resume_records`]), each passed to `counted` as well.
     fn resume(
@@ -102,8 +101,9 @@ pub trait HostedFold: Send {
         run_id: &str,
         counted: &mut dyn FnMut(&dyn HostedRecord),
     ) -> Result<(), StoreError>;
-    /// Writes the scores into `dir` (summary.json, leaderboard.md): the table.
-    fn write(&self, dir: &RunDir) -> Result<String, StoreError>;
+    /// Writes the results into `dir` (summary.json, leaderboard.md, the HTML report): the
+    /// table, and report.html's path when the suite has a page.
+    fn write(&mut self, dir: &RunDir) -> Result<(String, Option<std::path::PathBuf>), StoreError>;
 }
 
 /// A record of a hosted run.
@@ -198,7 +198,7 @@ impl<S: Play> HostedRun for Run<S> {
         resume: Option<u32>,
     ) -> Result<usize, ClusterError> {
         let jobs = self.planned()?.into_iter().filter(|j| todo(S::job_id(j)));
-        super::submit::publish_jobs(broker, self.run_id(), jobs, |j| S::job_id(j), resume).await
+        super::queue::publish_jobs(broker, self.run_id(), jobs, |j| S::job_id(j), resume).await
     }
     fn serve(
         &self,
@@ -209,8 +209,8 @@ impl<S: Play> HostedRun for Run<S> {
         let registry = crate::suite::registry::<S>(&self.spec.manifest.config, wanted, limiters)?;
         Ok((registry, Arc::new(Driver::<S> { world })))
     }
-    fn fold(&self) -> Box<dyn HostedFold> {
-        Box::new(Fold::<S>(S::Fold::default()))
+    fn fold(&self, dir: &RunDir) -> Box<dyn HostedFold> {
+        Box::new(Fold::<S>(Results::new(dir)))
     }
 }
 
@@ -238,8 +238,8 @@ impl<S: Play> HostedDriver for Driver<S> {
     }
 }
 
-/// The fold of a run of `S` in the aggregator.
-struct Fold<S: Suite>(S::Fold);
+/// The results of a run of `S` in the aggregator.
+struct Fold<S: Play>(Results<S>);
 
 impl<S: Play> HostedRecord for Of<S> {
     fn tally(&self) -> (usize, bool) {
@@ -254,9 +254,9 @@ impl<S: Play> HostedFold for Fold<S> {
     fn parse(&self, json: &[u8]) -> Result<Box<dyn HostedRecord>, serde_json::Error> {
         Ok(Box::new(Of::<S>(serde_json::from_slice(json)?)))
     }
-    fn add(&mut self, record: &dyn HostedRecord) {
+    fn add(&mut self, record: &dyn HostedRecord, at: u64) {
         if let Some(Of(record)) = record.as_any().downcast_ref::<Of<S>>() {
-            S::fold(&mut self.0, record);
+            self.0.add(record, at);
         }
     }
     fn resume(
@@ -266,13 +266,14 @@ impl<S: Play> HostedFold for Fold<S> {
         run_id: &str,
         counted: &mut dyn FnMut(&dyn HostedRecord),
     ) -> Result<(), StoreError> {
-        dir.resume_records(S::RECORDS, jobs, run_id, |_, record: Of<S>| {
+        dir.resume_records(S::RECORDS, jobs, run_id, |at, record: Of<S>| {
             counted(&record);
-            S::fold(&mut self.0, &record.0);
+            self.0.add(&record.0, at);
         })
     }
-    fn write(&self, dir: &RunDir) -> Result<String, StoreError> {
-        crate::suite::write_scores::<S>(dir, &self.0)
+    fn write(&mut self, dir: &RunDir) -> Result<(String, Option<std::path::PathBuf>), StoreError> {
+        let written = self.0.write(dir)?;
+        Ok((written.table, written.report.map(|(path, _)| path)))
     }
 }
 
@@ -317,7 +318,7 @@ impl Hosted {
 
 /// Reads a spec of `S` from the runs bucket: a message from outside, its configuration checked
 /// as a configuration file is (bounds on every count) before anything is planned from it.
-fn load<S: Play>(value: serde_json::Value) -> Result<Hosted, serde_json::Error> {
+pub(crate) fn load<S: Play>(value: serde_json::Value) -> Result<Hosted, serde_json::Error> {
     let spec: Spec<S> = serde_json::from_value(value)?;
     S::check(&spec.manifest.config, "the run's manifest").map_err(serde::de::Error::custom)?;
     if spec.suite != S::NAME {
@@ -331,14 +332,4 @@ fn load<S: Play>(value: serde_json::Value) -> Result<Hosted, serde_json::Error> 
         spec,
         world: OnceLock::new(),
     })))
-}
-
-/// How a spec of the suite `name` is read, for the suites served through this module: the
-/// one list a new suite joins.
-pub fn loader(name: &str) -> Option<fn(serde_json::Value) -> Result<Hosted, serde_json::Error>> {
-    use sage_core::tau2::run::Tau2Retail;
-    let suites: [(&str, fn(_) -> _); 1] = [(Tau2Retail::NAME, load::<Tau2Retail>)];
-    suites
-        .into_iter()
-        .find_map(|(suite, load)| (suite == name).then_some(load))
 }

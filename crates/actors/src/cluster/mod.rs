@@ -14,7 +14,9 @@
 pub mod collector;
 pub mod hosted;
 pub mod limits;
+mod queue;
 pub mod submit;
+pub mod suites;
 pub mod worker;
 
 use super::desk::DeskActor;
@@ -198,13 +200,13 @@ impl RunSpec {
                 let sops = self.sops()?;
                 let plan = sage_core::plan::Plan::new(&manifest.config, run, &sops);
                 let jobs = (plan.jobs_in_play_order()).filter(|j| todo(&j.dialogue_id));
-                submit::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
+                queue::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
             }
             RunSpec::SupportDesk { manifest, .. } => {
                 let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));
                 let jobs = sage_core::plan::desk::jobs(&manifest.config, run, &desk);
                 let jobs = jobs.into_iter().filter(|j| todo(&j.dialogue_id));
-                submit::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
+                queue::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
             }
             RunSpec::Suite(hosted) => hosted.0.queue_jobs(broker, &todo, resume).await,
         }
@@ -215,7 +217,7 @@ impl RunSpec {
         if let Some(object) = value.as_object_mut() {
             object.entry("suite").or_insert_with(|| "sage".into());
         }
-        let load = (value["suite"].as_str()).and_then(hosted::loader);
+        let load = (value["suite"].as_str()).and_then(suites::loader);
         match load {
             Some(load) => load(value).map(RunSpec::Suite),
             None => serde_json::from_value(value),

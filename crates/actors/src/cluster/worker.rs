@@ -677,7 +677,7 @@ async fn defer(broker: &Broker, message: &jetstream::Message, head: &JobHead) ->
     let mut headers = message.headers.clone().unwrap_or_default();
     let id = format!("{}/{}/deferred-{unique}", head.run_id, head.dialogue_id);
     headers.insert("Nats-Msg-Id", header_value(&id));
-    let queued = super::submit::publish_acked(
+    let queued = super::queue::publish_acked(
         broker.js.clone(),
         message.subject.to_string(),
         headers,

@@ -631,9 +631,12 @@ impl Tau2Fold {
                 }
             })
             .collect();
+        // Ties by name: the order does not depend on which records came first.
         agents.sort_by(|a, b| {
             let first = |s: &AgentScore| s.pass_hat_k.first().copied().unwrap_or(0.0);
-            first(b).total_cmp(&first(a))
+            first(b)
+                .total_cmp(&first(a))
+                .then_with(|| a.agent.cmp(&b.agent))
         });
         Tau2Summary { agents }
     }
@@ -686,7 +689,7 @@ pub struct AgentScore {
 /// A run's scores (summary.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tau2Summary {
-    /// One row an agent, best pass^1 first.
+    /// One row an agent, best pass^1 first (ties by name).
     pub agents: Vec<AgentScore>,
 }
 

@@ -39,3 +39,30 @@ impl<C: Clone> SuiteManifest<C> {
         }
     }
 }
+
+/// What a page's explorer embeds.
+pub use sage_report::explorer::Embedded;
+
+/// A run's HTML report, folded a record at a time as the records are written or read (each with
+/// where its line starts in the records file, so the page reads back the ones it embeds) and
+/// written into the run's folder. `()` is the page of a suite without one.
+pub trait Page<R>: Send + 'static {
+    /// Folds a record in, whose line starts at byte `at` of the records file.
+    fn add(&mut self, record: &R, at: u64);
+    /// Writes report.html into the run's folder: its path and what its explorer embeds (none
+    /// for a suite without a page).
+    fn write(
+        &mut self,
+        run: &super::RunDir,
+    ) -> Result<Option<(std::path::PathBuf, Embedded)>, super::StoreError>;
+}
+
+impl<R> Page<R> for () {
+    fn add(&mut self, _: &R, _: u64) {}
+    fn write(
+        &mut self,
+        _: &super::RunDir,
+    ) -> Result<Option<(std::path::PathBuf, Embedded)>, super::StoreError> {
+        Ok(None)
+    }
+}

@@ -7,7 +7,10 @@ use super::{RunDir, StoreError};
 use sage_core::suite::Suite;
 use sage_core::tau2::export;
 use sage_core::tau2::run::{Tau2Config, Tau2Record, Tau2Retail, World};
+use sage_report::explorer::Embedded;
+use sage_report::tau2::{Tau2ReportFold, Tau2RunInfo};
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Writes the run in `run` to `out` as tau2's results JSON; returns how many simulations.
 pub fn export_results(run: &RunDir, out: &mut dyn Write) -> Result<usize, StoreError> {
@@ -55,4 +58,76 @@ pub fn export_results(run: &RunDir, out: &mut dyn Write) -> Result<usize, StoreE
     }
     out.write_all(b"]}\n").map_err(io)?;
     Ok(written)
+}
+
+/// What the report's run facts show of a tau2 retail run's manifest.
+pub fn run_info(manifest: &SuiteManifest<Tau2Config>) -> Tau2RunInfo {
+    let config = &manifest.config;
+    Tau2RunInfo {
+        run_id: manifest.run_id.clone(),
+        created_at: manifest.created_at.clone(),
+        sage_version: manifest.sage_version.clone(),
+        seed: Some(config.seed),
+        repeats: Some(config.repeats),
+        max_turns: Some(config.max_turns),
+        agents: config.agents.clone(),
+        customer_model: config.customer_model.clone(),
+        judge_models: config.judge_models.clone(),
+        simulated_models: manifest.simulated_models.clone(),
+        tasks: Some(manifest.jobs / (config.agents.len() * config.repeats as usize).max(1)),
+    }
+}
+
+/// A tau2 retail run's HTML report being folded, one record at a time, as the run writes its
+/// records or as tau2.jsonl is read.
+pub struct Tau2Page {
+    fold: Tau2ReportFold,
+}
+
+impl Tau2Page {
+    /// An empty report of the run in `run`, its header from the folder's manifest (a folder
+    /// without a readable manifest gets a header with its folder name only).
+    pub fn new(run: &RunDir) -> Tau2Page {
+        let info = match run.read_json::<SuiteManifest<Tau2Config>>("manifest.json") {
+            Ok(manifest) => run_info(&manifest),
+            Err(_) => Tau2RunInfo {
+                run_id: run
+                    .path()
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                ..Tau2RunInfo::default()
+            },
+        };
+        Tau2Page {
+            fold: Tau2ReportFold::new(info).with_limits(super::explorer_limits()),
+        }
+    }
+}
+
+impl super::suite::Page<Tau2Record> for Tau2Page {
+    fn add(&mut self, record: &Tau2Record, at: u64) {
+        self.fold.add(record, at);
+    }
+
+    /// Writes report.html into the run's folder atomically (the simulations the explorer embeds
+    /// read back from tau2.jsonl).
+    fn write(&mut self, run: &RunDir) -> Result<Option<(PathBuf, Embedded)>, StoreError> {
+        let target = run.path().join(super::REPORT_HTML);
+        let mut spool = super::report::spool_beside(&target)?;
+        let show = super::show_command(&self.fold.run_id());
+        let mut embedded = Embedded::default();
+        let path = run.write_report_html(None, |w| {
+            let records = Tau2Retail::RECORDS;
+            let written = if run.path().join(records).exists() {
+                let mut records = run.reread::<Tau2Record>(records)?;
+                self.fold.write_page(w, &mut records, &mut spool, &show)
+            } else {
+                (self.fold).write_page(w, &mut Vec::<Tau2Record>::new(), &mut spool, &show)
+            };
+            embedded = written.map_err(super::io(&target))?;
+            Ok::<(), StoreError>(())
+        })?;
+        Ok(Some((path, embedded)))
+    }
 }
