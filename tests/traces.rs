@@ -575,3 +575,86 @@ fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
     );
     drop(server);
 }
+
+/// A run of a suite on the one lifecycle (tau2 retail) exported to Phoenix: each simulation is
+/// one trace rooted at its conversation span (`tau2-retail ID`), every model call of its record
+/// (agent, user simulator, judge) a `chat {model}` span under it, with the record's tokens.
+#[test]
+fn a_tau2_run_is_one_trace_per_simulation() {
+    let phoenix = Phoenix::start();
+    let dir = common::cluster::test_dir();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(
+        &config,
+        "models:\n  - {name: careful, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}\n  - {name: user, provider: simulated, sim: {kind: tau2_customer}}\n  - {name: judge, provider: simulated, sim: {kind: tau2_judge}}\nagents: [careful]\ncustomer_model: user\njudge_models: [judge]\ntasks: [\"0\", \"1\", \"2\"]\nrepeats: 1\n",
+    )
+    .expect("config");
+    let out = dir.path().join("out");
+    sage_ok(&[
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--config",
+        config.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--run-id",
+        "tau2",
+        "--quiet",
+        "--otlp-endpoint",
+        &phoenix.endpoint(),
+        "--trace-sample-rate",
+        "1",
+    ]);
+    let records: Vec<Value> = std::fs::read_to_string(out.join("tau2/tau2.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    assert_eq!(records.len(), 3);
+    let expected: usize = records
+        .iter()
+        .map(|r| 1 + r["calls"].as_array().expect("calls").len())
+        .sum();
+    let spans = phoenix.wait_spans(expected);
+    assert_eq!(
+        spans.len(),
+        expected,
+        "one span per simulation and per call"
+    );
+    let mut traces = BTreeSet::new();
+    for record in &records {
+        let id = record["job"]["dialogue_id"].as_str().expect("id");
+        let roots: Vec<&Value> = spans
+            .iter()
+            .filter(|s| s["parent_id"].is_null() && attr(s, "sage.dialogue_id") == id)
+            .collect();
+        assert_eq!(roots.len(), 1, "{id}: one conversation span");
+        let root = roots[0];
+        assert_eq!(root["name"], format!("tau2-retail {id}"));
+        assert_eq!(root["span_kind"], "CHAIN");
+        assert_eq!(attr(root, "sage.suite"), "tau2-retail");
+        assert_eq!(attr(root, "sage.model"), "careful");
+        let trace = root["context"]["trace_id"].as_str().expect("trace");
+        assert!(traces.insert(trace), "two simulations share trace {trace}");
+        let chats: Vec<&Value> = spans
+            .iter()
+            .filter(|s| s["context"]["trace_id"] == trace && s["span_kind"] == "LLM")
+            .collect();
+        let calls = record["calls"].as_array().expect("calls");
+        assert_eq!(chats.len(), calls.len(), "{id}: one span per call");
+        for c in &chats {
+            assert_eq!(c["parent_id"], root["context"]["span_id"], "{c}");
+            let model = attr(c, "gen_ai.request.model").as_str().expect("model");
+            assert_eq!(c["name"], format!("chat {model}"));
+        }
+        let tokens = |values: &mut dyn Iterator<Item = &Value>| -> i64 {
+            values.map(|v| v.as_i64().unwrap_or(0)).sum()
+        };
+        assert_eq!(
+            tokens(&mut chats.iter().map(|c| attr(c, "gen_ai.usage.input_tokens"))),
+            tokens(&mut calls.iter().map(|c| &c["usage"]["input_tokens"])),
+            "{id}: input tokens"
+        );
+    }
+}

@@ -29,13 +29,14 @@ pub fn report(
     let writes_folder = !(html && out.is_some());
     let run = if writes_folder { run.claim()? } else { run };
     if let Some(lifecycle) = super::run::Suite::lifecycle(&run) {
-        if html || leave.off_case {
+        if out.is_some() || leave.off_case {
             bail!(
-                "{}: --html and --exclude-off-case apply to the SAGE and support-desk suites; this run's report is its summary and leaderboard",
-                dir.display()
+                "{}: --out and --exclude-off-case apply to the SAGE and support-desk suites; a {} run's report (summary.json, leaderboard.md and report.html) is written into its folder",
+                dir.display(),
+                lifecycle.name
             );
         }
-        return (lifecycle.report)(&run, writes_folder);
+        return (lifecycle.report)(&run, true);
     }
     // Nothing is written for a run without a record: an empty table would read as a result.
     let records = if run.is_desk() {

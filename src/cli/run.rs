@@ -88,7 +88,7 @@ impl AdaptiveArgs {
     /// Refuses the flags for a suite other than SAGE's (its leaderboard is not ranked by OA).
     pub fn sage_only(&self) -> anyhow::Result<()> {
         if self.adaptive {
-            bail!("--adaptive applies to the SAGE suite, not to --suite support-desk");
+            bail!("--adaptive applies to the SAGE suite alone");
         }
         Ok(())
     }
@@ -392,6 +392,7 @@ impl RunArgs {
             quiet: self.quiet,
             metrics_addr: self.metrics_addr,
             plan: self.plan,
+            trace: &self.trace,
         })
     }
 

@@ -26,6 +26,8 @@ pub struct SuiteArgs<'a> {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// `--plan`: print what the run would do instead.
     pub plan: super::PlanArgs,
+    /// Span export.
+    pub trace: &'a super::TraceArgs,
 }
 
 /// `sage run --suite NAME` for the suite `S`.
@@ -105,6 +107,7 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
         p
     });
     super::system(async {
+        let _trace = args.trace.start("sage-run")?;
         super::serve_run_metrics(args.metrics_addr).await?;
         run_stored::<S>(&config, world, todo, &run, &mut stored, progress.as_ref()).await?;
         Ok::<_, anyhow::Error>(())

@@ -138,12 +138,34 @@ pub async fn run_embedded<S: Play>(
         .collect();
     let mut finished = std::pin::pin!(lanes::fair(lanes, S::concurrency(config), |job| {
         let (transport, world) = (transport.clone(), world.clone());
-        async move { S::play(transport.as_ref(), &world, job).await }
+        async move { play_traced::<S>(transport.as_ref(), &world, job).await }
     }));
     while let Some(record) = finished.next().await {
         on_record(record.map_err(RunError::Runtime)?);
     }
     Ok(())
+}
+
+/// Plays `job` as [`Play::play`] does, within its conversation's span (the root of its trace,
+/// when spans are exported), which records how it ended.
+pub async fn play_traced<S: Play>(
+    transport: &dyn Transport,
+    world: &S::World,
+    job: S::Job,
+) -> Result<S::Record, String> {
+    use tracing::Instrument;
+    let span = sage_ports::telemetry::genai::conversation_span(
+        S::NAME,
+        S::job_run(&job),
+        S::job_id(&job),
+        S::job_agent(&job),
+    );
+    let played = S::play(transport, world, job)
+        .instrument(span.clone())
+        .await;
+    let (turns, infra_error) = played.as_ref().map_or((0, true), S::tally);
+    sage_ports::telemetry::genai::record_conversation(&span, turns, infra_error);
+    played
 }
 
 /// What a stored run of `S` holds so far: the jobs done and the results folded from them.

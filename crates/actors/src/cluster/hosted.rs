@@ -231,7 +231,7 @@ impl<S: Play> HostedDriver for Driver<S> {
         planned(S::job_id(&job), &job)?;
         let world = self.world.clone();
         Ok(async move {
-            let record = S::play(through.as_ref(), &world, job).await?;
+            let record = crate::suite::play_traced::<S>(through.as_ref(), &world, job).await?;
             serde_json::value::to_raw_value(&record).map_err(|e| e.to_string())
         }
         .boxed())

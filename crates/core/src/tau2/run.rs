@@ -631,9 +631,10 @@ impl Tau2Fold {
                 }
             })
             .collect();
-        // Ties by name: the order does not depend on which records came first.
+        // Ties by name: the order does not depend on which records came first. An agent with
+        // no graded simulation goes last.
         agents.sort_by(|a, b| {
-            let first = |s: &AgentScore| s.pass_hat_k.first().copied().unwrap_or(0.0);
+            let first = |s: &AgentScore| s.pass_hat_k.first().copied().unwrap_or(-1.0);
             first(b)
                 .total_cmp(&first(a))
                 .then_with(|| a.agent.cmp(&b.agent))

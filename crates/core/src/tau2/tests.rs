@@ -671,3 +671,50 @@ fn tau2_mutations_follow_python() {
     assert!(db.same_state(&snapshot));
     assert_eq!(db, snapshot);
 }
+
+/// A record of `agent` on task `task`, graded `passed` (or stopped by an infrastructure error
+/// when `None`).
+fn scored(agent: &str, task: &str, passed: Option<bool>) -> crate::tau2::run::Tau2Record {
+    use crate::tau2::run::{Tau2Job, Tau2Record, Tau2Reward, Termination};
+    Tau2Record {
+        job: Tau2Job {
+            run_id: "r".into(),
+            dialogue_id: format!("{task}/{agent}/r0"),
+            task: task.into(),
+            model: agent.into(),
+            customer_model: "user".into(),
+            judge_models: vec!["judge".into()],
+            trial: 0,
+            max_turns: 30,
+            seed: 1,
+        },
+        messages: Vec::new(),
+        termination: Termination::UserStop,
+        reward: passed.map(|p| Tau2Reward {
+            reward: if p { 1.0 } else { 0.0 },
+            db_match: Some(p),
+            nl_assertions: Vec::new(),
+            breakdown: Default::default(),
+        }),
+        calls: Vec::new(),
+        usage: Default::default(),
+        cost_usd: 0.0,
+        infra_error: passed.is_none().then(|| "down".into()),
+    }
+}
+
+#[test]
+fn tau2_ranks_by_pass1_then_by_name_and_an_ungraded_agent_last() {
+    let mut fold = crate::tau2::run::Tau2Fold::default();
+    // Seen in the order z, down, b, a: the ranking must not follow it.
+    for record in [
+        scored("z", "0", Some(true)),
+        scored("down", "0", None),
+        scored("b", "0", Some(false)),
+        scored("a", "0", Some(true)),
+    ] {
+        fold.add(&record);
+    }
+    let order: Vec<String> = fold.summary().agents.into_iter().map(|a| a.agent).collect();
+    assert_eq!(order, ["a", "z", "b", "down"]);
+}

@@ -141,6 +141,43 @@ fn end_attributes(record: &DialogueRecord) -> Vec<KeyValue> {
     attributes
 }
 
+/// The span of one conversation of a suite on the one lifecycle (`sage_actors::suite`), the
+/// root of its trace (none when spans are not exported): its model calls are children, in
+/// whatever process makes them. Sampled by its id, as a dialogue is.
+pub fn conversation_span(suite: &str, run_id: &str, id: &str, agent: &str) -> tracing::Span {
+    if !exporting() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        "conversation",
+        otel.name = %format!("{suite} {id}"),
+        sage.dialogue_id = %id,
+    );
+    for kv in [
+        KeyValue::new("openinference.span.kind", "CHAIN"),
+        KeyValue::new("session.id", id.to_string()),
+        KeyValue::new("sage.run_id", run_id.to_string()),
+        KeyValue::new("sage.suite", suite.to_string()),
+        KeyValue::new("sage.model", agent.to_string()),
+    ] {
+        span.set_attribute(kv.key, kv.value);
+    }
+    span
+}
+
+/// Records how a conversation ended on its span: its turns, and an error status when an
+/// infrastructure error stopped it (or it could not be played).
+pub fn record_conversation(span: &tracing::Span, turns: usize, infra_error: bool) {
+    if span.is_none() {
+        return;
+    }
+    span.set_attribute("sage.turns", turns as i64);
+    span.set_attribute("sage.infra_error", infra_error);
+    if infra_error {
+        span.set_status(opentelemetry::trace::Status::error("infrastructure error"));
+    }
+}
+
 /// The span of turn `turn` of a dialogue (none when spans are not exported).
 pub fn turn_span(job: &DialogueJob, turn: u32) -> tracing::Span {
     if !exporting() {
