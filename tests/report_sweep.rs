@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::browser::{Browser, Tab, screenshot_dir};
+use common::browser::{Browser, Tab, assert_fits, open_report, screenshot_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -67,39 +67,7 @@ fn ranked(folder: &Path) -> Vec<String> {
 
 /// Opens a run's report at `width` x 900, scripts on, ready.
 fn open<'b>(browser: &'b Browser, folder: &Path, width: u32) -> Tab<'b> {
-    let tab = browser
-        .open(folder.join("report.html"), true)
-        .expect("open");
-    tab.set_viewport(width, 900).expect("viewport");
-    tab.wait_for(
-        "document.querySelector('div#explorer')?.dataset.ready !== undefined",
-        READY,
-    )
-    .expect("the explorer is ready");
-    tab
-}
-
-/// The page's width against the window's, and what sticks out (the outermost elements wider
-/// than the window whose parent is not), with every `details` opened.
-const WIDTH: &str = r#"
-(() => {
-  document.querySelectorAll('details').forEach(d => d.open = true);
-  const W = innerWidth, out = [];
-  for (const e of document.querySelectorAll('body *')) {
-    const r = e.getBoundingClientRect(), p = e.parentElement.getBoundingClientRect();
-    if (r.right > W + 1 && p.right <= W + 1) out.push(e.tagName + '.' + e.className + ' ' + Math.round(r.right));
-  }
-  return {page: document.documentElement.scrollWidth, window: W, out: out.slice(0, 8)};
-})()
-"#;
-
-/// Asserts that the page is no wider than the window (`when`: what is open).
-fn assert_fits(tab: &Tab<'_>, when: &str) {
-    let w = tab.eval(WIDTH).expect("width");
-    assert!(
-        w["page"].as_f64() <= w["window"].as_f64(),
-        "{when}: the page is wider than the window: {w}"
-    );
+    open_report(browser, &folder.join("report.html"), width, "explorer")
 }
 
 /// Every view that lists models, each as the list of names it shows, in order.

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::browser::{Browser, Tab, assert_offline, screenshot_dir};
+use common::browser::{Browser, assert_fits, assert_offline, open_report, screenshot_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -90,33 +90,6 @@ fn ranked(folder: &Path) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Opens a run's report at `width` x 900, scripts on, ready.
-fn open<'b>(browser: &'b Browser, folder: &Path, width: u32) -> Tab<'b> {
-    let tab = browser
-        .open(folder.join("report.html"), true)
-        .expect("open");
-    tab.set_viewport(width, 900).expect("viewport");
-    tab.wait_for(
-        "document.querySelector('div#tau2-explorer')?.dataset.ready !== undefined",
-        READY,
-    )
-    .expect("the explorer is ready");
-    tab
-}
-
-/// The page's width against the window's, and what sticks out.
-const WIDTH: &str = r#"
-(() => {
-  document.querySelectorAll('details').forEach(d => d.open = true);
-  const W = innerWidth, out = [];
-  for (const e of document.querySelectorAll('body *')) {
-    const r = e.getBoundingClientRect(), p = e.parentElement.getBoundingClientRect();
-    if (r.right > W + 1 && p.right <= W + 1) out.push(e.tagName + '.' + e.className + ' ' + Math.round(r.right));
-  }
-  return {page: document.documentElement.scrollWidth, window: W, out: out.slice(0, 8)};
-})()
-"#;
-
 /// What the first screen and the matrix show: the leaderboard's rows (name, pass^1 shown,
 /// the interval's bounds) and where its table starts; the matrix's agent columns (name, the
 /// text shown, whether it is drawn whole within its cell).
@@ -142,7 +115,7 @@ fn read(browser: &Browser, n: usize, width: u32) {
     let folder = run(n);
     let expected = ranked(folder);
     assert_eq!(expected.len(), n);
-    let tab = open(browser, folder, width);
+    let tab = open_report(browser, &folder.join("report.html"), width, "tau2-explorer");
     tab.screenshot_viewport(&screenshot_dir().join(format!("tau2-{n}-first-screen-{width}.png")))
         .expect("screenshot");
     let shown = tab.eval(SHOWN).expect("shown");
@@ -180,11 +153,7 @@ fn read(browser: &Browser, n: usize, width: u32) {
         assert_eq!(c["inside"], true, "a name outside its header: {c}");
     }
     // Nothing wider than the window, every part opened.
-    let w = tab.eval(WIDTH).expect("width");
-    assert!(
-        w["page"].as_f64() <= w["window"].as_f64(),
-        "the page is wider than the window: {w}"
-    );
+    assert_fits(&tab, "every part opened");
     tab.eval("document.getElementById('tau2-tasks').scrollIntoView()")
         .expect("scroll");
     tab.screenshot_viewport(&screenshot_dir().join(format!("tau2-{n}-tasks-{width}.png")))
@@ -240,11 +209,7 @@ fn read(browser: &Browser, n: usize, width: u32) {
     .expect("the simulation opens with its calls, their answers and its reward");
     tab.screenshot_viewport(&screenshot_dir().join(format!("tau2-{n}-simulation-{width}.png")))
         .expect("screenshot");
-    let w = tab.eval(WIDTH).expect("width");
-    assert!(
-        w["page"].as_f64() <= w["window"].as_f64(),
-        "a simulation open makes the page wider than the window: {w}"
-    );
+    assert_fits(&tab, "a simulation open");
     assert_offline(&tab, &folder.join("report.html"));
 }
 

@@ -766,3 +766,39 @@ pub fn assert_offline(tab: &Tab<'_>, file: &Path) {
         "the file itself was not loaded: {requests:?}"
     );
 }
+
+/// The page's width against the window's, and what sticks out (the outermost elements wider
+/// than the window whose parent is not), with every `details` opened.
+const PAGE_WIDTH: &str = r#"
+(() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const W = innerWidth, out = [];
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect(), p = e.parentElement.getBoundingClientRect();
+    if (r.right > W + 1 && p.right <= W + 1) out.push(e.tagName + '.' + e.className + ' ' + Math.round(r.right));
+  }
+  return {page: document.documentElement.scrollWidth, window: W, out: out.slice(0, 8)};
+})()
+"#;
+
+/// Asserts that the page is no wider than the window, every `details` opened (`when`: what is
+/// open); names what sticks out when it is.
+pub fn assert_fits(tab: &Tab<'_>, when: &str) {
+    let w = tab.eval(PAGE_WIDTH).expect("width");
+    assert!(
+        w["page"].as_f64() <= w["window"].as_f64(),
+        "{when}: the page is wider than the window: {w}"
+    );
+}
+
+/// Opens a report page at `width` x 900, scripts on, once its explorer (`div#ROOT`) is ready.
+pub fn open_report<'b>(browser: &'b Browser, page: &Path, width: u32, root: &str) -> Tab<'b> {
+    let tab = browser.open(page, true).expect("open");
+    tab.set_viewport(width, 900).expect("viewport");
+    tab.wait_for(
+        &format!("document.querySelector('div#{root}')?.dataset.ready !== undefined"),
+        Duration::from_secs(30),
+    )
+    .expect("the explorer is ready");
+    tab
+}

@@ -231,11 +231,7 @@ impl DeskPage {
         let info = match run.read_json::<DeskManifest>("manifest.json") {
             Ok(manifest) => run_info(&manifest),
             Err(_) => DeskRunInfo {
-                run_id: run
-                    .path()
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                run_id: run.folder_name(),
                 ..DeskRunInfo::default()
             },
         };
@@ -257,22 +253,10 @@ impl DeskPage {
         run: &RunDir,
         out: Option<&Path>,
     ) -> Result<(PathBuf, Embedded), StoreError> {
-        let target = out.map_or_else(|| run.path().join(super::REPORT_HTML), Path::to_path_buf);
-        let mut spool = super::report::spool_beside(&target)?;
-        let show = super::show_command(&self.fold.run_id());
-        let mut embedded = Embedded::default();
-        let path = run.write_report_html(out, |w| {
-            let written = if run.path().join(DESK_RECORDS).exists() {
-                let mut records = run.reread::<DeskRecord>(DESK_RECORDS)?;
-                self.fold.write_page(w, &mut records, &mut spool, &show)
-            } else {
-                self.fold
-                    .write_page(w, &mut Vec::<DeskRecord>::new(), &mut spool, &show)
-            };
-            embedded = written.map_err(super::io(&target))?;
-            Ok::<(), StoreError>(())
-        })?;
-        Ok((path, embedded))
+        let run_id = self.fold.run_id();
+        run.write_explorer_page(out, (DESK_RECORDS, &run_id), |w, records, spool, show| {
+            self.fold.write_page(w, records, spool, show)
+        })
     }
 }
 

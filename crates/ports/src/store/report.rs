@@ -644,6 +644,47 @@ impl RunDir {
     }
 }
 
+impl RunDir {
+    /// Writes a report page with a conversation explorer to `out` (by default report.html in
+    /// the folder), atomically: `page` renders it, given the run's records in the JSON-lines
+    /// file `records` (read back by their offset; none when the file is not there), a scratch
+    /// file to compress the transcripts into, and the `sage show` command of run `run_id`. Its
+    /// path and what the explorer embeds.
+    pub(crate) fn write_explorer_page<R: serde::de::DeserializeOwned + Clone>(
+        &self,
+        out: Option<&Path>,
+        (records, run_id): (&str, &str),
+        page: impl FnOnce(
+            &mut dyn std::io::Write,
+            &mut dyn sage_report::explorer::Records<R>,
+            &mut std::fs::File,
+            &str,
+        ) -> std::io::Result<sage_report::explorer::Embedded>,
+    ) -> Result<(PathBuf, sage_report::explorer::Embedded), StoreError> {
+        let target = out.map_or_else(|| self.path().join(REPORT_HTML), Path::to_path_buf);
+        let mut spool = spool_beside(&target)?;
+        let show = show_command(run_id);
+        let mut embedded = sage_report::explorer::Embedded::default();
+        let path = self.write_report_html(out, |w| {
+            let written = if self.path().join(records).exists() {
+                page(w, &mut self.reread::<R>(records)?, &mut spool, &show)
+            } else {
+                page(w, &mut Vec::<R>::new(), &mut spool, &show)
+            };
+            embedded = written.map_err(super::io(&target))?;
+            Ok::<(), StoreError>(())
+        })?;
+        Ok((path, embedded))
+    }
+
+    /// The folder's name: a run's header when its manifest cannot be read.
+    pub fn folder_name(&self) -> String {
+        (self.path().file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
 /// A scratch file in the folder of the HTML report `page` is to be written to (the folder that
 /// must have room for it), which the transcripts are compressed into first.
 pub(crate) fn spool_beside(page: &Path) -> Result<std::fs::File, StoreError> {

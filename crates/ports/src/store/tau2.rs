@@ -91,11 +91,7 @@ impl Tau2Page {
         let info = match run.read_json::<SuiteManifest<Tau2Config>>("manifest.json") {
             Ok(manifest) => run_info(&manifest),
             Err(_) => Tau2RunInfo {
-                run_id: run
-                    .path()
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                run_id: run.folder_name(),
                 ..Tau2RunInfo::default()
             },
         };
@@ -113,21 +109,11 @@ impl super::suite::Page<Tau2Record> for Tau2Page {
     /// Writes report.html into the run's folder atomically (the simulations the explorer embeds
     /// read back from tau2.jsonl).
     fn write(&mut self, run: &RunDir) -> Result<Option<(PathBuf, Embedded)>, StoreError> {
-        let target = run.path().join(super::REPORT_HTML);
-        let mut spool = super::report::spool_beside(&target)?;
-        let show = super::show_command(&self.fold.run_id());
-        let mut embedded = Embedded::default();
-        let path = run.write_report_html(None, |w| {
-            let records = Tau2Retail::RECORDS;
-            let written = if run.path().join(records).exists() {
-                let mut records = run.reread::<Tau2Record>(records)?;
-                self.fold.write_page(w, &mut records, &mut spool, &show)
-            } else {
-                (self.fold).write_page(w, &mut Vec::<Tau2Record>::new(), &mut spool, &show)
-            };
-            embedded = written.map_err(super::io(&target))?;
-            Ok::<(), StoreError>(())
-        })?;
-        Ok(Some((path, embedded)))
+        let run_id = self.fold.run_id();
+        let ids = (Tau2Retail::RECORDS, run_id.as_str());
+        run.write_explorer_page(None, ids, |w, records, spool, show| {
+            self.fold.write_page(w, records, spool, show)
+        })
+        .map(Some)
     }
 }
