@@ -173,9 +173,13 @@ async fn models_of_one_limit_group_share_its_limits() {
     let per_minute = rate(&seen, "k-shared", 0, 4);
     assert!((570.0..=615.0).contains(&per_minute), "{per_minute}/min");
     assert_eq!(provider::refused_share(&seen["k-shared"]), 0.0);
+    // As many callers of each: each model gets its turn, about half the starts (a race for
+    // each start once gave one 47 calls and the other 8).
+    let calls: Vec<u64> = endpoints.iter().map(|e| e.calls()).collect();
+    let total: u64 = calls.iter().sum();
     assert!(
-        endpoints.iter().all(|e| e.calls() > 10),
-        "both models called"
+        calls.iter().all(|&c| c * 10 >= total * 4),
+        "each model its turn: {calls:?}"
     );
 }
 

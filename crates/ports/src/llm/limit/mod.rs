@@ -57,6 +57,14 @@ pub struct Limiter {
     state: Mutex<State>,
     /// A slot was freed (or more were allowed).
     freed: Notify,
+    /// Held by the one caller waiting for the pause and the rates to let it start: the others
+    /// queue for it in order (a fair semaphore), so every caller of the group, of whichever
+    /// model, starts in its turn. Without it, the callers woken at the same moment raced for
+    /// each start and the same ones kept winning (two models of one group: 47 calls to 8).
+    starting: tokio::sync::Semaphore,
+    /// The next start may have come earlier (a call used fewer tokens than estimated, a larger
+    /// share): the caller waiting in turn looks again at once.
+    moved: Notify,
     stats: Stats,
     series: crate::telemetry::metrics::LimitSeries,
 }
@@ -148,6 +156,10 @@ impl Permit<'_> {
         state.requests.accepted(now, 1.0);
         state.tokens.accepted(now, actual);
         state.output_estimate = 0.8 * state.output_estimate + 0.2 * output as f64;
+        drop(state);
+        if delta < 0.0 {
+            limiter.moved.notify_waiters();
+        }
     }
 }
 
@@ -245,6 +257,8 @@ impl Limiter {
                 output_estimate: FIRST_OUTPUT_ESTIMATE,
             }),
             freed: Notify::new(),
+            starting: tokio::sync::Semaphore::new(1),
+            moved: Notify::new(),
             stats: Stats::default(),
             series: crate::telemetry::metrics().limit_series(name),
         };
@@ -302,6 +316,7 @@ impl Limiter {
         drop(state);
         if grew {
             self.freed.notify_waiters();
+            self.moved.notify_waiters();
         }
         self.publish();
     }
@@ -428,15 +443,25 @@ impl Limiter {
         // The pause and the rates, as they are when the caller may start: a start is never
         // reserved ahead, so a rate that changes while callers wait applies to them at once.
         let mut waited = false;
+        // In turn with the group's other callers (never closed: acquiring fails only once
+        // closed).
+        let turn = self.starting.acquire().await;
         let estimated_tokens = loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
             match self.try_start(input_chars, waited) {
                 Ok(tokens) => break tokens,
                 Err(until) => {
                     waited = true;
-                    tokio::time::sleep_until(until).await;
+                    tokio::select! {
+                        () = tokio::time::sleep_until(until) => {}
+                        () = moved => {}
+                    }
                 }
             }
         };
+        drop(turn);
         self.stats.started.fetch_add(1, Ordering::Relaxed);
         self.series.calls.inc();
         self.series.wait.inc_by(asked.elapsed().as_secs_f64());
