@@ -576,60 +576,26 @@ fn a_model_calls_span_shows_its_429_and_with_trace_content_its_messages() {
     drop(server);
 }
 
-/// A run of a suite on the one lifecycle (tau2 retail) exported to Phoenix: each simulation is
-/// one trace rooted at its conversation span (`tau2-retail ID`), every model call of its record
-/// (agent, user simulator, judge) a `chat {model}` span under it, with the record's tokens.
-#[test]
-fn a_tau2_run_is_one_trace_per_simulation() {
-    let phoenix = Phoenix::start();
-    let dir = common::cluster::test_dir();
-    let config = dir.path().join("tau2.yaml");
-    std::fs::write(
-        &config,
-        "models:\n  - {name: careful, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}\n  - {name: user, provider: simulated, sim: {kind: tau2_customer}}\n  - {name: judge, provider: simulated, sim: {kind: tau2_judge}}\nagents: [careful]\ncustomer_model: user\njudge_models: [judge]\ntasks: [\"0\", \"1\", \"2\"]\nrepeats: 1\n",
-    )
-    .expect("config");
-    let out = dir.path().join("out");
-    sage_ok(&[
-        "run",
-        "--suite",
-        "tau2-retail",
-        "--config",
-        config.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--run-id",
-        "tau2",
-        "--quiet",
-        "--otlp-endpoint",
-        &phoenix.endpoint(),
-        "--trace-sample-rate",
-        "1",
-    ]);
-    let records: Vec<Value> = std::fs::read_to_string(out.join("tau2/tau2.jsonl"))
-        .expect("records")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect();
-    assert_eq!(records.len(), 3);
-    let expected: usize = records
+/// Checks that each tau2 record of run `run` is one trace in `spans`: its conversation span the
+/// root, each of its model calls a `chat MODEL` span below it (directly, or under the role span
+/// of the worker that answered it), with the record's input tokens.
+fn check_simulation_traces(spans: &[Value], records: &[Value], run: &str) {
+    let by_id: BTreeMap<&str, &Value> = spans
         .iter()
-        .map(|r| 1 + r["calls"].as_array().expect("calls").len())
-        .sum();
-    let spans = phoenix.wait_spans(expected);
-    assert_eq!(
-        spans.len(),
-        expected,
-        "one span per simulation and per call"
-    );
+        .map(|s| (s["context"]["span_id"].as_str().expect("span id"), s))
+        .collect();
     let mut traces = BTreeSet::new();
-    for record in &records {
+    for record in records {
         let id = record["job"]["dialogue_id"].as_str().expect("id");
         let roots: Vec<&Value> = spans
             .iter()
-            .filter(|s| s["parent_id"].is_null() && attr(s, "sage.dialogue_id") == id)
+            .filter(|s| {
+                s["parent_id"].is_null()
+                    && attr(s, "sage.dialogue_id") == id
+                    && attr(s, "sage.run_id") == run
+            })
             .collect();
-        assert_eq!(roots.len(), 1, "{id}: one conversation span");
+        assert_eq!(roots.len(), 1, "{run} {id}: one conversation span");
         let root = roots[0];
         assert_eq!(root["name"], format!("tau2-retail {id}"));
         assert_eq!(root["span_kind"], "CHAIN");
@@ -642,11 +608,18 @@ fn a_tau2_run_is_one_trace_per_simulation() {
             .filter(|s| s["context"]["trace_id"] == trace && s["span_kind"] == "LLM")
             .collect();
         let calls = record["calls"].as_array().expect("calls");
-        assert_eq!(chats.len(), calls.len(), "{id}: one span per call");
+        assert_eq!(chats.len(), calls.len(), "{run} {id}: one span per call");
         for c in &chats {
-            assert_eq!(c["parent_id"], root["context"]["span_id"], "{c}");
             let model = attr(c, "gen_ai.request.model").as_str().expect("model");
             assert_eq!(c["name"], format!("chat {model}"));
+            // Up the parents to the root, within the trace.
+            let mut at = *c;
+            while let Some(parent) = at["parent_id"].as_str() {
+                at = by_id
+                    .get(parent)
+                    .unwrap_or_else(|| panic!("{c}: parent {parent} missing"));
+            }
+            assert_eq!(at["context"], root["context"], "{c}");
         }
         let tokens = |values: &mut dyn Iterator<Item = &Value>| -> i64 {
             values.map(|v| v.as_i64().unwrap_or(0)).sum()
@@ -654,7 +627,124 @@ fn a_tau2_run_is_one_trace_per_simulation() {
         assert_eq!(
             tokens(&mut chats.iter().map(|c| attr(c, "gen_ai.usage.input_tokens"))),
             tokens(&mut calls.iter().map(|c| &c["usage"]["input_tokens"])),
-            "{id}: input tokens"
+            "{run} {id}: input tokens"
         );
     }
+}
+
+/// The tau2 records of a results folder.
+fn tau2_records(folder: &Path) -> Vec<Value> {
+    std::fs::read_to_string(folder.join("tau2.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect()
+}
+
+/// How many model calls the records hold.
+fn tau2_calls(records: &[Value]) -> usize {
+    records
+        .iter()
+        .map(|r| r["calls"].as_array().expect("calls").len())
+        .sum()
+}
+
+/// The spans of kind LLM among `spans`.
+fn llm_spans(spans: &[Value]) -> usize {
+    spans.iter().filter(|s| s["span_kind"] == "LLM").count()
+}
+
+/// A run of a suite on the one lifecycle (tau2 retail) exported to Phoenix, embedded and then
+/// swept through two workers (the agents on one, the user simulator and the judge on the other,
+/// every call through the broker): each simulation is one trace rooted at its conversation span
+/// (`tau2-retail ID`), every model call of its record a `chat {model}` span below it, with the
+/// record's tokens.
+#[test]
+fn a_tau2_run_is_one_trace_per_simulation() {
+    let phoenix = Phoenix::start();
+    let dir = common::cluster::test_dir();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(
+        &config,
+        "models:\n  - {name: careful, provider: simulated, sim: {kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}\n  - {name: user, provider: simulated, sim: {kind: tau2_customer}}\n  - {name: judge, provider: simulated, sim: {kind: tau2_judge}}\nagents: [careful]\ncustomer_model: user\njudge_models: [judge]\ntasks: [\"0\", \"1\", \"2\"]\nrepeats: 1\n",
+    )
+    .expect("config");
+    let config = config.to_str().expect("path");
+    let out = dir.path().join("out");
+    let endpoint = phoenix.endpoint();
+    sage_ok(&[
+        "run",
+        "--suite",
+        "tau2-retail",
+        "--config",
+        config,
+        "--out",
+        out.to_str().expect("path"),
+        "--run-id",
+        "tau2",
+        "--quiet",
+        "--otlp-endpoint",
+        &endpoint,
+        "--trace-sample-rate",
+        "1",
+    ]);
+    let embedded = tau2_records(&out.join("tau2"));
+    assert_eq!(embedded.len(), 3);
+    let expected: usize = embedded.len() + tau2_calls(&embedded);
+    let spans = phoenix.wait_spans(expected);
+    assert_eq!(
+        spans.len(),
+        expected,
+        "one span per simulation and per call"
+    );
+    check_simulation_traces(&spans, &embedded, "tau2");
+
+    // Swept: the driver plays the simulations and calls the agent; the other worker answers
+    // the user simulator's and the judge's calls, each under a role span of its own.
+    let nats = Nats::start(dir.path());
+    let url = nats.url();
+    let results = dir.path().join("results");
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let spawn = |name: &str, roles: &str| {
+        let mut args = vec![
+            "worker",
+            "--roles",
+            roles,
+            "--remote-roles",
+            "--otlp-endpoint",
+            &endpoint,
+            "--trace-sample-rate",
+            "1",
+        ];
+        args.extend(common);
+        Sage::spawn(dir.path(), name, &args)
+    };
+    let _workers = [
+        spawn("driver", "dialogue,service"),
+        spawn("roles", "user,judge"),
+    ];
+    let _aggregator = Sage::aggregator(dir.path(), &results, &common);
+    sage_ok(&[
+        "sweep",
+        "--suite",
+        "tau2-retail",
+        "--nats",
+        &url,
+        "--config",
+        config,
+        "--run-id",
+        "tau2-swept",
+    ]);
+    wait_status(&url, "tau2-swept", Duration::from_secs(60), |s| {
+        s["state"] == "complete"
+    });
+    let swept = tau2_records(&results.join("tau2-swept"));
+    let want = tau2_calls(&embedded) + tau2_calls(&swept);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut spans = phoenix.spans();
+    while llm_spans(&spans) < want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        spans = phoenix.spans();
+    }
+    check_simulation_traces(&spans, &swept, "tau2-swept");
 }
