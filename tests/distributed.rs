@@ -890,23 +890,9 @@ fn a_support_desk_sweep_equals_the_embedded_run() {
     let nats = Nats::start(dir.path());
     let url = nats.url();
     let out = dir.path().join("results");
-    let common = [
-        "--nats",
-        url.as_str(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--remote-roles",
-    ];
-    let spawn = |name: &str, roles: &str| {
-        let mut args = vec!["worker", "--roles", roles];
-        args.extend(common);
-        Sage::spawn(dir.path(), name, &args)
-    };
-    let mut workers = [
-        spawn("driver", "dialogue,service"),
-        spawn("roles", "user,judge"),
-    ];
-    let _aggregator = Sage::aggregator(dir.path(), &out, &common[..4]);
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
+    let mut workers = Sage::split_workers(dir.path(), &common, &[]);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     let printed = sage_ok(&[
         "sweep",
         "--suite",

@@ -379,25 +379,10 @@ fn a_tau2_sweep_through_two_workers_equals_the_embedded_run() {
     let nats = Nats::start(dir.path());
     let url = nats.url();
     let out = dir.path().join("results");
-    let common = [
-        "--nats",
-        url.as_str(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--remote-roles",
-    ];
-    let spawn = |name: &str, roles: &str| {
-        let mut args = vec!["worker", "--roles"];
-        args.extend(roles.split(' '));
-        args.extend(common);
-        Sage::spawn(dir.path(), name, &args)
-    };
+    let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
     // Four simulations at once: the run cancelled below has some left to cancel.
-    let mut workers = [
-        spawn("driver", "dialogue,service --concurrency 4"),
-        spawn("roles", "user,judge"),
-    ];
-    let _aggregator = Sage::aggregator(dir.path(), &out, &common[..4]);
+    let mut workers = Sage::split_workers(dir.path(), &common, &["--concurrency", "4"]);
+    let _aggregator = Sage::aggregator(dir.path(), &out, &common);
     let sweep = |args: &[&str]| {
         let mut all = vec!["sweep", "--suite", "tau2-retail", "--nats", url.as_str()];
         all.extend_from_slice(args);

@@ -705,24 +705,14 @@ fn a_tau2_run_is_one_trace_per_simulation() {
     let url = nats.url();
     let results = dir.path().join("results");
     let common = ["--nats", url.as_str(), "--metrics-addr", "127.0.0.1:0"];
-    let spawn = |name: &str, roles: &str| {
-        let mut args = vec![
-            "worker",
-            "--roles",
-            roles,
-            "--remote-roles",
-            "--otlp-endpoint",
-            &endpoint,
-            "--trace-sample-rate",
-            "1",
-        ];
-        args.extend(common);
-        Sage::spawn(dir.path(), name, &args)
-    };
-    let _workers = [
-        spawn("driver", "dialogue,service"),
-        spawn("roles", "user,judge"),
+    let tracing = [
+        "--otlp-endpoint",
+        endpoint.as_str(),
+        "--trace-sample-rate",
+        "1",
     ];
+    let traced = [&common[..], &tracing[..]].concat();
+    let _workers = Sage::split_workers(dir.path(), &traced, &[]);
     let _aggregator = Sage::aggregator(dir.path(), &results, &common);
     sage_ok(&[
         "sweep",

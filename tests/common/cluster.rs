@@ -266,6 +266,23 @@ impl Sage {
         }
     }
 
+    /// The roles split over two workers, every request through the broker (`--remote-roles`):
+    /// `driver` plays the jobs and serves the agents under test (`dialogue,service`), `roles`
+    /// answers the customer and the judges (`user,judge`). `args` go to both (at least
+    /// `--nats URL`), `driver_args` to the driver alone.
+    pub fn split_workers(dir: &Path, args: &[&str], driver_args: &[&str]) -> [Sage; 2] {
+        let spawn = |name: &str, roles: &str, extra: &[&str]| {
+            let mut all = vec!["worker", "--roles", roles, "--remote-roles"];
+            all.extend_from_slice(extra);
+            all.extend_from_slice(args);
+            Sage::spawn(dir, name, &all)
+        };
+        [
+            spawn("driver", "dialogue,service", driver_args),
+            spawn("roles", "user,judge", &[]),
+        ]
+    }
+
     /// Starts `sage worker ARGS` (ARGS: at least `--nats URL`), logging to `dir/worker.log`.
     pub fn worker(dir: &Path, args: &[&str]) -> Sage {
         let mut all = vec!["worker"];

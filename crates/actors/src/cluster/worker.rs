@@ -381,15 +381,11 @@ async fn answer_call(
     local: &sage_ports::transport::local::LocalTransport,
     payload: &[u8],
 ) -> Result<Bytes, String> {
-    use sage_core::protocol::call::{CallRole, ModelCallRequest};
+    use sage_core::protocol::call::ModelCallRequest;
     match role {
         Role::Service | Role::User | Role::Judge => {
             reply_json(payload, |r: ModelCallRequest| async move {
-                let asked = match r.role {
-                    CallRole::Agent => Role::Service,
-                    CallRole::Customer => Role::User,
-                    CallRole::Judge => Role::Judge,
-                };
+                let asked = r.role.role();
                 if asked != role {
                     return Err(TransportError::Codec {
                         role: role.as_str(),
@@ -473,13 +469,8 @@ impl Transport for Tripwire {
         &self,
         request: sage_core::protocol::call::ModelCallRequest,
     ) -> Result<sage_core::protocol::call::ModelCallReply, TransportError> {
-        use sage_core::protocol::call::CallRole;
-        let role = match request.role {
-            CallRole::Agent => "service",
-            CallRole::Customer => "user",
-            CallRole::Judge => "judge",
-        };
-        self.guard(role, self.inner.call(request)).await
+        self.guard(request.role.role().as_str(), self.inner.call(request))
+            .await
     }
 }
 

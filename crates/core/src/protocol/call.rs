@@ -19,6 +19,17 @@ pub enum CallRole {
     Judge,
 }
 
+impl CallRole {
+    /// The role process that serves such a call (its subjects, limits, metrics, traces).
+    pub fn role(self) -> super::Role {
+        match self {
+            CallRole::Agent => super::Role::Service,
+            CallRole::Customer => super::Role::User,
+            CallRole::Judge => super::Role::Judge,
+        }
+    }
+}
+
 /// A model call: the model, the messages (system prompt first), the tools it may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCallRequest {

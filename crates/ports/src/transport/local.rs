@@ -122,11 +122,12 @@ impl Transport for LocalTransport {
     }
 
     async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError> {
-        let (to, role) = match request.role {
-            CallRole::Agent => (&self.agent_call, "service"),
-            CallRole::Customer => (&self.customer_call, "user"),
-            CallRole::Judge => (&self.judge_call, "judge"),
+        let to = match request.role {
+            CallRole::Agent => &self.agent_call,
+            CallRole::Customer => &self.customer_call,
+            CallRole::Judge => &self.judge_call,
         };
+        let role = request.role.role().as_str();
         to.send(Ask::new(request)).await.map_err(gone(role))
     }
 }

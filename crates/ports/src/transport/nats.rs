@@ -862,15 +862,9 @@ impl Transport for NatsTransport {
     }
 
     async fn call(&self, request: ModelCallRequest) -> Result<ModelCallReply, TransportError> {
-        let (role, subject) = match request.role {
-            CallRole::Agent => (
-                Role::Service,
-                role_subject(Role::Service, Some(&request.model)),
-            ),
-            CallRole::Customer => (Role::User, role_subject(Role::User, None)),
-            CallRole::Judge => (Role::Judge, role_subject(Role::Judge, None)),
-        };
-        self.ask(role, subject, &request).await
+        let role = request.role.role();
+        let model = (request.role == CallRole::Agent).then_some(request.model.as_str());
+        self.ask(role, role_subject(role, model), &request).await
     }
 }
 

@@ -242,6 +242,16 @@ pub trait Suite {
     fn head(&self) -> Markup;
 }
 
+/// A page as a string (tests): `write` writes it to memory, its transcripts compressed into an
+/// in-memory spool.
+pub fn render_page(
+    write: impl FnOnce(&mut Vec<u8>, &mut std::io::Cursor<Vec<u8>>) -> std::io::Result<Embedded>,
+) -> std::io::Result<String> {
+    let (mut out, mut spool) = (Vec::new(), std::io::Cursor::new(Vec::new()));
+    write(&mut out, &mut spool)?;
+    String::from_utf8(out).map_err(std::io::Error::other)
+}
+
 /// What a page's explorer embeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Embedded {

@@ -486,10 +486,7 @@ impl Tau2ReportFold {
 
     /// The whole page as a string, the simulations read back from `records` (tests).
     pub fn render(&mut self, records: &mut dyn Records<Tau2Record>) -> std::io::Result<String> {
-        let mut spool = std::io::Cursor::new(Vec::new());
-        let mut out = Vec::new();
-        self.write_page(&mut out, records, &mut spool, "sage show DIR")?;
-        String::from_utf8(out).map_err(std::io::Error::other)
+        explorer::render_page(|out, spool| self.write_page(out, records, spool, "sage show DIR"))
     }
 
     fn simulated(&self, model: &str) -> bool {
