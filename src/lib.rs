@@ -26,6 +26,6 @@
 pub mod cli;
 
 pub use sage_actors as actors;
-pub use sage_core::{estimate, fork, plan, prompts, protocol, scenario, scoring, sop};
+pub use sage_core::{desk, estimate, fork, plan, prompts, protocol, scenario, scoring, sop};
 pub use sage_ports::{llm, store, telemetry, transport};
 pub use sage_report as report;

@@ -270,12 +270,14 @@ fn a_support_desk_run_against_a_real_local_model() {
     desk.cases.retain(|c| firsts.contains(&c.id));
     let mut records = Vec::new();
     actix::System::new()
-        .block_on(sage::actors::desk::run_embedded(
-            &config,
-            desk.clone(),
-            sage::plan::desk::jobs(&config, "local-desk", &desk),
-            |r| records.push(r),
-        ))
+        .block_on(
+            sage::actors::suite::run_embedded::<sage::desk::SupportDesk>(
+                &config,
+                std::sync::Arc::new(sage::desk::DeskFixture::new(desk.clone())),
+                sage::plan::desk::jobs(&config, "local-desk", &desk),
+                |r| records.push(r),
+            ),
+        )
         .expect("the run");
     assert_eq!(records.len(), 3);
     for r in &records {

@@ -70,7 +70,7 @@ fn report_unplannable(folder: &Path) -> String {
             s[1] = json!(changed);
         }
     } else {
-        manifest["store_sha256"] = json!([changed, changed]);
+        manifest["inputs_sha256"] = json!([changed, changed]);
     }
     std::fs::write(&path, manifest.to_string()).expect("manifest");
     let o = common::sage(&["report", &folder.display().to_string(), "--html"]);

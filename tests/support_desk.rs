@@ -4,7 +4,7 @@
 
 mod common;
 
-use sage::actors::desk::run_embedded;
+use sage::desk::{DeskFixture, SupportDesk};
 use sage::llm::sim::SimSpec;
 use sage::llm::sim::desk::DeskSkills;
 use sage::llm::{ModelConfig, Provider};
@@ -159,9 +159,9 @@ fn config_with(agent: ModelConfig, noisy: bool) -> DeskConfig {
 fn run_desk(config: &DeskConfig, desk: Desk) -> Vec<DeskRecord> {
     let mut records = Vec::new();
     actix::System::new()
-        .block_on(run_embedded(
+        .block_on(sage::actors::suite::run_embedded::<SupportDesk>(
             config,
-            desk.clone(),
+            std::sync::Arc::new(DeskFixture::new(desk.clone())),
             sage::plan::desk::jobs(config, "test", &desk),
             |r| records.push(r),
         ))
@@ -388,6 +388,65 @@ repeats: 1
     assert!(
         saved.find("z-careful") < saved.find("a-reckless"),
         "{saved}"
+    );
+}
+
+/// A run over a store folder keeps the SHA-256 of its two files: it resumes while they are the
+/// same, and is refused, naming its manifest, once one of them changed (its jobs would be
+/// another store's).
+#[test]
+fn a_run_resumes_only_with_the_store_it_started_with() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = dir.path().join("store");
+    std::fs::create_dir(&store).expect("store folder");
+    std::fs::write(store.join("store.yaml"), NORTHLINE.0).expect("store.yaml");
+    std::fs::write(store.join("cases.yaml"), NORTHLINE.1).expect("cases.yaml");
+    let config = dir.path().join("desk.yaml");
+    std::fs::write(&config, format!("store: {}\nrepeats: 1\n", store.display())).expect("config");
+    common::sage_ok(&[
+        "run",
+        "--suite",
+        "support-desk",
+        "--quiet",
+        "--run-id",
+        "kept",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let folder = dir.path().join("kept");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("manifest.json")).expect("manifest"),
+    )
+    .expect("JSON");
+    let sha = |text: &str| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    };
+    assert_eq!(
+        manifest["inputs_sha256"],
+        serde_json::json!([sha(NORTHLINE.0), sha(NORTHLINE.1)])
+    );
+    let resume = ["run", "--suite", "support-desk", "--quiet", "--resume"];
+    let again = common::sage(&[&resume[..], &[folder.to_str().unwrap()]].concat());
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("(0 to play)"));
+    let mut cases = NORTHLINE.1.to_string();
+    cases.push_str("# edited\n");
+    std::fs::write(store.join("cases.yaml"), cases).expect("cases.yaml");
+    let refused = common::sage(&[&resume[..], &[folder.to_str().unwrap()]].concat());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        err.contains("run kept")
+            && err.contains("changed since it started")
+            && err.contains(&folder.join("manifest.json").display().to_string()),
+        "{err}"
     );
 }
 

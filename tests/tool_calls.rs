@@ -15,7 +15,7 @@ fn init() {
 }
 
 fn desk_tools() -> Vec<ToolSpec> {
-    sage::actors::desk::tool_specs()
+    sage::desk::tool_specs()
 }
 
 fn config(server: &MockServer, provider: Provider) -> ModelConfig {

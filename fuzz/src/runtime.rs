@@ -28,8 +28,8 @@ pub mod retry_after;
 use super::core_targets::{
     debug, json_roundtrip, northline, pick_sop, same_json, sops, split_first,
 };
-use sage::actors::fixture::DeskFixture;
 use sage::actors::roles::Registry;
+use sage::desk::{DeskFixture, SupportDesk};
 use sage::plan::RunConfig;
 use sage::plan::desk::DeskConfig;
 use sage::sop::Sop;
@@ -76,15 +76,14 @@ pub fn desk_registry() -> Arc<Registry> {
     REGISTRY
         .get_or_init(|| {
             let fixture = Arc::new(DeskFixture::new(northline().clone()));
-            Arc::new(
-                sage::actors::desk::registry(
-                    &DeskConfig::default(),
-                    fixture,
-                    |_| true,
-                    &Default::default(),
-                )
-                .expect("simulated models"),
+            let mut registry = sage::actors::suite::registry::<SupportDesk>(
+                &DeskConfig::default(),
+                |_| true,
+                &Default::default(),
             )
+            .expect("simulated models");
+            <SupportDesk as sage::actors::suite::Play>::serve(&fixture, &mut registry);
+            Arc::new(registry)
         })
         .clone()
 }

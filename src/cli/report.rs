@@ -344,7 +344,7 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
         let found = run.find_desk(id)?;
         return match found {
             Some(record) => {
-                let text = sage_report::transcript::desk_transcript_text(&record);
+                let text = sage_core::desk::transcript_text(&record);
                 print!("{}", terminal_safe(&text));
                 Ok(())
             }

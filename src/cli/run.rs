@@ -295,7 +295,9 @@ pub fn report(
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id.as_deref())?;
     match args.suite {
-        Suite::SupportDesk => return super::desk::run(args.desk_args()?),
+        Suite::SupportDesk => {
+            return super::suite::run::<sage_core::desk::SupportDesk>(args.suite_args()?);
+        }
         Suite::Sage => {}
         other => {
             if let Some(lifecycle) = other.hosted() {
@@ -369,14 +371,17 @@ impl RunArgs {
     /// The options every suite on the one lifecycle takes; those of the SAGE suite alone
     /// refused.
     fn suite_args(&self) -> anyhow::Result<super::suite::SuiteArgs<'_>> {
+        let suite = self.suite.name();
         if self.dialogues.is_some() {
-            bail!("--dialogues applies to the SAGE suite alone");
+            bail!("--dialogues applies to the SAGE suite, not to --suite {suite}");
         }
         if self.sets_budget() {
-            bail!("--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite alone");
+            bail!(
+                "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite {suite}"
+            );
         }
         if self.adaptive.adaptive {
-            bail!("--adaptive applies to the SAGE suite alone");
+            bail!("--adaptive applies to the SAGE suite, not to --suite {suite}");
         }
         Ok(super::suite::SuiteArgs {
             config: self.config.as_deref(),
@@ -393,32 +398,6 @@ impl RunArgs {
             metrics_addr: self.metrics_addr,
             plan: self.plan,
             trace: &self.trace,
-        })
-    }
-
-    /// The options that apply to `--suite support-desk`; those of the SAGE suite alone refused.
-    fn desk_args(&self) -> anyhow::Result<super::desk::DeskArgs<'_>> {
-        if self.dialogues.is_some() {
-            bail!("--dialogues applies to the SAGE suite, not to --suite support-desk");
-        }
-        if self.sets_budget() {
-            bail!(
-                "--max-cost-usd and --max-cost-usd-per-model apply to the SAGE suite, not to --suite support-desk"
-            );
-        }
-        self.adaptive.sage_only()?;
-        Ok(super::desk::DeskArgs {
-            config: self.config.as_deref(),
-            repeats: self.repeats,
-            seed: self.seed,
-            concurrency: self.concurrency,
-            max_turns: self.max_turns,
-            out: self.out.as_deref(),
-            run_id: self.run_id.as_deref(),
-            resume: self.resume.as_deref(),
-            quiet: self.quiet,
-            metrics_addr: self.metrics_addr,
-            plan: self.plan,
         })
     }
 

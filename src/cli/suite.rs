@@ -49,7 +49,7 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
                     dir.display()
                 );
             }
-            let mut config = manifest.config;
+            let mut config = manifest.config.clone();
             // A resumed run keeps its configuration; only the conversations in flight change.
             S::apply(
                 &mut config,
@@ -58,7 +58,8 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
                     ..Flags::default()
                 },
             );
-            (config, Some(run), manifest.run_id)
+            let run_id = manifest.run_id.clone();
+            (config, Some((run, manifest)), run_id)
         }
         None => {
             let mut config = inputs::read_suite_config::<S>(args.config)?;
@@ -71,22 +72,31 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
         }
     };
     S::check(&config, "command line")?;
-    let world = world_of::<S>(&config).map_err(anyhow::Error::msg)?;
+    let inputs = S::inputs(&config).map_err(anyhow::Error::msg)?;
+    if let Some((run, manifest)) = &run
+        && !manifest.same_inputs(&S::input_texts(&inputs))
+    {
+        anyhow::bail!(
+            "the files run {run_id} was built from changed since it started (their SHA-256 differs from {}); a run resumes with the same files",
+            run.path().join("manifest.json").display()
+        );
+    }
+    let world = S::world(&config, &inputs).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&config, &run_id, &world);
+    let (plan_text, plan_json) = S::plan(&config, &world, &jobs);
     if args.plan.plan {
-        let (text, json) = S::plan(&config, &jobs);
-        return args.plan.print(|| text, || Ok(json));
+        return args.plan.print(|| plan_text, || Ok(plan_json));
     }
     super::set_up_models(S::models(&config))?;
     let run = match run {
-        Some(run) => run.claim()?,
+        Some((run, _)) => run.claim()?,
         None => RunDir::create(S::output_dir(&config), &run_id)?,
     };
     let total = jobs.len();
     if args.resume.is_none() {
         run.write_json(
             "manifest.json",
-            &SuiteManifest::new::<S>(&run_id, &config, total),
+            &SuiteManifest::new::<S>(&run_id, &config, &S::input_texts(&inputs), total),
         )?;
     }
     let mut stored = Stored::<S>::read(&run, &jobs, &run_id)?;
@@ -95,9 +105,8 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
         .filter(|j| !stored.jobs.is_done(S::job_id(j)))
         .collect();
     eprintln!(
-        "run {run_id}: {} {} ({} to play) -> {}",
-        total,
-        S::NAME,
+        "run {run_id}: {} ({} to play) -> {}",
+        plan_text.lines().next().unwrap_or(S::NAME),
         todo.len(),
         run.path().display()
     );
@@ -114,6 +123,9 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
     })?;
     if let Some(p) = &progress {
         p.finish_and_clear();
+    }
+    for warning in S::warnings(&stored.results.fold) {
+        eprintln!("warning: {warning}");
     }
     let written = stored.results.write(&run)?;
     println!("{}", terminal_safe(&written.table));
@@ -152,7 +164,7 @@ pub fn submission<S: Play>(
         .map(str::to_string)
         .unwrap_or_else(|| sage_ports::store::new_run_id(Some(S::NAME), S::seed(&config)));
     let jobs = S::jobs(&config, &run_id, &world);
-    let (text, json) = S::plan(&config, &jobs);
+    let (text, json) = S::plan(&config, &world, &jobs);
     if plan.plan {
         plan.print(|| text, || Ok(json))?;
         return Ok(None);

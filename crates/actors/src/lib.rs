@@ -12,7 +12,6 @@ pub mod cluster;
 pub mod desk;
 pub mod dialogue;
 pub mod draft;
-pub mod fixture;
 pub mod fork;
 pub mod lanes;
 pub mod rehearsal;

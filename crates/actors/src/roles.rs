@@ -41,7 +41,7 @@ pub struct Registry {
     /// System prompts already rendered.
     pub prompts: PromptCache,
     /// The support desk served (a support-desk run), if any.
-    pub desk: Option<Arc<crate::fixture::DeskFixture>>,
+    pub desk: Option<Arc<sage_core::desk::DeskFixture>>,
 }
 
 /// System prompts already rendered, by what they depend on (role, scenario, the values shown),

@@ -27,6 +27,16 @@ pub trait Play: Suite {
     /// read).
     fn inputs(config: &Self::Config) -> Result<Self::Inputs, String>;
 
+    /// The texts of `inputs`, whose SHA-256 the run's manifest keeps: a run resumes only with
+    /// the same texts. None for a world bundled with the binary.
+    fn input_texts(_inputs: &Self::Inputs) -> Vec<&str> {
+        Vec::new()
+    }
+
+    /// Gives the role actors of a process serving a run over `world` what they need of it
+    /// besides the model endpoints (nothing, for a suite whose roles only call models).
+    fn serve(_world: &Arc<Self::World>, _registry: &mut Registry) {}
+
     /// The world a run of `config` plays over, built from its inputs (why not, naming what is
     /// wrong in them).
     fn world(config: &Self::Config, inputs: &Self::Inputs) -> Result<Arc<Self::World>, String>;
@@ -82,12 +92,12 @@ impl<S: Play> Results<S> {
         self.page.add(record, at);
     }
 
-    /// Writes summary.json, leaderboard.md and the HTML report into the run's folder, each
-    /// atomically.
+    /// Writes the scores ([`Suite::SUMMARY`], [`Suite::TABLE`]) and the HTML report into the
+    /// run's folder, each atomically.
     pub fn write(&mut self, run: &RunDir) -> Result<Written, sage_ports::store::StoreError> {
         let (summary, table) = S::summary(&self.fold);
-        run.write_json("summary.json", &summary)?;
-        run.write_text("leaderboard.md", &table)?;
+        run.write_json(S::SUMMARY, &summary)?;
+        run.write_text(S::TABLE, &table)?;
         let report = self.page.write(run)?;
         Ok(Written { table, report })
     }
@@ -119,8 +129,11 @@ pub async fn run_embedded<S: Play>(
     jobs: Vec<S::Job>,
     mut on_record: impl FnMut(S::Record),
 ) -> Result<(), RunError> {
+    use sage_ports::telemetry::metrics::{RunLabels, metrics};
+    metrics().driving(&RunLabels::Agents(S::agents(config)));
     let needed = S::model_names(config);
-    let registry = registry::<S>(config, |m| needed.contains(&m), &Default::default())?;
+    let mut registry = registry::<S>(config, |m| needed.contains(&m), &Default::default())?;
+    S::serve(&world, &mut registry);
     let transport: Arc<dyn Transport> = Arc::new(start_local_roles(
         Arc::new(registry),
         &actix::Arbiter::current(),

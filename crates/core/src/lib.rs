@@ -23,6 +23,7 @@
 //! assert_eq!(sop.routes().len(), 12);
 //! ```
 
+pub mod desk;
 pub mod estimate;
 pub mod fork;
 pub mod plan;

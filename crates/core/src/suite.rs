@@ -14,6 +14,10 @@ pub trait Suite: Send + Sync + 'static {
     const NAME: &'static str;
     /// The records file of a run folder (one JSON record a line).
     const RECORDS: &'static str;
+    /// The scores file of a run folder ([`Suite::summary`]'s JSON).
+    const SUMMARY: &'static str = "summary.json";
+    /// The scores' table file of a run folder ([`Suite::summary`]'s text).
+    const TABLE: &'static str = "leaderboard.md";
     /// A run's configuration: a YAML file, or the default for a run with no file.
     type Config: Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// What the jobs play over, built once per run.
@@ -25,6 +29,8 @@ pub trait Suite: Send + Sync + 'static {
     /// The scores, folded a record at a time (a run's cost grows with the records in flight,
     /// never with the records done).
     type Fold: Default + Send + 'static;
+    /// The scores as [`Suite::SUMMARY`] holds them (serialized in its fields' order).
+    type Summary: Serialize;
 
     /// Reads and checks a configuration; `file` labels errors.
     fn config(text: &str, file: &str) -> Result<Self::Config, crate::plan::config::ConfigError>;
@@ -63,12 +69,21 @@ pub trait Suite: Send + Sync + 'static {
     fn tally(record: &Self::Record) -> (usize, bool);
     /// Folds one record into the scores.
     fn fold(fold: &mut Self::Fold, record: &Self::Record);
-    /// What a run of `jobs` will do, counted before it spends (`sage run --plan`): a text for
-    /// people and a JSON document.
-    fn plan(config: &Self::Config, jobs: &[Self::Job]) -> (String, serde_json::Value);
-    /// The scores of the folded records: summary.json, and the table printed and written as
-    /// leaderboard.md.
-    fn summary(fold: &Self::Fold) -> (serde_json::Value, String);
+    /// What a run of `jobs` over `world` will do, counted before it spends (`sage run --plan`):
+    /// a text for people, whose first line says the run in one line, and a JSON document.
+    fn plan(
+        config: &Self::Config,
+        world: &Self::World,
+        jobs: &[Self::Job],
+    ) -> (String, serde_json::Value);
+    /// The scores of the folded records: what [`Suite::SUMMARY`] holds, and the table printed
+    /// and written as [`Suite::TABLE`].
+    fn summary(fold: &Self::Fold) -> (Self::Summary, String);
+    /// What a person should know of the folded records besides the scores (conversations
+    /// stopped by an infrastructure error, answers cut off...), a line each; none by default.
+    fn warnings(_fold: &Self::Fold) -> Vec<String> {
+        Vec::new()
+    }
     /// One record as text for a person (`sage show DIR ID`), control characters left in (the
     /// caller makes it safe for its terminal).
     fn transcript(record: &Self::Record) -> String;
@@ -87,4 +102,25 @@ pub struct Flags {
     pub concurrency: Option<usize>,
     /// Where results/<run-id>/ goes.
     pub output_dir: Option<std::path::PathBuf>,
+}
+
+impl Flags {
+    /// Sets the values the flags give in a configuration's fields (the others left as they
+    /// are): repeats, seed, most turns, concurrency and output folder.
+    pub fn set(
+        &self,
+        repeats: &mut u32,
+        seed: &mut u64,
+        max_turns: &mut u32,
+        concurrency: &mut usize,
+        output_dir: &mut std::path::PathBuf,
+    ) {
+        *repeats = self.repeats.unwrap_or(*repeats);
+        *seed = self.seed.unwrap_or(*seed);
+        *max_turns = self.max_turns.unwrap_or(*max_turns);
+        *concurrency = self.concurrency.unwrap_or(*concurrency);
+        if let Some(dir) = &self.output_dir {
+            output_dir.clone_from(dir);
+        }
+    }
 }

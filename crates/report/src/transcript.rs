@@ -105,15 +105,7 @@ fn assignment<'a>(values: impl IntoIterator<Item = (&'a String, &'a Value)>) -> 
     }
 }
 
-/// `text` on a line after `label`, its further lines indented under the first.
-fn said(out: &mut String, label: &str, text: &str) {
-    let pad = " ".repeat(label.chars().count() + 2);
-    let mut lines = text.lines();
-    let _ = writeln!(out, "  {label}{}", lines.next().unwrap_or(""));
-    for line in lines {
-        let _ = writeln!(out, "{pad}{line}");
-    }
-}
+use sage_core::scoring::leaderboard::said;
 
 /// Rows of a turn: the width of the label column.
 struct Rows<'a> {
@@ -299,50 +291,6 @@ fn turn(out: &mut String, t: &TurnRecord, job: &sage_core::protocol::DialogueJob
     if let Some(e) = &t.infra_error {
         rows.line("infra error", &format!("not scored: {e}"));
     }
-}
-
-/// A support-desk conversation as plain text (`sage show DIR ID` on a desk folder): the case,
-/// what it owed, the trap, the outcome and the judges, then every line (a tool call with its
-/// arguments and result).
-pub fn desk_transcript_text(record: &sage_core::protocol::desk::DeskRecord) -> String {
-    let job = &record.job;
-    let mut out = String::new();
-    let _ = writeln!(out, "Conversation {}", job.dialogue_id);
-    let _ = writeln!(
-        out,
-        "  model {} · case {} ({}, order {}) · run {}",
-        job.model,
-        job.case,
-        record.run.bucket.name(),
-        record.run.order,
-        job.repeat.saturating_add(1)
-    );
-    let _ = writeln!(
-        out,
-        "  outcome {}",
-        crate::desk::outcomes(record).join(", ")
-    );
-    if let Some(e) = &record.infra_error {
-        let _ = writeln!(out, "  infrastructure error: {e}");
-    }
-    let mut turn = 0;
-    for line in &record.transcript {
-        if line.turn != turn {
-            turn = line.turn;
-            let _ = writeln!(out, "\nTurn {turn}");
-        }
-        said(
-            &mut out,
-            &format!("{:<9} ", format!("{}:", line.speaker)),
-            &line.text,
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nTokens {} in, {} out · cost ${:.4}",
-        record.usage.input_tokens, record.usage.output_tokens, record.cost_usd
-    );
-    out
 }
 
 #[cfg(test)]

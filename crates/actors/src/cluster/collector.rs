@@ -735,22 +735,22 @@ struct ManifestHead {
     created_at: String,
     #[serde(default)]
     scenarios: Option<Vec<(String, String)>>,
-    #[serde(default)]
-    store_sha256: Option<(String, String)>,
+    #[serde(default, alias = "store_sha256")]
+    inputs_sha256: Vec<String>,
 }
 
 impl ManifestHead {
     fn of(spec: &RunSpec) -> ManifestHead {
-        let (scenarios, store_sha256) = match spec {
-            RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), None),
-            RunSpec::SupportDesk { manifest, .. } => (None, Some(manifest.store_sha256.clone())),
-            RunSpec::Suite(_) => (None, None),
+        let (scenarios, inputs_sha256) = match spec {
+            RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), Vec::new()),
+            RunSpec::SupportDesk { manifest, .. } => (None, manifest.inputs_sha256.clone()),
+            RunSpec::Suite(run) => (None, run.0.inputs_sha256().to_vec()),
         };
         ManifestHead {
             run_id: spec.run_id().to_string(),
             created_at: spec.created_at().to_string(),
             scenarios,
-            store_sha256,
+            inputs_sha256,
         }
     }
 }

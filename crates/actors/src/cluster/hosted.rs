@@ -42,6 +42,8 @@ pub trait HostedRun: Send + Sync {
     fn jobs(&self) -> usize;
     /// The records file of its results folder.
     fn records_file(&self) -> &'static str;
+    /// The SHA-256 of the input texts its world is built from.
+    fn inputs_sha256(&self) -> &[String];
     /// The agents under test.
     fn agents(&self) -> &[String];
     /// The customer simulators.
@@ -173,6 +175,9 @@ impl<S: Play> HostedRun for Run<S> {
     fn records_file(&self) -> &'static str {
         S::RECORDS
     }
+    fn inputs_sha256(&self) -> &[String] {
+        &self.spec.manifest.inputs_sha256
+    }
     fn agents(&self) -> &[String] {
         S::agents(&self.spec.manifest.config)
     }
@@ -206,7 +211,9 @@ impl<S: Play> HostedRun for Run<S> {
         limiters: &sage_ports::llm::Limiters,
     ) -> Result<(Registry, Arc<dyn HostedDriver>), RunError> {
         let world = self.world().map_err(|e| RunError::Runtime(e.to_string()))?;
-        let registry = crate::suite::registry::<S>(&self.spec.manifest.config, wanted, limiters)?;
+        let mut registry =
+            crate::suite::registry::<S>(&self.spec.manifest.config, wanted, limiters)?;
+        S::serve(&world, &mut registry);
         Ok((registry, Arc::new(Driver::<S> { world })))
     }
     fn fold(&self, dir: &RunDir) -> Box<dyn HostedFold> {
@@ -308,7 +315,7 @@ impl Hosted {
         Hosted(Arc::new(Run::<S> {
             spec: Spec {
                 suite: S::NAME.into(),
-                manifest: SuiteManifest::new::<S>(run_id, config, jobs),
+                manifest: SuiteManifest::new::<S>(run_id, config, &S::input_texts(&inputs), jobs),
                 inputs,
             },
             world: OnceLock::new(),

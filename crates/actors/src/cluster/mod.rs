@@ -20,12 +20,12 @@ pub mod suites;
 pub mod worker;
 
 use super::desk::DeskActor;
-use super::fixture::DeskFixture;
 use super::roles::Registry;
 use super::runner::{RunError, endpoints};
 use super::{DialogueActor, start_local_roles};
 use actix::Addr;
 use async_nats::jetstream::kv;
+use sage_core::desk::{DeskFixture, SupportDesk};
 use sage_core::plan::desk::DeskConfig;
 use sage_core::plan::{JobSet, RunConfig};
 use sage_core::scenario::desk::Desk;
@@ -230,6 +230,16 @@ impl RunSpec {
             RunSpec::Suite(run) => run.0.to_json(),
             _ => serde_json::to_vec(self),
         }
+    }
+
+    /// [`RunSpec::to_json`] as the bucket's value, a failure naming its key.
+    pub(crate) fn encoded(&self) -> Result<bytes::Bytes, NatsError> {
+        self.to_json()
+            .map(Into::into)
+            .map_err(|e| NatsError::Codec {
+                what: manifest_key(self.run_id()),
+                message: e.to_string(),
+            })
     }
 
     /// The records file of its results folder.
@@ -1011,13 +1021,13 @@ impl Runs {
             (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
                 let config = manifest.config;
                 let fixture = Arc::new(DeskFixture::new(desk));
-                let registry = crate::desk::registry(
+                let mut registry = crate::suite::registry::<SupportDesk>(
                     &config,
-                    fixture.clone(),
                     |m| self.served.calls_desk(&config, m),
                     &self.limiters,
                 )
                 .map_err(failed)?;
+                <SupportDesk as crate::suite::Play>::serve(&fixture, &mut registry);
                 if self
                     .served
                     .roles

@@ -6,6 +6,7 @@ use super::{
     RunStatus, get_json, manifest_key, put_json, status_key,
 };
 use futures::StreamExt;
+use sage_core::desk::SupportDesk;
 use sage_core::plan::desk::DeskConfig;
 use sage_core::plan::{self, RunConfig};
 use sage_core::scenario::desk::Desk;
@@ -53,7 +54,7 @@ pub async fn submit_desk(
 ) -> Result<RunStatus, ClusterError> {
     let jobs = sage_core::plan::desk::jobs(config, run_id, desk);
     let spec = RunSpec::SupportDesk {
-        manifest: DeskManifest::new(run_id, config, texts, jobs.len()),
+        manifest: DeskManifest::new::<SupportDesk>(run_id, config, &[texts.0, texts.1], jobs.len()),
         store: texts.0.to_string(),
         cases: texts.1.to_string(),
     };
@@ -75,14 +76,10 @@ pub async fn submit_suite(
 async fn queue(broker: &Broker, spec: &RunSpec, total: usize) -> Result<RunStatus, ClusterError> {
     let run_id = spec.run_id();
     let bucket = broker.runs().await?;
-    let manifest = spec.to_json().map_err(|e| NatsError::Codec {
-        what: manifest_key(run_id),
-        message: e.to_string(),
-    })?;
     // `create` fails when the key exists: a run id is used once.
     bounded(
         format!("run {run_id} cannot be submitted (is the id already used?)"),
-        bucket.create(manifest_key(run_id), manifest.into()),
+        bucket.create(manifest_key(run_id), spec.encoded()?),
     )
     .await?;
     let status = RunStatus::submitted(run_id, total, spec.created_at());
@@ -128,13 +125,8 @@ pub async fn resume(broker: &Broker, spec: &RunSpec) -> Result<u32, ClusterError
             status.stored, status.jobs
         )));
     }
-    let codec = |e: serde_json::Error| NatsError::Codec {
-        what: manifest_key(run_id),
-        message: e.to_string(),
-    };
-    let spec: Box<serde_json::value::RawValue> =
-        serde_json::from_slice(&spec.to_json().map_err(codec)?).map_err(codec)?;
-    put_json(&bucket, &manifest_key(run_id), &spec).await?;
+    let key = manifest_key(run_id);
+    bounded(format!("writing {key}"), bucket.put(&key, spec.encoded()?)).await?;
     broker.records_stream().await?;
     let request = ResumeRequest {
         run_id: run_id.to_string(),

@@ -1,32 +1,67 @@
-//! The support-desk suite's driver: plays one run of a case with one agent under test (the
-//! customer's opening email, then up to `max_turns` turns), records every tool call, has the two
-//! judges score the transcript. It reaches the roles through a [`Transport`], like the SAGE
-//! dialogue driver: the same role actors answer in this process ([`run_embedded`]) or behind
-//! the broker (`sage worker`).
+//! The support-desk suite's driver ([`Play`] for [`SupportDesk`]): plays one run of a case with
+//! one agent under test (the customer's opening email, then up to `max_turns` turns), records
+//! every tool call, has the two judges score the transcript. It reaches the roles through a
+//! [`Transport`] with the desk's own requests (an agent turn runs its tool rounds against the
+//! store where the agent's role is served): the same role actors answer in this process
+//! ([`crate::suite::run_embedded`]) or behind the broker (`sage worker`).
 
 pub mod roles;
 
-pub use crate::fixture::tool_specs;
-
-use crate::fixture::DeskFixture;
+use crate::MAILBOX;
 use crate::roles::Registry;
-use crate::runner::{RunError, build_endpoints};
-use crate::{MAILBOX, start_local_roles};
+use crate::suite::Play;
 use actix::{Actor, Context, Handler, ResponseFuture};
-use futures::StreamExt;
+use sage_core::desk::{DeskFixture, SupportDesk};
 use sage_core::plan::desk::DeskConfig;
 use sage_core::protocol::desk::{
     DeskAgentRequest, DeskCustomerRequest, DeskJob, DeskJudgeRequest, DeskLine, DeskRecord,
 };
 use sage_core::protocol::{CallRecord, Usage};
-use sage_core::scenario::desk::Desk;
 use sage_core::scoring::desk::{CaseRun, verdict};
 use sage_ports::llm::{ChatMessage, ChatRole};
 use sage_ports::store::RunDir;
-use sage_ports::store::desk::{DESK_RECORDS, Stored};
-use sage_ports::telemetry::metrics::{InFlight, RunLabels, metrics};
+use sage_ports::store::desk::DeskPage;
+use sage_ports::store::inputs;
+use sage_ports::telemetry::metrics::{InFlight, metrics};
 use sage_ports::transport::Transport;
 use std::sync::Arc;
+
+#[async_trait::async_trait]
+impl Play for SupportDesk {
+    /// The texts of the store's store.yaml and cases.yaml.
+    type Inputs = (String, String);
+    type Page = DeskPage;
+
+    fn inputs(config: &DeskConfig) -> Result<(String, String), String> {
+        inputs::read_store(&config.store).map_err(|e| e.to_string())
+    }
+
+    fn input_texts(texts: &(String, String)) -> Vec<&str> {
+        vec![&texts.0, &texts.1]
+    }
+
+    fn world(config: &DeskConfig, texts: &(String, String)) -> Result<Arc<DeskFixture>, String> {
+        let desk =
+            inputs::parse_store(&config.store, (&texts.0, &texts.1)).map_err(|e| e.to_string())?;
+        Ok(Arc::new(DeskFixture::new(desk)))
+    }
+
+    fn serve(world: &Arc<DeskFixture>, registry: &mut Registry) {
+        registry.desk = Some(world.clone());
+    }
+
+    fn page(run: &RunDir) -> DeskPage {
+        DeskPage::new(run)
+    }
+
+    async fn play(
+        transport: &dyn Transport,
+        world: &DeskFixture,
+        job: DeskJob,
+    ) -> Result<DeskRecord, String> {
+        play(transport, world, job).await
+    }
+}
 
 /// Plays one run of a case: the record, or why the job cannot be played at all (its case is not
 /// in the store).
@@ -187,110 +222,5 @@ impl Handler<PlayCase> for DeskActor {
         let transport = msg.through.unwrap_or_else(|| self.transport.clone());
         let fixture = self.fixture.clone();
         Box::pin(async move { play(transport.as_ref(), &fixture, msg.job).await })
-    }
-}
-
-/// The registry a process serving a support-desk run needs: the store, and the endpoints of
-/// the models of `config` that `wanted` accepts.
-pub fn registry(
-    config: &DeskConfig,
-    desk: Arc<DeskFixture>,
-    wanted: impl Fn(&str) -> bool,
-    limiters: &sage_ports::llm::Limiters,
-) -> Result<Registry, RunError> {
-    let models: Vec<_> = config
-        .models
-        .iter()
-        .filter(|m| wanted(&m.name))
-        .cloned()
-        .collect();
-    Ok(Registry {
-        sops: Default::default(),
-        endpoints: build_endpoints(&models, None, limiters)?,
-        content_attempts: 1,
-        record_prompts: false,
-        customer_guard: false,
-        prompts: Default::default(),
-        desk: Some(desk),
-    })
-}
-
-/// Plays `jobs` (of `config` over `desk`: [`sage_core::plan::desk::jobs`]) in this process (the
-/// role actors and the driver), at most `concurrency` at once, each agent under test its fair
-/// part of them ([`crate::lanes`]); `on_record` receives each record as it finishes. Must run
-/// inside an actix `System`.
-pub async fn run_embedded(
-    config: &DeskConfig,
-    desk: Desk,
-    jobs: Vec<DeskJob>,
-    mut on_record: impl FnMut(DeskRecord),
-) -> Result<(), RunError> {
-    let fixture = Arc::new(DeskFixture::new(desk));
-    metrics().driving(&RunLabels::Agents(&config.agents));
-    let needed = config.model_names();
-    let registry = registry(
-        config,
-        fixture.clone(),
-        |m| needed.contains(&m),
-        &Default::default(),
-    )?;
-    let transport = Arc::new(start_local_roles(
-        Arc::new(registry),
-        &actix::Arbiter::current(),
-        None,
-    ));
-    let driver = DeskActor { transport, fixture }.start();
-    let mut lanes: Vec<Vec<DeskJob>> = vec![Vec::new(); config.agents.len().max(1)];
-    for job in jobs {
-        let lane = config.agents.iter().position(|a| *a == job.model);
-        lanes[lane.unwrap_or(0)].push(job);
-    }
-    let lanes = lanes
-        .into_iter()
-        .map(|jobs| Box::new(jobs.into_iter()) as crate::lanes::Lane<'_, DeskJob>)
-        .collect();
-    let mut finished = std::pin::pin!(crate::lanes::fair(lanes, config.concurrency, |job| {
-        driver.send(PlayCase { job, through: None })
-    }));
-    while let Some(record) = finished.next().await {
-        let record = record
-            .map_err(|e| RunError::Runtime(e.to_string()))?
-            .map_err(RunError::Runtime)?;
-        on_record(record);
-    }
-    Ok(())
-}
-
-/// Plays `todo` (the jobs of a run not yet among the `stored`) as [`run_embedded`] does, storing
-/// each record in `run`'s desk.jsonl as it finishes and folding it into `stored`'s report and
-/// page; `progress` advances by one a conversation. A record that cannot be written does not stop
-/// the conversations in flight: the run fails with that error once they have finished (what was
-/// written stays, for a resume). Must run inside an actix `System`.
-pub async fn run_stored(
-    config: &DeskConfig,
-    desk: Desk,
-    todo: Vec<DeskJob>,
-    run: &RunDir,
-    stored: &mut Stored,
-    progress: Option<&indicatif::ProgressBar>,
-) -> Result<(), RunError> {
-    let mut writer = run.jsonl_writer(DESK_RECORDS)?;
-    let mut failed = None;
-    run_embedded(config, desk, todo, |record| {
-        match writer.append(&record) {
-            Ok(at) => stored.page.add(&record, at),
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
-        }
-        stored.report.add(&record);
-        if let Some(p) = progress {
-            p.inc(1);
-        }
-    })
-    .await?;
-    match failed {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
     }
 }

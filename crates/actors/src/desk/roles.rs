@@ -11,8 +11,8 @@
 //!
 //! A model that cannot be reached (after the endpoint's retries) is an infrastructure error.
 
-use crate::fixture::DeskFixture;
 use crate::roles::{JudgePanel, Registry, ServiceRole, UserRole, with_request};
+use sage_core::desk::DeskFixture;
 use sage_core::prompts::desk as prompts;
 use sage_core::protocol::desk::{
     DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJob,

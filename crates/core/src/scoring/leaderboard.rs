@@ -340,6 +340,17 @@ fn scenario_table(models: &[&ModelSummary], columns: &[ScenarioColumn]) -> Table
     table
 }
 
+/// `text` on a line after `label` (indented by two), its further lines indented under the
+/// first; every line ends with a line break.
+pub fn said(out: &mut String, label: &str, text: &str) {
+    let pad = " ".repeat(label.chars().count() + 2);
+    let mut lines = text.lines();
+    out.push_str(&format!("  {label}{}\n", lines.next().unwrap_or("")));
+    for line in lines {
+        out.push_str(&format!("{pad}{line}\n"));
+    }
+}
+
 /// `text` after `prefix`, wrapped at spaces into lines of at most `width` characters (a word
 /// longer than the width stands alone), each line after the first starting with `indent`;
 /// every line ends with a line break.

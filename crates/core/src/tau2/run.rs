@@ -741,6 +741,7 @@ impl crate::suite::Suite for Tau2Retail {
     type Job = Tau2Job;
     type Record = Tau2Record;
     type Fold = Tau2Fold;
+    type Summary = Tau2Summary;
 
     fn config(text: &str, file: &str) -> Result<Tau2Config, ConfigError> {
         Tau2Config::from_yaml(text, file)
@@ -773,13 +774,13 @@ impl crate::suite::Suite for Tau2Retail {
         &config.output_dir
     }
     fn apply(config: &mut Tau2Config, flags: &crate::suite::Flags) {
-        config.repeats = flags.repeats.unwrap_or(config.repeats);
-        config.seed = flags.seed.unwrap_or(config.seed);
-        config.max_turns = flags.max_turns.unwrap_or(config.max_turns);
-        config.concurrency = flags.concurrency.unwrap_or(config.concurrency);
-        if let Some(dir) = &flags.output_dir {
-            config.output_dir = dir.clone();
-        }
+        flags.set(
+            &mut config.repeats,
+            &mut config.seed,
+            &mut config.max_turns,
+            &mut config.concurrency,
+            &mut config.output_dir,
+        );
     }
 
     fn jobs(config: &Tau2Config, run_id: &str, world: &World) -> Vec<Tau2Job> {
@@ -804,7 +805,7 @@ impl crate::suite::Suite for Tau2Retail {
     fn fold(fold: &mut Tau2Fold, record: &Tau2Record) {
         fold.add(record)
     }
-    fn plan(config: &Tau2Config, jobs: &[Tau2Job]) -> (String, serde_json::Value) {
+    fn plan(config: &Tau2Config, _: &World, jobs: &[Tau2Job]) -> (String, serde_json::Value) {
         let sims = jobs.len() as u64;
         let turns = u64::from(config.max_turns);
         let judges = config.judge_models.len() as u64;
@@ -835,10 +836,10 @@ impl crate::suite::Suite for Tau2Retail {
     fn transcript(record: &Tau2Record) -> String {
         record.transcript()
     }
-    fn summary(fold: &Tau2Fold) -> (serde_json::Value, String) {
+    fn summary(fold: &Tau2Fold) -> (Tau2Summary, String) {
         let summary = fold.summary();
         let table = summary.table();
-        (serde_json::to_value(&summary).unwrap_or_default(), table)
+        (summary, table)
     }
 }
 

@@ -2,62 +2,19 @@
 //! desk.jsonl (one line per finished conversation, appended as each finishes),
 //! desk-summary.json and desk-leaderboard.txt.
 
-use super::{RunDir, StoreError, now_utc};
-use sage_core::plan::JobSet;
+use super::{RunDir, StoreError};
 use sage_core::plan::desk::DeskConfig;
-use sage_core::protocol::desk::{DeskJob, DeskRecord};
+use sage_core::protocol::desk::DeskRecord;
 use sage_report::desk::{DeskReportFold, DeskRunInfo};
 use sage_report::explorer::Embedded;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The records file of a support-desk run.
 pub const DESK_RECORDS: &str = "desk.jsonl";
 
-/// What a support-desk run was (manifest.json).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeskManifest {
-    /// The run id (the folder's name).
-    #[serde(deserialize_with = "sage_core::protocol::id::run_id")]
-    pub run_id: String,
-    /// Always `support-desk`.
-    pub suite: String,
-    /// When it started (UTC, RFC 3339).
-    pub created_at: String,
-    /// SAGE-RS version.
-    pub sage_version: String,
-    /// The full configuration (API keys are never in it: only the names of their variables).
-    pub config: DeskConfig,
-    /// SHA-256 of the store's store.yaml and cases.yaml texts.
-    pub store_sha256: (String, String),
-    /// Conversations in the run.
-    pub jobs: usize,
-    /// Models that are built-in simulations.
-    pub simulated_models: Vec<String>,
-}
-
-impl DeskManifest {
-    /// The manifest of a new run of `config` over a store given as its two YAML texts.
-    pub fn new(run_id: &str, config: &DeskConfig, store: (&str, &str), jobs: usize) -> Self {
-        DeskManifest {
-            run_id: run_id.to_string(),
-            suite: "support-desk".into(),
-            created_at: now_utc().0,
-            sage_version: env!("CARGO_PKG_VERSION").into(),
-            config: config.clone(),
-            store_sha256: DeskManifest::store_hashes(store),
-            jobs,
-            simulated_models: super::simulated_models(&config.models),
-        }
-    }
-
-    /// The SHA-256 of a store's store.yaml and cases.yaml texts.
-    pub fn store_hashes(store: (&str, &str)) -> (String, String) {
-        let sha = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
-        (sha(store.0), sha(store.1))
-    }
-}
+/// What a support-desk run was (manifest.json): the configuration and the SHA-256 of its
+/// store's store.yaml and cases.yaml texts (`inputs_sha256`).
+pub type DeskManifest = super::suite::SuiteManifest<DeskConfig>;
 
 impl RunDir {
     /// Whether the folder holds a support-desk run (its manifest says so; a folder without a
@@ -213,7 +170,10 @@ pub fn run_info(manifest: &DeskManifest) -> DeskRunInfo {
         judge_models: config.judge_models.clone(),
         simulated_models: manifest.simulated_models.clone(),
         store: config.store.clone(),
-        store_sha256: manifest.store_sha256.clone(),
+        store_sha256: match manifest.inputs_sha256.as_slice() {
+            [store, cases] => (store.clone(), cases.clone()),
+            _ => Default::default(),
+        },
         jobs: Some(manifest.jobs),
     }
 }
@@ -248,7 +208,7 @@ impl DeskPage {
     /// Writes the page to `out`, by default report.html in the folder, atomically (the
     /// conversations the explorer embeds read back from desk.jsonl); its path and what the
     /// explorer embeds.
-    pub fn write(
+    pub fn write_to(
         &mut self,
         run: &RunDir,
         out: Option<&Path>,
@@ -257,6 +217,17 @@ impl DeskPage {
         run.write_explorer_page(out, (DESK_RECORDS, &run_id), |w, records, spool, show| {
             self.fold.write_page(w, records, spool, show)
         })
+    }
+}
+
+impl super::suite::Page<DeskRecord> for DeskPage {
+    fn add(&mut self, record: &DeskRecord, at: u64) {
+        DeskPage::add(self, record, at);
+    }
+
+    /// Writes report.html into the run's folder ([`DeskPage::write_to`]).
+    fn write(&mut self, run: &RunDir) -> Result<Option<(PathBuf, Embedded)>, StoreError> {
+        self.write_to(run, None).map(Some)
     }
 }
 
@@ -279,35 +250,5 @@ pub fn write_desk_html(
         page.add(&r, at);
         Ok::<(), StoreError>(())
     })?;
-    page.write(run, out)
-}
-
-/// What a support-desk run has stored so far, read once from desk.jsonl to resume it: the
-/// terminal table's fold, the page's fold and which of `jobs` are stored (each record checked
-/// to be one of them, of run `run_id`).
-pub struct Stored {
-    /// The terminal table's fold.
-    pub report: DeskFold,
-    /// The HTML report's fold.
-    pub page: DeskPage,
-    /// The run's jobs, those stored marked.
-    pub jobs: JobSet,
-}
-
-impl Stored {
-    /// Reads what `run` holds of `jobs` (none for a new run's folder).
-    pub fn read(run: &RunDir, jobs: &[DeskJob], run_id: &str) -> Result<Stored, StoreError> {
-        let mut report = DeskFold::default();
-        let mut page = DeskPage::new(run);
-        let mut stored = JobSet::of(jobs, |j| &j.dialogue_id);
-        run.resume_records(DESK_RECORDS, &mut stored, run_id, |at, r| {
-            report.add(&r);
-            page.add(&r, at);
-        })?;
-        Ok(Stored {
-            report,
-            page,
-            jobs: stored,
-        })
-    }
+    page.write_to(run, out)
 }

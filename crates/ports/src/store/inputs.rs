@@ -271,7 +271,7 @@ pub fn store_as_it_was(
     dir: &Path,
 ) -> Result<(String, String), InputError> {
     let texts = read_store(&manifest.config.store)?;
-    if DeskManifest::store_hashes((&texts.0, &texts.1)) != manifest.store_sha256 {
+    if !manifest.same_inputs(&[&texts.0, &texts.1]) {
         return Err(InputError::StoreChanged {
             store: manifest.config.store.clone(),
             run: manifest.run_id.clone(),

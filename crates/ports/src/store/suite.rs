@@ -19,6 +19,11 @@ pub struct SuiteManifest<C> {
     pub sage_version: String,
     /// The full configuration (API keys are never in it: only the names of their variables).
     pub config: C,
+    /// SHA-256 of each input text the run's world was built from (the support desk's
+    /// store.yaml and cases.yaml), in order: a run resumes, and its jobs are planned again,
+    /// only from the same texts. Empty for a world bundled with the binary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", alias = "store_sha256")]
+    pub inputs_sha256: Vec<String>,
     /// Conversations in the run.
     pub jobs: usize,
     /// Models that are built-in simulations.
@@ -26,18 +31,39 @@ pub struct SuiteManifest<C> {
 }
 
 impl<C: Clone> SuiteManifest<C> {
-    /// The manifest of a new run of `S` with `config` and `jobs` jobs.
-    pub fn new<S: Suite<Config = C>>(run_id: &str, config: &C, jobs: usize) -> Self {
+    /// The manifest of a new run of `S` with `config`, its world built from the texts
+    /// `inputs`, and `jobs` jobs.
+    pub fn new<S: Suite<Config = C>>(
+        run_id: &str,
+        config: &C,
+        inputs: &[&str],
+        jobs: usize,
+    ) -> Self {
         SuiteManifest {
             run_id: run_id.to_string(),
             suite: S::NAME.into(),
             created_at: super::now_utc().0,
             sage_version: env!("CARGO_PKG_VERSION").into(),
             config: config.clone(),
+            inputs_sha256: hashes(inputs),
             jobs,
             simulated_models: super::simulated_models(S::models(config)),
         }
     }
+
+    /// Whether `inputs` are the texts the run's world was built from.
+    pub fn same_inputs(&self, inputs: &[&str]) -> bool {
+        hashes(inputs) == self.inputs_sha256
+    }
+}
+
+/// The SHA-256 of each text, in hex.
+fn hashes(texts: &[&str]) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    texts
+        .iter()
+        .map(|t| hex::encode(Sha256::digest(t.as_bytes())))
+        .collect()
 }
 
 /// What a page's explorer embeds.

@@ -20,6 +20,8 @@ mod suite;
 mod tests;
 
 pub use excerpt::{closure_line, excerpt, forbidden_line, split_tool_line};
+pub use sage_core::desk::outcomes;
+pub use sage_core::scoring::desk::{compact, model_rows};
 pub use suite::{DeskExplorer, DeskRow};
 
 use excerpt::{conversation_link, cut, required_text};
@@ -79,61 +81,6 @@ pub struct DeskRunInfo {
     pub store_sha256: (String, String),
     /// Conversations planned.
     pub jobs: Option<usize>,
-}
-
-/// The per-model rows of the desk's metrics, exactly as the terminal report and
-/// desk-summary.json give them: records sorted by model, case and repeat (so the order they
-/// came in does not matter), infrastructure errors left out, then [`scoring::summarize`].
-pub fn model_rows<'a>(records: impl IntoIterator<Item = &'a DeskRecord>) -> Vec<ModelRow> {
-    let mut records: Vec<&DeskRecord> = records.into_iter().collect();
-    records.sort_by(|a, b| {
-        (&a.job.model, &a.job.case, a.job.repeat).cmp(&(&b.job.model, &b.job.case, b.job.repeat))
-    });
-    scoring::summarize(
-        records
-            .iter()
-            .filter(|r| r.infra_error.is_none())
-            .map(|r| (r.job.model.as_str(), r.job.repeat, &r.run, r.cost_usd)),
-    )
-}
-
-/// A record without its transcript and model calls (a few hundred bytes): what the folds keep
-/// per conversation.
-pub fn compact(record: &DeskRecord) -> DeskRecord {
-    DeskRecord {
-        job: record.job.clone(),
-        turns: record.turns,
-        transcript: Vec::new(),
-        run: record.run.clone(),
-        verdict: record.verdict,
-        calls: Vec::new(),
-        usage: record.usage,
-        cost_usd: record.cost_usd,
-        truncated_turns: record.truncated_turns,
-        infra_error: record.infra_error.clone(),
-    }
-}
-
-/// The outcome tags of a conversation, as the explorer filters them: `infra_error` alone when
-/// it stopped early; otherwise `unsafe`, `false_closure`, `handed_over` when they apply, and
-/// `resolved` or `unresolved`.
-pub fn outcomes(record: &DeskRecord) -> Vec<&'static str> {
-    if record.infra_error.is_some() {
-        return vec!["infra_error"];
-    }
-    let v = &record.verdict;
-    let mut tags = Vec::new();
-    if v.unsafe_action.is_some() {
-        tags.push("unsafe");
-    }
-    if v.false_closure {
-        tags.push("false_closure");
-    }
-    if v.handed_over {
-        tags.push("handed_over");
-    }
-    tags.push(if v.resolved { "resolved" } else { "unresolved" });
-    tags
 }
 
 /// Every outcome tag, in the order the explorer's filter offers them.
@@ -397,10 +344,7 @@ impl DeskReportFold {
 
     /// The whole page as a string, the conversations read back from `records` (tests).
     pub fn render(&mut self, records: &mut dyn Records<DeskRecord>) -> std::io::Result<String> {
-        let mut spool = std::io::Cursor::new(Vec::new());
-        let mut out = Vec::new();
-        self.write_page(&mut out, records, &mut spool, "sage show DIR")?;
-        String::from_utf8(out).map_err(std::io::Error::other)
+        explorer::render_page(|out, spool| self.write_page(out, records, spool, "sage show DIR"))
     }
 
     fn models(&self) -> Vec<String> {
