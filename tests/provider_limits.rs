@@ -147,8 +147,12 @@ async fn without_headers_a_429_sets_a_limit_and_a_halved_limit_is_followed_withi
         late.len(),
         e.limiter().now()
     );
+    // The rate in force probes up to the limit and past it, 1% a second, until the provider
+    // refuses again (then 10% down): at any moment it is within 10% of the new limit, far
+    // from the old one. (At 310 this failed once in a cold CI run, at 316, with no refusal
+    // late: the probing, not a missed halving.)
     let in_force = e.limiter().now().requests_per_minute.expect("a rate");
-    assert!(in_force <= 310.0, "{in_force}");
+    assert!(in_force <= 330.0, "{in_force}");
     let per_minute =
         provider::accepted_per_minute(seen, Duration::from_secs(8), Duration::from_secs(15));
     assert!(per_minute >= 200.0, "{per_minute}/min: slowed too far");
