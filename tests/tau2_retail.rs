@@ -150,6 +150,25 @@ fn the_pass_rate_follows_the_agents_profile_and_a_resumed_run_scores_the_same() 
     assert!(
         String::from_utf8_lossy(&report.stdout).contains("| careful | 8 | 16 | 1.000 | 1.000 |")
     );
+    // With `--html --out FILE`, the page alone is written there, nothing into the folder.
+    let page = dir.path().join("elsewhere.html");
+    std::fs::remove_file(folder.join("summary.json")).unwrap();
+    let html = std::fs::read(folder.join("report.html")).unwrap();
+    let report = sage(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert_eq!(std::fs::read(&page).unwrap(), html);
+    assert!(!folder.join("summary.json").exists());
+    std::fs::write(folder.join("summary.json"), first.to_string()).unwrap();
 
     // `sage show DIR ID`: what the agent did there and how it was graded.
     let show = sage(&["show", folder.to_str().unwrap(), "0/careful/r0"]);

@@ -5,7 +5,6 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 use sage_actors::cluster::{Served, collector, submit, worker};
 use sage_core::estimate::RunEstimate;
-use sage_core::estimate::desk::DeskEstimate;
 use sage_core::protocol::Role;
 use sage_ports::telemetry::Health;
 use sage_ports::telemetry::trace::{self, LogFormat};
@@ -310,13 +309,8 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     /// What is submitted, loaded and checked before connecting.
     enum Submission {
         Sage(
-            sage_core::plan::RunConfig,
+            Box<sage_core::plan::RunConfig>,
             Vec<(std::sync::Arc<sage_core::sop::Sop>, String, String)>,
-        ),
-        Desk(
-            sage_core::plan::desk::DeskConfig,
-            (String, String),
-            Box<sage_core::scenario::desk::Desk>,
         ),
         Suite(sage_actors::cluster::hosted::Hosted),
     }
@@ -363,22 +357,11 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
                     .print(|| estimate.text(), || serde_json::to_value(&estimate));
             }
             let id = sage_ports::store::new_run_id(None, config.seed);
-            (Submission::Sage(config, scenarios), id, estimate.line())
-        }
-        Suite::SupportDesk => {
-            let config = sage_ports::store::inputs::read_desk_config(args.config.as_deref())?;
-            config.check("sweep")?;
-            let texts = sage_ports::store::inputs::read_store(&config.store)?;
-            let desk = sage_ports::store::inputs::parse_store(&config.store, (&texts.0, &texts.1))?;
-            let estimate = DeskEstimate::new(&config, &desk);
-            if args.plan.plan {
-                return args
-                    .plan
-                    .print(|| estimate.text(), || serde_json::to_value(&estimate));
-            }
-            let id = sage_ports::store::new_run_id(Some("desk"), config.seed);
-            let line = estimate.line();
-            (Submission::Desk(config, texts, Box::new(desk)), id, line)
+            (
+                Submission::Sage(Box::new(config), scenarios),
+                id,
+                estimate.line(),
+            )
         }
         other => {
             let Some(lifecycle) = other.hosted() else {
@@ -400,9 +383,6 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         let status = match &submission {
             Submission::Sage(config, scenarios) => {
                 submit::submit(&broker, config, scenarios, &run_id).await?
-            }
-            Submission::Desk(config, (store, cases), desk) => {
-                submit::submit_desk(&broker, config, (store, cases), desk, &run_id).await?
             }
             Submission::Suite(spec) => submit::submit_suite(&broker, spec.clone()).await?,
         };

@@ -60,12 +60,7 @@ fn at(text: &str) -> Result<At, String> {
 /// Forks the stored dialogues of `args.dir` into `args.out`.
 pub fn fork(args: ForkArgs) -> anyhow::Result<()> {
     let from = RunDir::open(&args.dir)?;
-    if from.is_desk() {
-        bail!(
-            "{}: a support-desk run; fork asks SAGE-suite dialogues again",
-            args.dir.display()
-        );
-    }
+    super::run::sage_only(&from, "fork asks SAGE-suite dialogues again")?;
     if let Some(usd) = args.max_cost_usd
         && !(usd.is_finite() && usd >= 0.0)
     {

@@ -71,12 +71,7 @@ fn sage_run(
     std::collections::HashMap<String, std::sync::Arc<sage_core::sop::Sop>>,
 )> {
     let run = RunDir::open(dir)?;
-    if run.is_desk() {
-        bail!(
-            "{}: a support-desk run; calibrate checks the judge panel of a SAGE-suite run",
-            dir.display()
-        );
-    }
+    super::run::sage_only(&run, "calibrate checks the judge panel of a SAGE-suite run")?;
     let manifest = run.read_manifest()?;
     let sops = super::run_scenarios(&manifest, dir)?;
     Ok((run, manifest, sops))

@@ -1,7 +1,6 @@
 //! The command line: parses arguments, wires the layers, prints. No logic of its own.
 
 mod cluster;
-mod desk;
 mod fork;
 mod judges;
 mod models;
@@ -325,7 +324,7 @@ pub fn set_up_models(models: &[sage_core::plan::model::ModelConfig]) -> anyhow::
 /// they could not be (a warning on standard error says why), the run id only.
 pub fn run_jobs_or_warn(
     run_id: &str,
-    planned: Result<sage_core::plan::JobSet, sage_ports::store::inputs::InputError>,
+    planned: Result<sage_core::plan::JobSet, impl std::fmt::Display>,
 ) -> sage_ports::store::RunJobs {
     let planned = planned
         .inspect_err(|e| {

@@ -26,12 +26,10 @@ pub struct RejudgeArgs {
 /// Judges the stored dialogues of `args.dir` again with the panel of `args.config`.
 pub fn rejudge(args: RejudgeArgs) -> anyhow::Result<()> {
     let from = RunDir::open(&args.dir)?;
-    if from.is_desk() {
-        bail!(
-            "{}: a support-desk run; rejudge judges SAGE-suite runs (a support desk is scored from its transcript)",
-            args.dir.display()
-        );
-    }
+    super::run::sage_only(
+        &from,
+        "rejudge judges SAGE-suite runs (the other suites are scored from their records)",
+    )?;
     let manifest = from.read_manifest()?;
     let file = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)

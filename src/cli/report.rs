@@ -29,46 +29,21 @@ pub fn report(
     let writes_folder = !(html && out.is_some());
     let run = if writes_folder { run.claim()? } else { run };
     if let Some(lifecycle) = super::run::Suite::lifecycle(&run) {
-        if out.is_some() || leave.off_case {
+        if leave.off_case {
             bail!(
-                "{}: --out and --exclude-off-case apply to the SAGE and support-desk suites; a {} run's report (summary.json, leaderboard.md and report.html) is written into its folder",
+                "{}: --exclude-off-case: a {} run has no case audit; expected a SAGE-suite run",
                 dir.display(),
                 lifecycle.name
             );
         }
-        return (lifecycle.report)(&run, true);
+        return (lifecycle.report)(&run, out.filter(|_| html));
     }
     // Nothing is written for a run without a record: an empty table would read as a result.
-    let records = if run.is_desk() {
-        sage_ports::store::desk::DESK_RECORDS
-    } else {
-        "dialogues.jsonl"
-    };
-    if !run.has_records(records)? {
+    if !run.has_records("dialogues.jsonl")? {
         bail!(
-            "{}: no {} stored in {records} (the run has not finished one yet, or its records are gone); nothing to report",
+            "{}: no dialogue stored in dialogues.jsonl (the run has not finished one yet, or its records are gone); nothing to report",
             dir.display(),
-            if run.is_desk() {
-                "conversation"
-            } else {
-                "dialogue"
-            },
         );
-    }
-    if run.is_desk() {
-        if leave.off_case {
-            bail!(
-                "{}: --exclude-off-case: a support-desk run has no case audit; expected a SAGE-suite run",
-                dir.display()
-            );
-        }
-        let jobs = super::desk::run_jobs(&run)?;
-        let reported = sage_ports::store::desk::desk_report(&run, writes_folder, jobs.clone())?;
-        print_reported(&reported.reported.warnings(), &reported.reported.table);
-        if html {
-            super::desk::write_desk_html(&run, out, Some(&jobs))?;
-        }
-        return Ok(());
     }
     let reported = if html {
         super::run::report_html(&run, out, leave)?
@@ -96,12 +71,7 @@ fn print_reported(warnings: &[String], table: &str) {
 /// A SAGE results folder with its manifest, for comparing.
 fn sage_run(dir: &Path) -> anyhow::Result<(RunDir, sage_ports::store::Manifest)> {
     let run = RunDir::open(dir)?;
-    if run.is_desk() {
-        bail!(
-            "{}: a support-desk run; --compare compares SAGE-suite runs",
-            dir.display()
-        );
-    }
+    super::run::sage_only(&run, "--compare compares SAGE-suite runs")?;
     let manifest = run.read_manifest()?;
     Ok((run, manifest))
 }
@@ -339,22 +309,6 @@ pub fn show(dir: &Path, id: &str) -> anyhow::Result<()> {
     let run = RunDir::open(dir)?;
     if let Some(lifecycle) = super::run::Suite::lifecycle(&run) {
         return (lifecycle.show)(&run, id);
-    }
-    if run.is_desk() {
-        let found = run.find_desk(id)?;
-        return match found {
-            Some(record) => {
-                let text = sage_core::desk::transcript_text(&record);
-                print!("{}", terminal_safe(&text));
-                Ok(())
-            }
-            None => bail!(
-                "{}: no conversation `{}` in {}",
-                dir.display(),
-                id.escape_debug(),
-                sage_ports::store::desk::DESK_RECORDS
-            ),
-        };
     }
     match run.find_dialogue(id)? {
         Some(record) => {

@@ -26,12 +26,7 @@ pub struct RescoreArgs {
 /// Grades the stored dialogues of `args.dir` again with no model call into `args.out`.
 pub fn rescore(args: RescoreArgs) -> anyhow::Result<()> {
     let from = RunDir::open(&args.dir)?;
-    if from.is_desk() {
-        bail!(
-            "{}: a support-desk run; rescore grades SAGE-suite runs",
-            args.dir.display()
-        );
-    }
+    super::run::sage_only(&from, "rescore grades SAGE-suite runs")?;
     let manifest = from.read_manifest()?;
     let mut scenarios: BTreeMap<String, (Arc<Sop>, String)> =
         sage_ports::store::inputs::load_scenarios(&manifest.config)

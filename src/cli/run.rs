@@ -188,8 +188,9 @@ pub struct Lifecycle {
     pub run: fn(super::suite::SuiteArgs<'_>) -> anyhow::Result<()>,
     /// `sage sweep --suite NAME`: the spec to submit (`None`: `--plan` printed instead).
     pub submission: super::suite::Submission,
-    /// `sage report DIR` (the folder written when `true`).
-    pub report: fn(&RunDir, bool) -> anyhow::Result<()>,
+    /// `sage report DIR [--html --out FILE]` (the folder claimed; with a file, the page alone
+    /// written there).
+    pub report: fn(&RunDir, Option<&Path>) -> anyhow::Result<()>,
     /// `sage show DIR ID`.
     pub show: fn(&RunDir, &str) -> anyhow::Result<()>,
     /// Its name (`--suite NAME`, a manifest's `suite`).
@@ -218,12 +219,13 @@ impl Suite {
             .unwrap_or_default()
     }
 
-    /// The commands of a suite on the one lifecycle; `None` for the SAGE and support-desk
-    /// suites, served on their own paths. The one list a suite on the trait joins.
+    /// The commands of a suite on the one lifecycle; `None` for the SAGE suite, served on its
+    /// own path. The one list a suite on the trait joins.
     pub fn hosted(self) -> Option<Lifecycle> {
         match self {
+            Suite::SupportDesk => Some(Lifecycle::of::<sage_core::desk::SupportDesk>()),
             Suite::Tau2Retail => Some(Lifecycle::of::<sage_core::tau2::run::Tau2Retail>()),
-            Suite::Sage | Suite::SupportDesk => None,
+            Suite::Sage => None,
         }
     }
 
@@ -234,6 +236,19 @@ impl Suite {
             .iter()
             .filter_map(|s| s.hosted())
             .find(|l| l.name == name)
+    }
+}
+
+/// Refuses the folder of a run of another suite than SAGE for a command of SAGE-suite runs;
+/// `what` says what the command does instead.
+pub fn sage_only(run: &RunDir, what: &str) -> anyhow::Result<()> {
+    match super::suite::suite_of(run) {
+        Some(suite) if suite != Suite::Sage.name() => bail!(
+            "{}: a {} run; {what}",
+            run.path().display(),
+            terminal_safe(&suite)
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -295,9 +310,6 @@ pub fn report(
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     super::check_run_id_flag(args.run_id.as_deref())?;
     match args.suite {
-        Suite::SupportDesk => {
-            return super::suite::run::<sage_core::desk::SupportDesk>(args.suite_args()?);
-        }
         Suite::Sage => {}
         other => {
             if let Some(lifecycle) = other.hosted() {
@@ -407,10 +419,14 @@ impl RunArgs {
     fn config(&self) -> anyhow::Result<(RunConfig, Option<(RunDir, Manifest)>)> {
         if let Some(dir) = &self.resume {
             let run = RunDir::open(dir)?;
-            if run.is_desk() {
+            if let Some(suite) = super::suite::suite_of(&run)
+                && suite != Suite::Sage.name()
+            {
                 bail!(
-                    "{}: a support-desk run; resume it with `sage run --suite support-desk --resume {}`",
+                    "{}: a {} run; resume it with `sage run --suite {} --resume {}`",
                     dir.display(),
+                    terminal_safe(&suite),
+                    terminal_safe(&suite),
                     dir.display()
                 );
             }

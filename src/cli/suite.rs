@@ -3,9 +3,10 @@
 
 use anyhow::Context;
 use sage_actors::cluster::hosted::Hosted;
-use sage_actors::suite::{Play, Stored, Written, run_stored, world_of};
+use sage_actors::suite::{Play, Stored, Written, read_for_report, run_stored};
+use sage_core::plan::JobSet;
 use sage_core::suite::Flags;
-use sage_ports::store::suite::SuiteManifest;
+use sage_ports::store::suite::{Page, SuiteManifest};
 use sage_ports::store::{RunDir, inputs};
 use sage_report::transcript::terminal_safe;
 use std::path::Path;
@@ -176,29 +177,54 @@ pub fn submission<S: Play>(
     )))
 }
 
-/// `sage report DIR` of a run of `S`: its summary and leaderboard rebuilt from its records
-/// (folded as read, checked to be the run's jobs), printed, and written into the folder when
-/// `write` (the caller has claimed it).
-pub fn report<S: Play>(run: &RunDir, write: bool) -> anyhow::Result<()> {
+/// `sage report DIR [--html --out FILE]` of a run of `S`: its scores and page rebuilt from its
+/// records (read once, folded as read), the table printed. Each record is checked to be of
+/// the run's jobs, planned again from its manifest and the files it was built from; when they
+/// cannot be (the files changed or are gone), for the run id only, with a warning. The scores
+/// and the page are written into the folder (the caller has claimed it); with `out`, the page
+/// alone is written there and nothing into the folder.
+pub fn report<S: Play>(run: &RunDir, out: Option<&Path>) -> anyhow::Result<()> {
     let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
-    let world = world_of::<S>(&manifest.config).map_err(anyhow::Error::msg)?;
-    let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
-    let mut stored = Stored::<S>::read(run, &jobs, &manifest.run_id)?;
-    if stored.jobs.done() == 0 {
+    let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(&manifest));
+    let mut read = read_for_report::<S>(run, &jobs)?;
+    if read.folded == 0 {
         anyhow::bail!(
             "{}: no conversation stored in {} (the run has not finished one yet, or its records are gone); nothing to report",
             run.path().display(),
             S::RECORDS
         );
     }
-    if write {
-        let written = stored.results.write(run)?;
-        println!("{}", terminal_safe(&written.table));
-        print_report(&written);
-    } else {
-        println!("{}", terminal_safe(&S::summary(&stored.results.fold).1));
+    let file = run.path().join(S::RECORDS);
+    for warning in
+        (read.screened.warnings(&file).into_iter()).chain(S::warnings(&read.results.fold))
+    {
+        eprintln!("warning: {}", terminal_safe(&warning));
     }
+    let written = match out {
+        Some(out) => Written {
+            table: S::summary(&read.results.fold).1,
+            report: read.results.page.write(run, Some(out))?,
+        },
+        None => read.results.write(run)?,
+    };
+    println!("{}", terminal_safe(&written.table));
+    print_report(&written);
     Ok(())
+}
+
+/// The jobs of the stored run of `manifest`, planned again from the files it was built from as
+/// they were (why not, when they changed or cannot be read).
+fn planned<S: Play>(manifest: &SuiteManifest<S::Config>) -> Result<JobSet, String> {
+    let inputs = S::inputs(&manifest.config)?;
+    if !manifest.same_inputs(&S::input_texts(&inputs)) {
+        return Err(format!(
+            "the files run {} was built from changed since (their SHA-256 differs from its manifest.json)",
+            manifest.run_id
+        ));
+    }
+    let world = S::world(&manifest.config, &inputs)?;
+    let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
+    Ok(JobSet::of(&jobs, |j| S::job_id(j)))
 }
 
 /// The suite a run folder's manifest names (`suite`), if any.

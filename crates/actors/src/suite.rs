@@ -7,12 +7,15 @@ use crate::lanes;
 use crate::roles::Registry;
 use crate::runner::{RunError, build_endpoints};
 use crate::start_local_roles;
+use bytes::Bytes;
 use futures::StreamExt;
 use sage_core::plan::JobSet;
+use sage_core::protocol::Role;
+use sage_core::protocol::call::ModelCallRequest;
 use sage_core::suite::Suite;
 use sage_ports::store::suite::Page;
 use sage_ports::store::{HasJob, RunDir};
-use sage_ports::transport::Transport;
+use sage_ports::transport::{Transport, TransportError};
 use std::sync::Arc;
 
 /// A suite's driver: plays one job through a transport to the roles.
@@ -47,6 +50,13 @@ pub trait Play: Suite {
     /// An empty page of the run in `run` (its header from the folder's manifest).
     fn page(run: &RunDir) -> Self::Page;
 
+    /// Answers a request of a run of this suite that came on `role`'s subject (`sage worker`)
+    /// with the role actors of this process (`local`): the reply's JSON, or why not. By
+    /// default a request is one model call ([`ModelCallRequest`]) of that role.
+    async fn answer(role: Role, local: &dyn Transport, payload: &[u8]) -> Result<Bytes, String> {
+        answer_call(role, local, payload).await
+    }
+
     /// Plays `job` over `world`: its record, or why the job cannot be played at all (it names
     /// what the world does not hold).
     async fn play(
@@ -54,6 +64,46 @@ pub trait Play: Suite {
         world: &Self::World,
         job: Self::Job,
     ) -> Result<Self::Record, String>;
+}
+
+/// Decodes a request, has the local role actors answer it, encodes the reply.
+pub async fn reply_json<Req, Rep, F, Fut>(payload: &[u8], ask: F) -> Result<Bytes, String>
+where
+    Req: serde::de::DeserializeOwned,
+    Rep: serde::Serialize,
+    F: FnOnce(Req) -> Fut,
+    Fut: std::future::Future<Output = Result<Rep, TransportError>>,
+{
+    let request: Req =
+        serde_json::from_slice(payload).map_err(|e| format!("undecodable request: {e}"))?;
+    let reply = ask(request).await.map_err(|e| e.to_string())?;
+    serde_json::to_vec(&reply)
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+/// Answers one model call of `role` ([`Play::answer`]'s default): a call of another role on
+/// this role's subject is refused.
+async fn answer_call(role: Role, local: &dyn Transport, payload: &[u8]) -> Result<Bytes, String> {
+    match role {
+        Role::Service | Role::User | Role::Judge => {
+            reply_json(payload, |r: ModelCallRequest| async move {
+                let asked = r.role.role();
+                if asked != role {
+                    return Err(TransportError::Codec {
+                        role: role.as_str(),
+                        message: format!("a {} call on this role's subject", asked.as_str()),
+                    });
+                }
+                local.call(r).await
+            })
+            .await
+        }
+        Role::Rule | Role::Dialogue => Err(format!(
+            "a run of this suite has no {} requests",
+            role.as_str()
+        )),
+    }
 }
 
 /// The world of a run of `config`, its inputs read from the files it names.
@@ -98,7 +148,7 @@ impl<S: Play> Results<S> {
         let (summary, table) = S::summary(&self.fold);
         run.write_json(S::SUMMARY, &summary)?;
         run.write_text(S::TABLE, &table)?;
-        let report = self.page.write(run)?;
+        let report = self.page.write(run, None)?;
         Ok(Written { table, report })
     }
 }
@@ -200,6 +250,37 @@ impl<S: Play> Stored<S> {
         })?;
         Ok(Stored { jobs: set, results })
     }
+}
+
+/// What a report read of a stored run ([`read_for_report`]).
+pub struct ForReport<S: Play> {
+    /// The scores and the page of the records folded.
+    pub results: Results<S>,
+    /// The records folded.
+    pub folded: usize,
+    /// The records left out, and why.
+    pub screened: sage_ports::store::Screened,
+}
+
+/// Reads the records of `run` once for a report, folded as read: a record not of the run
+/// (`jobs`) or repeating a dialogue id is left out, and noted.
+pub fn read_for_report<S: Play>(
+    run: &RunDir,
+    jobs: &sage_ports::store::RunJobs,
+) -> Result<ForReport<S>, sage_ports::store::StoreError> {
+    let mut read = ForReport {
+        results: Results::new(run),
+        folded: 0,
+        screened: Default::default(),
+    };
+    run.scan_jsonl_at(S::RECORDS, |at, record: Of<S>| {
+        if read.screened.admit(jobs, &record) {
+            read.results.add(&record.0, at);
+            read.folded += 1;
+        }
+        Ok::<(), sage_ports::store::StoreError>(())
+    })?;
+    Ok(read)
 }
 
 /// A record of `S` as the store reads it back.

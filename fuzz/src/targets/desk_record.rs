@@ -16,8 +16,8 @@ pub fn run(data: &[u8]) {
         return;
     };
     super::json_roundtrip(&record);
-    let read =
-        Record::parse(true, line.as_bytes()).expect("a line the store reads, the aggregator reads");
+    let read = Record::parse("support-desk", line.as_bytes())
+        .expect("a line the store reads, the aggregator reads");
     assert_eq!(read.ids().1, record.job.dialogue_id);
     assert_eq!(
         read.counts(),

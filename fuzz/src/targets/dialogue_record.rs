@@ -20,7 +20,7 @@ pub fn run(data: &[u8]) {
         return;
     };
     super::json_roundtrip(&record);
-    let read = Record::parse(false, line.as_bytes())
+    let read = Record::parse("sage", line.as_bytes())
         .expect("a line the store reads, the aggregator reads");
     assert_eq!(
         read.ids(),

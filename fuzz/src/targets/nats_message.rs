@@ -122,20 +122,12 @@ pub fn run(data: &[u8]) {
             let again = back.to_json().expect("a parsed spec serializes");
             let json = |t: &[u8]| serde_json::from_slice::<serde_json::Value>(t).expect("JSON");
             assert!(super::same_json(&json(&text), &json(&again)));
-            let _ = (
-                spec.run_id(),
-                spec.created_at(),
-                spec.jobs(),
-                spec.is_desk(),
-            );
+            let _ = (spec.run_id(), spec.created_at(), spec.jobs(), spec.suite());
             match &spec {
                 RunSpec::Sage { scenarios, .. } => {
                     for (name, text) in scenarios.iter().take(4) {
                         let _ = sage::sop::from_yaml(text, name);
                     }
-                }
-                RunSpec::SupportDesk { store, cases, .. } => {
-                    let _ = sage::scenario::desk::Desk::from_yaml(store, cases, ("s", "c"));
                 }
                 RunSpec::Suite(run) => {
                     let _ = (run.0.agents(), run.0.customers(), run.0.judges());
@@ -150,8 +142,10 @@ pub fn run(data: &[u8]) {
             let Ok(head) = serde_json::from_slice::<RecordHead>(payload) else {
                 return;
             };
-            let Ok(record) =
-                Record::parse(false, payload).or_else(|_| Record::parse(true, payload))
+            let Ok(record) = ["sage", "support-desk", "tau2-retail"]
+                .into_iter()
+                .find_map(|suite| Record::parse(suite, payload).ok())
+                .ok_or(())
             else {
                 return;
             };

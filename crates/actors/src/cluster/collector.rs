@@ -14,7 +14,6 @@ use async_nats::jetstream::{self, AckKind, kv};
 use futures::StreamExt;
 use sage_core::plan::JobSet;
 use sage_core::protocol::DialogueRecord;
-use sage_core::protocol::desk::DeskRecord;
 use sage_ports::store::{DialogueWriter, RunDir, now_utc};
 use sage_ports::telemetry::{Health, metrics};
 use sage_ports::transport::nats::{Broker, header, records_subject};
@@ -131,11 +130,6 @@ impl Collector {
                 }
             };
             match &spec {
-                RunSpec::SupportDesk { .. } => {
-                    dir.resume_records(records, &mut jobs, run, |at, r: DeskRecord| {
-                        add(at, Record::Desk(Box::new(r)))
-                    })?
-                }
                 RunSpec::Sage { .. } => {
                     dir.resume_records(records, &mut jobs, run, |at, r: DialogueRecord| {
                         add(at, Record::Sage(Box::new(r)))
@@ -192,9 +186,6 @@ impl Collector {
                 let dir = RunDir::create(&self.out, &name)?;
                 match spec {
                     RunSpec::Sage { manifest, .. } => dir.write_manifest(manifest)?,
-                    RunSpec::SupportDesk { manifest, .. } => {
-                        dir.write_json("manifest.json", manifest)?
-                    }
                     RunSpec::Suite(hosted) => {
                         let manifest = hosted.0.manifest().map_err(|e| {
                             ClusterError::Invalid(format!("run {run}: its manifest: {e}"))
@@ -552,7 +543,6 @@ fn crash_point(name: &str) {
 /// A run's report as the aggregator folds it.
 enum Report {
     Sage(Box<sage_ports::store::SageFold>),
-    Desk(Box<sage_ports::store::desk::DeskFold>),
     Suite(Box<dyn super::hosted::HostedFold>),
 }
 
@@ -568,7 +558,6 @@ impl Report {
                         .with_html(manifest, sops),
                 ))
             }
-            RunSpec::SupportDesk { .. } => Report::Desk(Default::default()),
             RunSpec::Suite(run) => Report::Suite(run.0.fold(dir)),
         }
     }
@@ -576,8 +565,7 @@ impl Report {
     /// Reads a record of the run (its JSON as sent).
     fn parse(&self, json: &[u8]) -> Result<Record, serde_json::Error> {
         match self {
-            Report::Sage(_) => Record::parse(false, json),
-            Report::Desk(_) => Record::parse(true, json),
+            Report::Sage(_) => Ok(Record::Sage(serde_json::from_slice(json)?)),
             Report::Suite(fold) => Ok(Record::Suite(fold.parse(json)?)),
         }
     }
@@ -586,7 +574,7 @@ impl Report {
     fn budget(&self) -> Option<sage_core::scoring::budget::BudgetSummary> {
         match self {
             Report::Sage(fold) => fold.budget(),
-            Report::Desk(_) | Report::Suite(_) => None,
+            Report::Suite(_) => None,
         }
     }
 
@@ -594,7 +582,7 @@ impl Report {
     fn adaptive(&self) -> Option<sage_core::scoring::adaptive::AdaptiveSummary> {
         match self {
             Report::Sage(fold) => fold.adaptive(),
-            Report::Desk(_) | Report::Suite(_) => None,
+            Report::Suite(_) => None,
         }
     }
 
@@ -603,7 +591,6 @@ impl Report {
     fn add(&mut self, record: &Record, at: u64) -> bool {
         match (self, record) {
             (Report::Sage(fold), Record::Sage(r)) => fold.add(r, at),
-            (Report::Desk(fold), Record::Desk(r)) => fold.add(r),
             (Report::Suite(fold), Record::Suite(r)) => {
                 fold.add(r.as_ref(), at);
                 true
@@ -613,10 +600,8 @@ impl Report {
     }
 
     /// Writes the run's summary files and its report.html (atomically, the folder claimed):
-    /// the terminal table, and report.html's path when it was written. A SAGE run's report is
-    /// folded as its records came; a desk run's is built as `sage run --suite support-desk`
-    /// builds it, desk.jsonl read once more (and the conversations its explorer embeds read
-    /// again by their offset).
+    /// the terminal table, and report.html's path when it was written; folded as the records
+    /// came.
     fn write(
         &mut self,
         dir: &RunDir,
@@ -626,11 +611,6 @@ impl Report {
                 let reported = fold.write(dir)?;
                 let unmeasured = reported.unmeasured();
                 (reported.table, reported.html, unmeasured)
-            }
-            Report::Desk(fold) => {
-                let table = fold.write(dir)?.reported.table;
-                let (path, _) = sage_ports::store::desk::write_desk_html(dir, None, None)?;
-                (table, Some(path), Vec::new())
             }
             Report::Suite(fold) => {
                 let (table, html) = fold.write(dir)?;
@@ -644,26 +624,22 @@ impl Report {
 pub enum Record {
     /// A SAGE dialogue.
     Sage(Box<sage_core::protocol::DialogueRecord>),
-    /// A support-desk conversation.
-    Desk(Box<sage_core::protocol::desk::DeskRecord>),
     /// A record of a suite on the one lifecycle.
     Suite(Box<dyn super::hosted::HostedRecord>),
 }
 
 impl Record {
-    /// Reads a record of a desk run (`desk`) or a SAGE run.
-    pub fn parse(desk: bool, json: &[u8]) -> Result<Record, serde_json::Error> {
-        Ok(if desk {
-            Record::Desk(serde_json::from_slice(json)?)
-        } else {
-            Record::Sage(serde_json::from_slice(json)?)
-        })
+    /// Reads a record of a run of the suite `suite` (its JSON as sent).
+    pub fn parse(suite: &str, json: &[u8]) -> Result<Record, serde_json::Error> {
+        match super::suites::reader(suite) {
+            Some(read) => Ok(Record::Suite(read(json)?)),
+            None => Ok(Record::Sage(serde_json::from_slice(json)?)),
+        }
     }
 
     fn record(&self) -> &dyn sage_ports::store::HasJob {
         match self {
             Record::Sage(r) => r.as_ref(),
-            Record::Desk(r) => r.as_ref(),
             Record::Suite(r) => r.as_ref(),
         }
     }
@@ -683,7 +659,6 @@ impl Record {
     pub fn counts(&self) -> (usize, bool) {
         match self {
             Record::Sage(r) => (r.turns.len(), r.had_infra_error()),
-            Record::Desk(r) => (r.turns as usize, r.infra_error.is_some()),
             Record::Suite(r) => r.tally(),
         }
     }
@@ -743,7 +718,6 @@ impl ManifestHead {
     fn of(spec: &RunSpec) -> ManifestHead {
         let (scenarios, inputs_sha256) = match spec {
             RunSpec::Sage { manifest, .. } => (Some(manifest.scenarios.clone()), Vec::new()),
-            RunSpec::SupportDesk { manifest, .. } => (None, manifest.inputs_sha256.clone()),
             RunSpec::Suite(run) => (None, run.0.inputs_sha256().to_vec()),
         };
         ManifestHead {

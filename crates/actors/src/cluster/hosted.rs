@@ -76,6 +76,15 @@ pub trait HostedRun: Send + Sync {
 
 /// Plays a hosted run's jobs on a worker.
 pub trait HostedDriver: Send + Sync {
+    /// Answers a request of the run that came on `role`'s subject with the role actors of
+    /// this process ([`Play::answer`]).
+    fn answer<'a>(
+        &'a self,
+        role: sage_core::protocol::Role,
+        local: &'a dyn Transport,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<bytes::Bytes, String>>;
+
     /// Decodes a job (as queued), refuses one not of `planned` (when given, [`super::worker`]'s
     /// check), and plays it through `through`: the record's JSON, or why the job cannot be
     /// played at all. Why the job is refused, before any call, when it cannot be decoded or is
@@ -227,6 +236,15 @@ struct Driver<S: Play> {
 }
 
 impl<S: Play> HostedDriver for Driver<S> {
+    fn answer<'a>(
+        &'a self,
+        role: sage_core::protocol::Role,
+        local: &'a dyn Transport,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<bytes::Bytes, String>> {
+        S::answer(role, local, payload)
+    }
+
     fn play(
         &self,
         payload: &[u8],
@@ -259,7 +277,7 @@ impl<S: Play> HostedRecord for Of<S> {
 
 impl<S: Play> HostedFold for Fold<S> {
     fn parse(&self, json: &[u8]) -> Result<Box<dyn HostedRecord>, serde_json::Error> {
-        Ok(Box::new(Of::<S>(serde_json::from_slice(json)?)))
+        read::<S>(json)
     }
     fn add(&mut self, record: &dyn HostedRecord, at: u64) {
         if let Some(Of(record)) = record.as_any().downcast_ref::<Of<S>>() {
@@ -321,6 +339,11 @@ impl Hosted {
             world: OnceLock::new(),
         }))
     }
+}
+
+/// Reads a record of `S` (its JSON as sent).
+pub(crate) fn read<S: Play>(json: &[u8]) -> Result<Box<dyn HostedRecord>, serde_json::Error> {
+    Ok(Box::new(Of::<S>(serde_json::from_slice(json)?)))
 }
 
 /// Reads a spec of `S` from the runs bucket: a message from outside, its configuration checked

@@ -19,19 +19,14 @@ pub mod submit;
 pub mod suites;
 pub mod worker;
 
-use super::desk::DeskActor;
 use super::roles::Registry;
 use super::runner::{RunError, endpoints};
 use super::{DialogueActor, start_local_roles};
 use actix::Addr;
 use async_nats::jetstream::kv;
-use sage_core::desk::{DeskFixture, SupportDesk};
-use sage_core::plan::desk::DeskConfig;
 use sage_core::plan::{JobSet, RunConfig};
-use sage_core::scenario::desk::Desk;
 use sage_core::sop::{self, Sop};
 use sage_ports::store::Manifest;
-use sage_ports::store::desk::DeskManifest;
 use sage_ports::telemetry::metrics::RunLabels;
 use sage_ports::transport::local::LocalTransport;
 use sage_ports::transport::nats::{Broker, NatsError, NatsTransport, RequestPolicy, bounded};
@@ -54,15 +49,6 @@ pub enum RunSpec {
         /// Each scenario's name and YAML text, in the configuration's order.
         scenarios: Vec<(String, String)>,
     },
-    /// A support-desk run.
-    SupportDesk {
-        /// The manifest (configuration, versions, seed, job count).
-        manifest: DeskManifest,
-        /// The store's store.yaml text.
-        store: String,
-        /// The store's cases.yaml text.
-        cases: String,
-    },
     /// A run of a suite on the one lifecycle ([`hosted`]); its spec is written and read
     /// through [`RunSpec::to_json`] and [`RunSpec::from_value`].
     #[serde(skip)]
@@ -74,7 +60,6 @@ impl RunSpec {
     pub fn run_id(&self) -> &str {
         match self {
             RunSpec::Sage { manifest, .. } => &manifest.run_id,
-            RunSpec::SupportDesk { manifest, .. } => &manifest.run_id,
             RunSpec::Suite(run) => run.0.run_id(),
         }
     }
@@ -83,7 +68,6 @@ impl RunSpec {
     pub fn created_at(&self) -> &str {
         match self {
             RunSpec::Sage { manifest, .. } => &manifest.created_at,
-            RunSpec::SupportDesk { manifest, .. } => &manifest.created_at,
             RunSpec::Suite(run) => run.0.created_at(),
         }
     }
@@ -92,21 +76,14 @@ impl RunSpec {
     pub fn jobs(&self) -> usize {
         match self {
             RunSpec::Sage { manifest, .. } => manifest.jobs,
-            RunSpec::SupportDesk { manifest, .. } => manifest.jobs,
             RunSpec::Suite(run) => run.0.jobs(),
         }
-    }
-
-    /// Whether it is a support-desk run.
-    pub fn is_desk(&self) -> bool {
-        matches!(self, RunSpec::SupportDesk { .. })
     }
 
     /// The suite's name (`sage run --suite NAME`).
     pub fn suite(&self) -> &'static str {
         match self {
             RunSpec::Sage { .. } => "sage",
-            RunSpec::SupportDesk { .. } => "support-desk",
             RunSpec::Suite(run) => run.0.suite(),
         }
     }
@@ -124,8 +101,8 @@ impl RunSpec {
         })?)
     }
 
-    /// The run's scenarios, compiled, in the configuration's order (a SAGE run; none for a
-    /// support-desk run).
+    /// The run's scenarios, compiled, in the configuration's order (a SAGE run; none for a run
+    /// of a suite on the trait).
     pub fn sops(&self) -> Result<Vec<Arc<Sop>>, ClusterError> {
         let RunSpec::Sage { scenarios, .. } = self else {
             return Ok(Vec::new());
@@ -143,19 +120,6 @@ impl RunSpec {
             .collect()
     }
 
-    /// The store of a support-desk run, parsed (none for a SAGE run).
-    pub fn desk(&self) -> Result<Option<Desk>, ClusterError> {
-        let RunSpec::SupportDesk { store, cases, .. } = self else {
-            return Ok(None);
-        };
-        Desk::from_yaml(store, cases, ("store.yaml", "cases.yaml"))
-            .map(Some)
-            .map_err(|e| ClusterError::Scenario {
-                run: self.run_id().to_string(),
-                message: e.to_string(),
-            })
-    }
-
     /// The run's jobs, planned again from its manifest as `sage sweep` planned them: the only
     /// records the run may hold. A count other than the manifest's means this version plans
     /// differently from the one that submitted the run.
@@ -165,11 +129,6 @@ impl RunSpec {
                 let sops = self.sops()?;
                 let plan = sage_core::plan::Plan::new(&manifest.config, &manifest.run_id, &sops);
                 JobSet::of(plan.jobs(), |j| &j.dialogue_id)
-            }
-            RunSpec::SupportDesk { manifest, .. } => {
-                let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));
-                let jobs = sage_core::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
-                JobSet::of(&jobs, |j| &j.dialogue_id)
             }
             RunSpec::Suite(run) => run.0.job_set()?,
         };
@@ -200,12 +159,6 @@ impl RunSpec {
                 let sops = self.sops()?;
                 let plan = sage_core::plan::Plan::new(&manifest.config, run, &sops);
                 let jobs = (plan.jobs_in_play_order()).filter(|j| todo(&j.dialogue_id));
-                queue::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
-            }
-            RunSpec::SupportDesk { manifest, .. } => {
-                let desk = self.desk()?.unwrap_or_else(|| unreachable!("a desk run"));
-                let jobs = sage_core::plan::desk::jobs(&manifest.config, run, &desk);
-                let jobs = jobs.into_iter().filter(|j| todo(&j.dialogue_id));
                 queue::publish_jobs(broker, run, jobs, |j| &j.dialogue_id, resume).await
             }
             RunSpec::Suite(hosted) => hosted.0.queue_jobs(broker, &todo, resume).await,
@@ -246,7 +199,6 @@ impl RunSpec {
     pub fn records_file(&self) -> &'static str {
         match self {
             RunSpec::Sage { .. } => "dialogues.jsonl",
-            RunSpec::SupportDesk { .. } => sage_ports::store::desk::DESK_RECORDS,
             RunSpec::Suite(run) => run.0.records_file(),
         }
     }
@@ -322,8 +274,8 @@ pub struct RunStatus {
     /// Turns stored.
     pub turns: usize,
     /// Dialogues an infrastructure error touched
-    /// ([`sage_core::protocol::DialogueRecord::had_infra_error`]; for the support desk, a
-    /// conversation stopped by one).
+    /// ([`sage_core::protocol::DialogueRecord::had_infra_error`]; for a suite on the trait,
+    /// as its `tally` says).
     pub infra_errors: usize,
     /// When it was submitted (UTC, RFC 3339).
     pub submitted_at: String,
@@ -721,8 +673,6 @@ impl ClusterError {
 pub enum Driver {
     /// SAGE dialogues.
     Sage(Addr<DialogueActor>),
-    /// Support-desk conversations.
-    Desk(Addr<DeskActor>),
     /// The jobs of a suite on the one lifecycle.
     Suite(Arc<dyn hosted::HostedDriver>),
 }
@@ -786,16 +736,6 @@ impl Served {
             config.customers(),
             &config.judge_models,
             &config.service_models,
-        )
-    }
-
-    /// Whether this worker calls `model` for some role of a support-desk run of `config`.
-    pub fn calls_desk(&self, config: &DeskConfig, model: &str) -> bool {
-        self.calls_in(
-            model,
-            std::slice::from_ref(&config.customer_model),
-            &config.judge_models,
-            &config.agents,
         )
     }
 
@@ -979,7 +919,7 @@ impl Runs {
             run: id.to_string(),
             error,
         };
-        let (sops, desk) = (spec.sops()?, spec.desk()?);
+        let sops = spec.sops()?;
         let jobs = (self
             .served
             .roles
@@ -993,9 +933,9 @@ impl Runs {
             .roles
             .contains(&sage_core::protocol::Role::Dialogue))
         .then(|| BudgetWatch::start(self.broker.clone(), id));
-        let manifest = match (spec, desk) {
-            (RunSpec::Sage { manifest, .. }, _) => manifest,
-            (RunSpec::Suite(run), _) => {
+        let manifest = match spec {
+            RunSpec::Sage { manifest, .. } => manifest,
+            RunSpec::Suite(run) => {
                 let run = run.0;
                 let wanted = |m: &str| {
                     (self.served).calls_in(m, run.customers(), run.judges(), run.agents())
@@ -1018,40 +958,6 @@ impl Runs {
                     jobs,
                 });
             }
-            (RunSpec::SupportDesk { manifest, .. }, Some(desk)) => {
-                let config = manifest.config;
-                let fixture = Arc::new(DeskFixture::new(desk));
-                let mut registry = crate::suite::registry::<SupportDesk>(
-                    &config,
-                    |m| self.served.calls_desk(&config, m),
-                    &self.limiters,
-                )
-                .map_err(failed)?;
-                <SupportDesk as crate::suite::Play>::serve(&fixture, &mut registry);
-                if self
-                    .served
-                    .roles
-                    .contains(&sage_core::protocol::Role::Dialogue)
-                {
-                    sage_ports::telemetry::metrics().driving(&RunLabels::Agents(&config.agents));
-                }
-                let (local, transport) = self.start_roles(id, registry);
-                let driver = DeskActor {
-                    transport: transport.clone(),
-                    fixture,
-                };
-                let driver =
-                    <DeskActor as actix::Actor>::start_in_arbiter(&self.arbiters[0], |_| driver);
-                return Ok(ServedRun {
-                    local,
-                    driver: Driver::Desk(driver),
-                    transport,
-                    last_used: self.now_ms().into(),
-                    budget,
-                    jobs,
-                });
-            }
-            (RunSpec::SupportDesk { .. }, None) => unreachable!("a desk run has a store"),
         };
         let config = manifest.config;
         let sops: HashMap<String, Arc<Sop>> = sops
@@ -1134,7 +1040,7 @@ mod tests {
         value.as_object_mut().expect("an object").remove("suite");
         let read = RunSpec::from_value(value).expect("a spec");
         assert_eq!(read.run_id(), "r1");
-        assert!(!read.is_desk() && read.jobs() == 3);
+        assert!(read.suite() == "sage" && read.jobs() == 3);
         assert!(RunSpec::from_value(serde_json::json!({"suite": "other"})).is_err());
     }
 

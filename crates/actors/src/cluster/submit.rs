@@ -6,13 +6,9 @@ use super::{
     RunStatus, get_json, manifest_key, put_json, status_key,
 };
 use futures::StreamExt;
-use sage_core::desk::SupportDesk;
-use sage_core::plan::desk::DeskConfig;
 use sage_core::plan::{self, RunConfig};
-use sage_core::scenario::desk::Desk;
 use sage_core::sop::Sop;
 use sage_ports::store::Manifest;
-use sage_ports::store::desk::DeskManifest;
 use sage_ports::transport::nats::{
     BROKER_WAIT, Broker, NatsError, bounded, js_error, records_subject,
 };
@@ -40,25 +36,6 @@ pub async fn submit(
             .collect(),
     };
     queue(broker, &spec, plan.len()).await
-}
-
-/// Submits a support-desk run of `config` over the store given as its store.yaml and
-/// cases.yaml texts (`desk` parsed from them) as `run_id`. Refuses a run id already in the
-/// bucket. Returns the run's initial status.
-pub async fn submit_desk(
-    broker: &Broker,
-    config: &DeskConfig,
-    texts: (&str, &str),
-    desk: &Desk,
-    run_id: &str,
-) -> Result<RunStatus, ClusterError> {
-    let jobs = sage_core::plan::desk::jobs(config, run_id, desk);
-    let spec = RunSpec::SupportDesk {
-        manifest: DeskManifest::new::<SupportDesk>(run_id, config, &[texts.0, texts.1], jobs.len()),
-        store: texts.0.to_string(),
-        cases: texts.1.to_string(),
-    };
-    queue(broker, &spec, jobs.len()).await
 }
 
 /// Submits a run of a suite on the one lifecycle (`spec`: [`super::hosted::Hosted::new`]).

@@ -17,15 +17,14 @@
 
 use super::{AbortOnDrop, ClusterError, Driver, Runs, Served, ServedRun};
 use crate::RunDialogue;
-use crate::desk::PlayCase;
 use crate::lanes::Parts;
 use async_nats::jetstream::{self, AckKind};
 use async_nats::{Client, HeaderMap};
 use bytes::Bytes;
 use futures::StreamExt;
 use sage_core::protocol::desk::{
-    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJob,
-    DeskJudgeReply, DeskJudgeRequest,
+    DeskAgentReply, DeskAgentRequest, DeskCustomerReply, DeskCustomerRequest, DeskJudgeReply,
+    DeskJudgeRequest,
 };
 use sage_core::protocol::{
     DialogueJob, JudgeReply, JudgeRequest, Role, RuleReply, RuleRequest, ServiceReply,
@@ -38,7 +37,6 @@ use sage_ports::transport::nats::{
 };
 use sage_ports::transport::{Transport, TransportError};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,21 +237,7 @@ async fn serve_role(
     let _ = tokio::time::timeout(Duration::from_secs(2), subscription.unsubscribe()).await;
 }
 
-/// Decodes a request, has the local actor answer it, encodes the reply.
-async fn reply_json<Req, Rep, F, Fut>(payload: &[u8], ask: F) -> Result<Bytes, String>
-where
-    Req: DeserializeOwned,
-    Rep: Serialize,
-    F: FnOnce(Req) -> Fut,
-    Fut: Future<Output = Result<Rep, TransportError>>,
-{
-    let request: Req =
-        serde_json::from_slice(payload).map_err(|e| format!("undecodable request: {e}"))?;
-    let reply = ask(request).await.map_err(|e| e.to_string())?;
-    serde_json::to_vec(&reply)
-        .map(Bytes::from)
-        .map_err(|e| e.to_string())
-}
+use crate::suite::reply_json;
 
 async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::Message) {
     let Some(reply_to) = message.reply.clone() else {
@@ -291,9 +275,8 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
         })?;
         let local = &served.local;
         let payload = &message.payload;
-        match served.driver {
-            Driver::Desk(_) => return answer_desk(role, local, payload).await,
-            Driver::Suite(_) => return answer_call(role, local, payload).await,
+        match &served.driver {
+            Driver::Suite(driver) => return driver.answer(role, local, payload).await,
             Driver::Sage(_) => {}
         }
         match role {
@@ -339,67 +322,6 @@ async fn answer(client: &Client, role: Role, runs: &Runs, message: async_nats::M
     };
     if let Err(e) = sent {
         tracing::warn!(role = role.as_str(), error = %e, "cannot send a role reply");
-    }
-}
-
-/// Answers a support-desk run's role request with the local role actors.
-async fn answer_desk(
-    role: Role,
-    local: &sage_ports::transport::local::LocalTransport,
-    payload: &[u8],
-) -> Result<Bytes, String> {
-    match role {
-        Role::Service => {
-            reply_json(payload, |r: DeskAgentRequest| async move {
-                Transport::desk_agent(local, r).await
-            })
-            .await
-        }
-        Role::User => {
-            reply_json(payload, |r: DeskCustomerRequest| async move {
-                Transport::desk_customer(local, r).await
-            })
-            .await
-        }
-        Role::Judge => {
-            reply_json(payload, |r: DeskJudgeRequest| async move {
-                Transport::desk_judge(local, r).await
-            })
-            .await
-        }
-        Role::Rule | Role::Dialogue => Err(format!(
-            "a support-desk run has no {} requests",
-            role.as_str()
-        )),
-    }
-}
-
-/// Answers a role request of a suite on the one lifecycle (one model call) with the local role
-/// actors.
-async fn answer_call(
-    role: Role,
-    local: &sage_ports::transport::local::LocalTransport,
-    payload: &[u8],
-) -> Result<Bytes, String> {
-    use sage_core::protocol::call::ModelCallRequest;
-    match role {
-        Role::Service | Role::User | Role::Judge => {
-            reply_json(payload, |r: ModelCallRequest| async move {
-                let asked = r.role.role();
-                if asked != role {
-                    return Err(TransportError::Codec {
-                        role: role.as_str(),
-                        message: format!("a {} call on this role's subject", asked.as_str()),
-                    });
-                }
-                Transport::call(local, r).await
-            })
-            .await
-        }
-        Role::Rule | Role::Dialogue => Err(format!(
-            "a run of this suite has no {} requests",
-            role.as_str()
-        )),
     }
 }
 
@@ -925,8 +847,7 @@ impl JobHead {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Played {
-    Dialogue(sage_core::protocol::DialogueRecord),
-    Desk(sage_core::protocol::desk::DeskRecord),
+    Dialogue(Box<sage_core::protocol::DialogueRecord>),
     /// A record of a suite on the one lifecycle, as its driver wrote it.
     Suite(Box<serde_json::value::RawValue>),
 }
@@ -969,17 +890,7 @@ fn play(run: &ServedRun, payload: &[u8], through: Arc<dyn Transport>) -> Result<
                 through: Some(through),
                 ..RunDialogue::new(job)
             });
-            sent.map(|r| r.map(|record| Ok(Played::Dialogue(record))))
-                .boxed()
-        }
-        Driver::Desk(driver) => {
-            let job: DeskJob = serde_json::from_slice(payload).map_err(undecodable)?;
-            planned(run, &job.dialogue_id, &job)?;
-            let sent = driver.send(PlayCase {
-                job,
-                through: Some(through),
-            });
-            sent.map(|r| r.map(|played| played.map(Played::Desk)))
+            sent.map(|r| r.map(|record| Ok(Played::Dialogue(Box::new(record)))))
                 .boxed()
         }
         Driver::Suite(driver) => {

@@ -7,12 +7,12 @@
 
 pub mod roles;
 
-use crate::MAILBOX;
 use crate::roles::Registry;
-use crate::suite::Play;
-use actix::{Actor, Context, Handler, ResponseFuture};
+use crate::suite::{Play, reply_json};
+use bytes::Bytes;
 use sage_core::desk::{DeskFixture, SupportDesk};
 use sage_core::plan::desk::DeskConfig;
+use sage_core::protocol::Role;
 use sage_core::protocol::desk::{
     DeskAgentRequest, DeskCustomerRequest, DeskJob, DeskJudgeRequest, DeskLine, DeskRecord,
 };
@@ -60,6 +60,22 @@ impl Play for SupportDesk {
         job: DeskJob,
     ) -> Result<DeskRecord, String> {
         play(transport, world, job).await
+    }
+
+    /// The desk's own requests: an agent turn (its tool rounds run against the store here),
+    /// a customer turn, the judges' verdicts.
+    async fn answer(role: Role, local: &dyn Transport, payload: &[u8]) -> Result<Bytes, String> {
+        match role {
+            Role::Service => reply_json(payload, |r: DeskAgentRequest| local.desk_agent(r)).await,
+            Role::User => {
+                reply_json(payload, |r: DeskCustomerRequest| local.desk_customer(r)).await
+            }
+            Role::Judge => reply_json(payload, |r: DeskJudgeRequest| local.desk_judge(r)).await,
+            Role::Rule | Role::Dialogue => Err(format!(
+                "a support-desk run has no {} requests",
+                role.as_str()
+            )),
+        }
     }
 }
 
@@ -187,40 +203,4 @@ pub async fn play(
     };
     metrics().observe_desk(&record);
     Ok(record)
-}
-
-/// Play this support-desk job, through the driver's transport or the one given.
-pub struct PlayCase {
-    /// The job.
-    pub job: DeskJob,
-    /// A transport for this conversation only (the driver's own when `None`).
-    pub through: Option<Arc<dyn Transport>>,
-}
-
-impl actix::Message for PlayCase {
-    type Result = Result<DeskRecord, String>;
-}
-
-/// The support-desk driver's actor: plays each job it is sent through its transport.
-pub struct DeskActor {
-    /// How the driver reaches the roles.
-    pub transport: Arc<dyn Transport>,
-    /// The store and its cases.
-    pub fixture: Arc<DeskFixture>,
-}
-
-impl Actor for DeskActor {
-    type Context = Context<Self>;
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(MAILBOX);
-    }
-}
-
-impl Handler<PlayCase> for DeskActor {
-    type Result = ResponseFuture<Result<DeskRecord, String>>;
-    fn handle(&mut self, msg: PlayCase, _: &mut Context<Self>) -> Self::Result {
-        let transport = msg.through.unwrap_or_else(|| self.transport.clone());
-        let fixture = self.fixture.clone();
-        Box::pin(async move { play(transport.as_ref(), &fixture, msg.job).await })
-    }
 }

@@ -4,7 +4,6 @@
 //! were when it ran (manifest.json's SHA-256). The command line only names them.
 
 use super::Manifest;
-use super::desk::DeskManifest;
 use sage_core::plan::config::ConfigError;
 use sage_core::plan::desk::DeskConfig;
 use sage_core::plan::{JobSet, RunConfig};
@@ -262,30 +261,4 @@ pub fn parse_store(store: &str, texts: (&str, &str)) -> Result<Desk, InputError>
 pub fn load_desk(store: &str) -> Result<Desk, InputError> {
     let (s, c) = read_store(store)?;
     parse_store(store, (&s, &c))
-}
-
-/// The store texts of the support-desk run of `manifest` (in folder `dir`), checked to be the
-/// ones it was run with.
-pub fn store_as_it_was(
-    manifest: &DeskManifest,
-    dir: &Path,
-) -> Result<(String, String), InputError> {
-    let texts = read_store(&manifest.config.store)?;
-    if !manifest.same_inputs(&[&texts.0, &texts.1]) {
-        return Err(InputError::StoreChanged {
-            store: manifest.config.store.clone(),
-            run: manifest.run_id.clone(),
-            manifest: dir.join("manifest.json").display().to_string(),
-        });
-    }
-    Ok(texts)
-}
-
-/// The jobs of a stored support-desk run, planned again from its manifest and its store as it
-/// was; an error when they cannot be (the store changed or is gone).
-pub fn stored_desk_jobs(manifest: &DeskManifest, dir: &Path) -> Result<JobSet, InputError> {
-    let texts = store_as_it_was(manifest, dir)?;
-    let desk = parse_store(&manifest.config.store, (&texts.0, &texts.1))?;
-    let jobs = sage_core::plan::desk::jobs(&manifest.config, &manifest.run_id, &desk);
-    Ok(JobSet::of(&jobs, |j| &j.dialogue_id))
 }

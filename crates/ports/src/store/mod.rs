@@ -11,7 +11,7 @@ pub mod tau2;
 
 pub use report::{
     CALIBRATION_JSON, Duplicates, ForeignRecords, Leave, REPORT_HTML, Reported, RunJobs, SageFold,
-    Unjudged, Unreached, report, report_html, run_info, show_command, unmeasured_error,
+    Screened, Unjudged, Unreached, report, report_html, run_info, show_command, unmeasured_error,
     write_labels_page,
 };
 

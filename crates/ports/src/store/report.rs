@@ -102,7 +102,8 @@ pub struct ForeignRecords {
 }
 
 impl ForeignRecords {
-    pub(crate) fn note(&mut self, why: sage_core::plan::Foreign) {
+    /// Notes a record left out, and why.
+    pub fn note(&mut self, why: sage_core::plan::Foreign) {
         self.count += 1;
         if self.examples.len() < Duplicates::EXAMPLES {
             self.examples.push(why.to_string());
@@ -151,6 +152,35 @@ impl RunJobs {
             Some(jobs) => record.check(jobs),
             None => Ok(()),
         }
+    }
+}
+
+/// The records a report leaves out as it reads a records file: those not of the run, and
+/// those repeating a dialogue id already read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Screened {
+    /// Records of another run or not of its jobs.
+    pub foreign: ForeignRecords,
+    /// Records repeating a dialogue id.
+    pub duplicates: Duplicates,
+}
+
+impl Screened {
+    /// Whether `record` is folded: of the run (`jobs`) and the first of its id; otherwise
+    /// noted.
+    pub fn admit(&mut self, jobs: &RunJobs, record: &impl super::HasJob) -> bool {
+        if let Err(why) = jobs.check(record) {
+            self.foreign.note(why);
+            return false;
+        }
+        self.duplicates.first(record.ids().1)
+    }
+
+    /// The warnings to print about the records file `file`.
+    pub fn warnings(&self, file: &Path) -> Vec<String> {
+        (self.foreign.warning(file).into_iter())
+            .chain(self.duplicates.warning(file))
+            .collect()
     }
 }
 

@@ -75,11 +75,12 @@ pub use sage_report::explorer::Embedded;
 pub trait Page<R>: Send + 'static {
     /// Folds a record in, whose line starts at byte `at` of the records file.
     fn add(&mut self, record: &R, at: u64);
-    /// Writes report.html into the run's folder: its path and what its explorer embeds (none
-    /// for a suite without a page).
+    /// Writes the page to `out`, by default report.html in the run's folder, atomically: its
+    /// path and what its explorer embeds (none for a suite without a page).
     fn write(
         &mut self,
         run: &super::RunDir,
+        out: Option<&std::path::Path>,
     ) -> Result<Option<(std::path::PathBuf, Embedded)>, super::StoreError>;
 }
 
@@ -88,7 +89,39 @@ impl<R> Page<R> for () {
     fn write(
         &mut self,
         _: &super::RunDir,
+        _: Option<&std::path::Path>,
     ) -> Result<Option<(std::path::PathBuf, Embedded)>, super::StoreError> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_core::desk::SupportDesk;
+    use sage_core::plan::desk::DeskConfig;
+
+    /// A manifest keeps the hash of each input text, tells the same texts from changed ones,
+    /// and a support-desk manifest of an earlier version (`store_sha256`) is read as it was.
+    #[test]
+    fn a_manifest_tells_its_inputs_and_reads_the_earlier_store_hashes() {
+        let config = DeskConfig::default();
+        let manifest = SuiteManifest::new::<SupportDesk>("r1", &config, &["store", "cases"], 3);
+        // `echo -n store | sha256sum`
+        assert_eq!(
+            manifest.inputs_sha256[0],
+            "824d80d71985f082a26997a8db88b5d1dd45b777d73585d03d236303e21bde97"
+        );
+        assert_eq!(manifest.inputs_sha256.len(), 2);
+        assert!(manifest.same_inputs(&["store", "cases"]));
+        assert!(!manifest.same_inputs(&["store", "cases "]));
+        assert!(!manifest.same_inputs(&["store"]));
+        let mut json = serde_json::to_value(&manifest).expect("JSON");
+        let hashes = json["inputs_sha256"].take();
+        let object = json.as_object_mut().expect("an object");
+        object.remove("inputs_sha256");
+        object.insert("store_sha256".into(), hashes);
+        let earlier: SuiteManifest<DeskConfig> = serde_json::from_value(json).expect("read");
+        assert_eq!(earlier, manifest);
     }
 }

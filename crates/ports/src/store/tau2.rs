@@ -106,12 +106,16 @@ impl super::suite::Page<Tau2Record> for Tau2Page {
         self.fold.add(record, at);
     }
 
-    /// Writes report.html into the run's folder atomically (the simulations the explorer embeds
-    /// read back from tau2.jsonl).
-    fn write(&mut self, run: &RunDir) -> Result<Option<(PathBuf, Embedded)>, StoreError> {
+    /// Writes the page atomically (the simulations the explorer embeds read back from
+    /// tau2.jsonl).
+    fn write(
+        &mut self,
+        run: &RunDir,
+        out: Option<&std::path::Path>,
+    ) -> Result<Option<(PathBuf, Embedded)>, StoreError> {
         let run_id = self.fold.run_id();
         let ids = (Tau2Retail::RECORDS, run_id.as_str());
-        run.write_explorer_page(None, ids, |w, records, spool, show| {
+        run.write_explorer_page(out, ids, |w, records, spool, show| {
             self.fold.write_page(w, records, spool, show)
         })
         .map(Some)

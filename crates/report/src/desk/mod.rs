@@ -4,7 +4,7 @@
 //! confusion, judge disagreement and the conversation explorer.
 //!
 //! [`DeskReportFold`] takes the records one at a time and keeps only what the page shows: a
-//! compact entry per conversation (its job, verdict facts and cost, as `store::desk::DeskFold`
+//! compact entry per conversation (its job, verdict facts and cost, as `scoring::desk::DeskScores`
 //! keeps), the rendered excerpts of the unsafe calls and false closures, and the explorer's rows
 //! ([`DeskExplorer`], the suite of the shared [`explorer`]: the conversations are read back
 //! from desk.jsonl by their offset and compressed when the page is written). Every value from a
