@@ -537,3 +537,74 @@ fn a_tau2_sweep_through_two_workers_equals_the_embedded_run() {
         );
     }
 }
+
+/// The provider limits come with the lifecycle: an agent under test on a provider (a mock that
+/// enforces 120 requests a minute and answers 429 past it, tests/common/provider.rs) whose
+/// limit is configured is held to it through a whole tau2 run: no call refused, the calls paced
+/// at the limit, every simulation stored without an infrastructure error. (Without the limit
+/// configured, the first second's calls are refused.)
+#[test]
+fn a_tau2_agent_is_held_to_its_providers_limit() {
+    use common::provider::{self, ProviderSpec};
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let spec = ProviderSpec::keys(
+        &[("k-tau2", 120, u32::MAX)],
+        true,
+        Duration::from_millis(10),
+    );
+    let (server, provider) = rt.block_on(provider::start(spec));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tau2.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"models:
+  - {{name: limited, provider: openai, base_url: "{}/v1", api_key_env: SAGE_TEST_KEY_TAU2, requests_per_minute: 120, retries: {{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}}}}
+  - {{name: user, provider: simulated, sim: {{kind: tau2_customer}}}}
+  - {{name: judge, provider: simulated, sim: {{kind: tau2_judge}}}}
+agents: [limited]
+customer_model: user
+judge_models: [judge]
+tasks: ["0", "1", "2", "3", "4", "5"]
+repeats: 1
+max_turns: 4
+concurrency: 6
+"#,
+            server.uri()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    let run = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .env("SAGE_TEST_KEY_TAU2", "k-tau2")
+        .args(["run", "--suite", "tau2-retail", "--quiet", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run sage");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let seen = &provider.seen()["k-tau2"];
+    assert!(seen.len() >= 12, "{} agent calls", seen.len());
+    assert_eq!(
+        provider::refused_share(seen),
+        0.0,
+        "calls refused: {seen:?}"
+    );
+    // Paced at the limit: the calls after the first second's burst come at most 2 a second.
+    let first = seen.iter().map(|s| s.at).min().unwrap();
+    let last = seen.iter().map(|s| s.at).max().unwrap();
+    let paced = (seen.len() as f64 - 2.0) / (last - first).as_secs_f64() * 60.0;
+    assert!(paced <= 126.0, "{paced} calls a minute");
+    let folder = run_folder(&out);
+    let records = std::fs::read_to_string(folder.join("tau2.jsonl")).unwrap();
+    assert_eq!(records.lines().count(), 6);
+    for line in records.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(record["infra_error"].is_null(), "{line}");
+    }
+}
