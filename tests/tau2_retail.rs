@@ -539,7 +539,7 @@ fn a_tau2_sweep_through_two_workers_equals_the_embedded_run() {
 }
 
 /// The provider limits come with the lifecycle: an agent under test on a provider (a mock that
-/// enforces 120 requests a minute and answers 429 past it, tests/common/provider.rs) whose
+/// enforces 240 requests a minute and answers 429 past it, tests/common/provider.rs) whose
 /// limit is configured is held to it through a whole tau2 run: no call refused, the calls paced
 /// at the limit, every simulation stored without an infrastructure error. (Without the limit
 /// configured, the first second's calls are refused.)
@@ -559,7 +559,7 @@ fn a_tau2_agent_is_held_to_its_providers_limit() {
         &config,
         format!(
             r#"models:
-  - {{name: limited, provider: openai, base_url: "{}/v1", api_key_env: SAGE_TEST_KEY_TAU2, requests_per_minute: 120, retries: {{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}}}}
+  - {{name: limited, provider: openai, base_url: "{}/v1", api_key_env: SAGE_TEST_KEY_TAU2, requests_per_minute: 240, retries: {{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}}}}
   - {{name: user, provider: simulated, sim: {{kind: tau2_customer}}}}
   - {{name: judge, provider: simulated, sim: {{kind: tau2_judge}}}}
 agents: [limited]
@@ -595,11 +595,11 @@ concurrency: 6
         0.0,
         "calls refused: {seen:?}"
     );
-    // Paced at the limit: the calls after the first second's burst come at most 2 a second.
+    // Paced at the limit: the calls after the first second's burst come at most 4 a second.
     let first = seen.iter().map(|s| s.at).min().unwrap();
     let last = seen.iter().map(|s| s.at).max().unwrap();
-    let paced = (seen.len() as f64 - 2.0) / (last - first).as_secs_f64() * 60.0;
-    assert!(paced <= 126.0, "{paced} calls a minute");
+    let paced = (seen.len() as f64 - 4.0) / (last - first).as_secs_f64() * 60.0;
+    assert!(paced <= 252.0, "{paced} calls a minute");
     let folder = run_folder(&out);
     let records = std::fs::read_to_string(folder.join("tau2.jsonl")).unwrap();
     assert_eq!(records.lines().count(), 6);
