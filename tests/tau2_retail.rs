@@ -548,7 +548,7 @@ fn a_tau2_agent_is_held_to_its_providers_limit() {
     use common::provider::{self, ProviderSpec};
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     let spec = ProviderSpec::keys(
-        &[("k-tau2", 120, u32::MAX)],
+        &[("k-tau2", 240, u32::MAX)],
         true,
         Duration::from_millis(10),
     );
