@@ -608,3 +608,107 @@ concurrency: 6
         assert!(record["infra_error"].is_null(), "{line}");
     }
 }
+
+/// `sage report A --compare B` of two tau2 runs: per agent, the pass rate over the tasks both
+/// ran, paired by task, with its interval; a change is claimed only beyond the noise (the agent
+/// made careful is better; the agent that did not change is not called anything), and
+/// `--fail-on-regression` exits 3 the other way round.
+#[test]
+fn comparing_two_tau2_runs_claims_only_a_real_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, sloppy: &str| {
+        let config = dir.path().join(format!("{name}.yaml"));
+        let tasks: Vec<String> = (0..24).map(|t| format!("\"{t}\"")).collect();
+        std::fs::write(
+            &config,
+            format!(
+                r#"models:
+  - {{name: steady, provider: simulated, sim: {{kind: tau2_agent, wrong_argument: 0.0, skip: 0.0}}}}
+  - {{name: changed, provider: simulated, sim: {{kind: tau2_agent, {sloppy}}}}}
+  - {{name: user, provider: simulated, sim: {{kind: tau2_customer}}}}
+  - {{name: judge, provider: simulated, sim: {{kind: tau2_judge}}}}
+agents: [steady, changed]
+customer_model: user
+judge_models: [judge]
+tasks: [{}]
+repeats: 1
+"#,
+                tasks.join(", ")
+            ),
+        )
+        .unwrap();
+        let out = sage(&[
+            "run",
+            "--suite",
+            "tau2-retail",
+            "--quiet",
+            "--run-id",
+            name,
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir.path().join(name)
+    };
+    let before = run("before", "wrong_argument: 0.6, skip: 0.3");
+    let after = run("after", "wrong_argument: 0.0, skip: 0.0");
+    let compared = sage(&[
+        "report",
+        after.to_str().unwrap(),
+        "--compare",
+        before.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let row = |agent: &str| {
+        json["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent"] == agent)
+            .cloned()
+            .unwrap_or_else(|| panic!("{json}"))
+    };
+    let changed = row("changed");
+    assert_eq!(changed["cases"], 24);
+    assert_eq!(changed["current"], 1.0);
+    assert!(changed["baseline"].as_f64().unwrap() < 0.6, "{changed}");
+    assert!(changed["ci_low"].as_f64().unwrap() > 0.0, "{changed}");
+    assert_eq!(changed["verdict"], "better", "{changed}");
+    let steady = row("steady");
+    assert_eq!(
+        (steady["delta"].as_f64(), &steady["verdict"]),
+        (Some(0.0), &serde_json::json!("no_change"))
+    );
+    // The other way round, a regression: exit 3 with --fail-on-regression, the text says so.
+    let back = sage(&[
+        "report",
+        before.to_str().unwrap(),
+        "--compare",
+        after.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    assert_eq!(
+        back.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    let text = String::from_utf8_lossy(&back.stdout);
+    assert!(
+        text.contains("worse") && text.contains("no change"),
+        "{text}"
+    );
+}

@@ -113,6 +113,28 @@ pub fn compare(current: &Path, baseline: &Path, args: CompareArgs) -> anyhow::Re
     if args.out.is_some() && !args.html && args.format != CompareFormat::Json {
         bail!("--out needs --html (or --format json)");
     }
+    let (a, b) = (RunDir::open(current)?, RunDir::open(baseline)?);
+    if let Some(lifecycle) =
+        super::run::Suite::lifecycle(&a).or_else(|| super::run::Suite::lifecycle(&b))
+    {
+        if args.html {
+            bail!(
+                "--html: the comparison page is for SAGE-suite runs; a {} comparison is text or --format json",
+                lifecycle.name
+            );
+        }
+        let options = super::suite::CompareOptions {
+            json: args.format == CompareFormat::Json,
+            out: args.out.as_deref(),
+            fail_on_regression: args.fail_on_regression,
+        };
+        let worse = (lifecycle.compare)((&a, &b), options)?;
+        return Ok(if worse {
+            ExitCode::from(REGRESSION_EXIT)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
     let (a, a_manifest) = sage_run(current)?;
     let (b, b_manifest) = sage_run(baseline)?;
     let relation = relation((&a, &a_manifest), (&b, &b_manifest))?;

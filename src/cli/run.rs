@@ -193,6 +193,8 @@ pub struct Lifecycle {
     pub report: fn(&RunDir, Option<&Path>) -> anyhow::Result<()>,
     /// `sage show DIR ID`.
     pub show: fn(&RunDir, &str) -> anyhow::Result<()>,
+    /// `sage report CURRENT --compare BASELINE`: whether some agent is worse.
+    pub compare: fn((&RunDir, &RunDir), super::suite::CompareOptions<'_>) -> anyhow::Result<bool>,
     /// Its name (`--suite NAME`, a manifest's `suite`).
     pub name: &'static str,
 }
@@ -205,6 +207,7 @@ impl Lifecycle {
             submission: super::suite::submission::<S>,
             report: super::suite::report::<S>,
             show: super::suite::show::<S>,
+            compare: super::suite::compare::<S>,
             name: <S as sage_core::suite::Suite>::NAME,
         }
     }

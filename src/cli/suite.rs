@@ -227,6 +227,83 @@ fn planned<S: Play>(manifest: &SuiteManifest<S::Config>) -> Result<JobSet, Strin
     Ok(JobSet::of(&jobs, |j| S::job_id(j)))
 }
 
+/// How `sage report A --compare B` prints a comparison of two runs of a suite on the trait.
+pub struct CompareOptions<'a> {
+    /// One JSON document instead of text.
+    pub json: bool,
+    /// Where to write the JSON.
+    pub out: Option<&'a Path>,
+    /// Exit with code 3 when some agent is worse.
+    pub fail_on_regression: bool,
+}
+
+/// `sage report CURRENT --compare BASELINE` of two runs of `S`: per agent, the pass rate over
+/// the cases both ran, paired by case ([`sage_report::compare::cases`]); no verdict when the
+/// runs' user simulators or judges differ. Whether some agent is worse.
+pub fn compare<S: Play>(
+    (current, baseline): (&RunDir, &RunDir),
+    options: CompareOptions<'_>,
+) -> anyhow::Result<bool> {
+    let read = |run: &RunDir| -> anyhow::Result<_> {
+        let suite = suite_of(run).unwrap_or_else(|| "sage".into());
+        if suite != S::NAME {
+            anyhow::bail!(
+                "{}: a {} run; --compare compares two runs of one suite",
+                run.path().display(),
+                terminal_safe(&suite)
+            );
+        }
+        let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
+        let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(&manifest));
+        let read = read_for_report::<S>(run, &jobs)?;
+        for warning in read.screened.warnings(&run.path().join(S::RECORDS)) {
+            eprintln!("warning: {}", terminal_safe(&warning));
+        }
+        let Some(cases) = S::cases(&read.results.fold) else {
+            anyhow::bail!("--compare: no comparison of {} runs yet", S::NAME);
+        };
+        Ok((manifest, cases))
+    };
+    let (a, a_cases) = read(current)?;
+    let (b, b_cases) = read(baseline)?;
+    let differs = |what: &str, x: &[String], y: &[String]| {
+        (x != y).then(|| {
+            format!(
+                "the {what} differ (`{}`: {}; `{}`: {})",
+                a.run_id,
+                x.join(", "),
+                b.run_id,
+                y.join(", ")
+            )
+        })
+    };
+    let not_comparable = differs(
+        "user simulators",
+        S::customers(&a.config),
+        S::customers(&b.config),
+    )
+    .or_else(|| differs("judges", S::judges(&a.config), S::judges(&b.config)));
+    let comparison = sage_report::compare::cases::compare(
+        (&a_cases, &b_cases),
+        (&a.run_id, &b.run_id),
+        not_comparable,
+        S::seed(&a.config),
+    );
+    if options.json {
+        let json = serde_json::to_string_pretty(&comparison)? + "\n";
+        match options.out {
+            Some(out) => {
+                std::fs::write(out, json).with_context(|| format!("writing {}", out.display()))?;
+                eprintln!("wrote {}", out.display());
+            }
+            None => print!("{json}"),
+        }
+    } else {
+        print!("{}", terminal_safe(&comparison.text()));
+    }
+    Ok(options.fail_on_regression && comparison.has_regression())
+}
+
 /// The suite a run folder's manifest names (`suite`), if any.
 pub fn suite_of(run: &RunDir) -> Option<String> {
     let manifest: serde_json::Value = run.read_json("manifest.json").ok()?;

@@ -79,6 +79,14 @@ pub trait Suite: Send + Sync + 'static {
     /// The scores of the folded records: what [`Suite::SUMMARY`] holds, and the table printed
     /// and written as [`Suite::TABLE`].
     fn summary(fold: &Self::Fold) -> (Self::Summary, String);
+    /// Per (agent, case): trials graded and trials passed, for a suite whose records pass or
+    /// fail a case (what `sage report A --compare B` pairs); `None` for a suite scored
+    /// otherwise.
+    fn cases(
+        _fold: &Self::Fold,
+    ) -> Option<std::collections::BTreeMap<(String, String), (u32, u32)>> {
+        None
+    }
     /// What a person should know of the folded records besides the scores (conversations
     /// stopped by an infrastructure error, answers cut off...), a line each; none by default.
     fn warnings(_fold: &Self::Fold) -> Vec<String> {

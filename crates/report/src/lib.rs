@@ -29,6 +29,7 @@ pub mod graph;
 pub mod label;
 pub mod limits;
 pub mod page;
+pub mod resample;
 pub mod sage;
 pub mod side_by_side;
 pub mod stats;

@@ -836,6 +836,9 @@ impl crate::suite::Suite for Tau2Retail {
     fn transcript(record: &Tau2Record) -> String {
         record.transcript()
     }
+    fn cases(fold: &Tau2Fold) -> Option<BTreeMap<(String, String), (u32, u32)>> {
+        Some(fold.trials.clone())
+    }
     fn summary(fold: &Tau2Fold) -> (Tau2Summary, String) {
         let summary = fold.summary();
         let table = summary.table();

@@ -27,6 +27,7 @@
 //! The renderings are in the submodules: [`text`] (the terminal), [`html`] (the page: forest
 //! plot, tables, flips side by side, [`flips`]), [`json`] (`--format json`).
 
+pub mod cases;
 pub mod flips;
 pub mod html;
 pub mod json;

@@ -174,31 +174,9 @@ pub fn pass1_interval(tasks: &[(u32, u32)], resamples: usize, seed: u64) -> Opti
         let mean = values.iter().sum::<f64>() / n as f64;
         return Some((mean, mean));
     }
-    let mut rng = SplitMix64(seed);
-    let mut draws: Vec<f64> = (0..resamples)
-        .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
-        .collect();
-    draws.sort_by(f64::total_cmp);
+    let draws = crate::resample::means(&values, resamples, seed);
     let tail = (1.0 - CONFIDENCE) / 2.0;
     Some((quantile(&draws, tail)?, quantile(&draws, 1.0 - tail)?))
-}
-
-/// The SplitMix64 generator (small, seeded, the same on every platform).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A position below `n` (n > 0), by the multiply-shift mapping.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
 }
 
 /// The order tasks are listed in: numeric ids by their number, then the others by text.
