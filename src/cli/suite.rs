@@ -312,12 +312,29 @@ pub fn suite_of(run: &RunDir) -> Option<String> {
 
 /// `sage show DIR ID` of a run of `S`: the record of job `ID` as text.
 pub fn show<S: Play>(run: &RunDir, id: &str) -> anyhow::Result<()> {
-    let mut found = None;
-    run.scan_jsonl(S::RECORDS, |record: S::Record| {
-        if found.is_none() && S::job_id(S::record_job(&record)) == id {
-            found = Some(record);
+    /// How the scan ends: at the record asked for, or at an error of the file.
+    enum Scan<R> {
+        Found(Box<R>),
+        Failed(sage_ports::store::StoreError),
+    }
+    impl<R> From<sage_ports::store::StoreError> for Scan<R> {
+        fn from(e: sage_ports::store::StoreError) -> Self {
+            Scan::Failed(e)
         }
-    })?;
+    }
+    // Read up to the first record of the id, not further.
+    let scanned = run.scan_jsonl_at(S::RECORDS, |_, record: S::Record| {
+        if S::job_id(S::record_job(&record)) == id {
+            Err(Scan::Found(Box::new(record)))
+        } else {
+            Ok(())
+        }
+    });
+    let found = match scanned {
+        Ok(()) => None,
+        Err(Scan::Found(record)) => Some(*record),
+        Err(Scan::Failed(e)) => return Err(e.into()),
+    };
     match found {
         Some(record) => {
             print!("{}", terminal_safe(&S::transcript(&record)));
