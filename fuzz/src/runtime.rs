@@ -76,14 +76,15 @@ pub fn desk_registry() -> Arc<Registry> {
     REGISTRY
         .get_or_init(|| {
             let fixture = Arc::new(DeskFixture::new(northline().clone()));
-            let mut registry = sage::actors::suite::registry::<SupportDesk>(
-                &DeskConfig::default(),
-                |_| true,
-                &Default::default(),
+            Arc::new(
+                sage::actors::suite::registry::<SupportDesk>(
+                    &DeskConfig::default(),
+                    &fixture,
+                    |_| true,
+                    &Default::default(),
+                )
+                .expect("simulated models"),
             )
-            .expect("simulated models");
-            <SupportDesk as sage::actors::suite::Play>::serve(&fixture, &mut registry);
-            Arc::new(registry)
         })
         .clone()
 }

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use sage_actors::cluster::hosted::Hosted;
-use sage_actors::suite::{Play, Stored, Written, read_for_report, run_stored};
+use sage_actors::suite::{Play, Results, Stored, Written, read_for_report, run_stored};
 use sage_core::plan::JobSet;
 use sage_core::suite::Flags;
 use sage_ports::store::suite::{Page, SuiteManifest};
@@ -73,15 +73,11 @@ pub fn run<S: Play>(args: SuiteArgs<'_>) -> anyhow::Result<()> {
         }
     };
     S::check(&config, "command line")?;
-    let inputs = S::inputs(&config).map_err(anyhow::Error::msg)?;
-    if let Some((run, manifest)) = &run
-        && !manifest.same_inputs(&S::input_texts(&inputs))
-    {
-        anyhow::bail!(
-            "the files run {run_id} was built from changed since it started (their SHA-256 differs from {}); a run resumes with the same files",
-            run.path().join("manifest.json").display()
-        );
-    }
+    let inputs = match &run {
+        Some((run, manifest)) => inputs_as_they_were::<S>(run, manifest)
+            .map_err(|e| anyhow::anyhow!("{e}; a run resumes with the same files"))?,
+        None => S::inputs(&config).map_err(anyhow::Error::msg)?,
+    };
     let world = S::world(&config, &inputs).map_err(anyhow::Error::msg)?;
     let jobs = S::jobs(&config, &run_id, &world);
     let (plan_text, plan_json) = S::plan(&config, &world, &jobs);
@@ -185,9 +181,10 @@ pub fn submission<S: Play>(
 /// alone is written there and nothing into the folder.
 pub fn report<S: Play>(run: &RunDir, out: Option<&Path>) -> anyhow::Result<()> {
     let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
-    let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(&manifest));
-    let mut read = read_for_report::<S>(run, &jobs)?;
-    if read.folded == 0 {
+    let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(run, &manifest));
+    let mut results = Results::<S>::new(run);
+    let (folded, screened) = read_for_report::<S>(run, &jobs, |r, at| results.add(r, at))?;
+    if folded == 0 {
         anyhow::bail!(
             "{}: no conversation stored in {} (the run has not finished one yet, or its records are gone); nothing to report",
             run.path().display(),
@@ -195,33 +192,42 @@ pub fn report<S: Play>(run: &RunDir, out: Option<&Path>) -> anyhow::Result<()> {
         );
     }
     let file = run.path().join(S::RECORDS);
-    for warning in
-        (read.screened.warnings(&file).into_iter()).chain(S::warnings(&read.results.fold))
-    {
+    for warning in (screened.warnings(&file).into_iter()).chain(S::warnings(&results.fold)) {
         eprintln!("warning: {}", terminal_safe(&warning));
     }
     let written = match out {
         Some(out) => Written {
-            table: S::summary(&read.results.fold).1,
-            report: read.results.page.write(run, Some(out))?,
+            table: S::summary(&results.fold).1,
+            report: results.page.write(run, Some(out))?,
         },
-        None => read.results.write(run)?,
+        None => results.write(run)?,
     };
     println!("{}", terminal_safe(&written.table));
     print_report(&written);
     Ok(())
 }
 
-/// The jobs of the stored run of `manifest`, planned again from the files it was built from as
-/// they were (why not, when they changed or cannot be read).
-fn planned<S: Play>(manifest: &SuiteManifest<S::Config>) -> Result<JobSet, String> {
+/// The inputs of the stored run of `manifest` (in `run`), read again and checked to be the
+/// texts it was built from (why not, naming its manifest.json).
+fn inputs_as_they_were<S: Play>(
+    run: &RunDir,
+    manifest: &SuiteManifest<S::Config>,
+) -> Result<S::Inputs, String> {
     let inputs = S::inputs(&manifest.config)?;
     if !manifest.same_inputs(&S::input_texts(&inputs)) {
         return Err(format!(
-            "the files run {} was built from changed since (their SHA-256 differs from its manifest.json)",
-            manifest.run_id
+            "the files run {} was built from changed since it started (their SHA-256 differs from {})",
+            manifest.run_id,
+            run.path().join("manifest.json").display()
         ));
     }
+    Ok(inputs)
+}
+
+/// The jobs of the stored run of `manifest` (in `run`), planned again from the files it was
+/// built from as they were (why not, when they changed or cannot be read).
+fn planned<S: Play>(run: &RunDir, manifest: &SuiteManifest<S::Config>) -> Result<JobSet, String> {
+    let inputs = inputs_as_they_were::<S>(run, manifest)?;
     let world = S::world(&manifest.config, &inputs)?;
     let jobs = S::jobs(&manifest.config, &manifest.run_id, &world);
     Ok(JobSet::of(&jobs, |j| S::job_id(j)))
@@ -254,12 +260,14 @@ pub fn compare<S: Play>(
             );
         }
         let manifest: SuiteManifest<S::Config> = run.read_json("manifest.json")?;
-        let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(&manifest));
-        let read = read_for_report::<S>(run, &jobs)?;
-        for warning in read.screened.warnings(&run.path().join(S::RECORDS)) {
+        let jobs = super::run_jobs_or_warn(&manifest.run_id, planned::<S>(run, &manifest));
+        // The scores alone: no page is written.
+        let mut fold = S::Fold::default();
+        let (_, screened) = read_for_report::<S>(run, &jobs, |r, _| S::fold(&mut fold, r))?;
+        for warning in screened.warnings(&run.path().join(S::RECORDS)) {
             eprintln!("warning: {}", terminal_safe(&warning));
         }
-        let Some(cases) = S::cases(&read.results.fold) else {
+        let Some(cases) = S::cases(&fold) else {
             anyhow::bail!("--compare: no comparison of {} runs yet", S::NAME);
         };
         Ok((manifest, cases))

@@ -106,11 +106,6 @@ async fn answer_call(role: Role, local: &dyn Transport, payload: &[u8]) -> Resul
     }
 }
 
-/// The world of a run of `config`, its inputs read from the files it names.
-pub fn world_of<S: Play>(config: &S::Config) -> Result<Arc<S::World>, String> {
-    S::world(config, &S::inputs(config)?)
-}
-
 /// What a run's records give, folded a record at a time: the scores and the HTML report.
 pub struct Results<S: Play> {
     /// The scores.
@@ -153,10 +148,12 @@ impl<S: Play> Results<S> {
     }
 }
 
-/// The registry of a process serving a run of `S`: the endpoints of the models of `config`
-/// that `wanted` accepts.
-pub fn registry<S: Suite>(
+/// The registry of a process serving a run of `S` over `world`: the endpoints of the models of
+/// `config` that `wanted` accepts, and what the suite's roles need of the world
+/// ([`Play::serve`]).
+pub fn registry<S: Play>(
     config: &S::Config,
+    world: &Arc<S::World>,
     wanted: impl Fn(&str) -> bool,
     limiters: &sage_ports::llm::Limiters,
 ) -> Result<Registry, RunError> {
@@ -165,9 +162,9 @@ pub fn registry<S: Suite>(
         .filter(|m| wanted(&m.name))
         .cloned()
         .collect();
-    Ok(Registry::of_endpoints(build_endpoints(
-        &models, None, limiters,
-    )?))
+    let mut registry = Registry::of_endpoints(build_endpoints(&models, None, limiters)?);
+    S::serve(world, &mut registry);
+    Ok(registry)
 }
 
 /// Plays `jobs` in this process (the role actors and the driver), at most the configuration's
@@ -182,8 +179,7 @@ pub async fn run_embedded<S: Play>(
     use sage_ports::telemetry::metrics::{RunLabels, metrics};
     metrics().driving(&RunLabels::Agents(S::agents(config)));
     let needed = S::model_names(config);
-    let mut registry = registry::<S>(config, |m| needed.contains(&m), &Default::default())?;
-    S::serve(&world, &mut registry);
+    let registry = registry::<S>(config, &world, |m| needed.contains(&m), &Default::default())?;
     let transport: Arc<dyn Transport> = Arc::new(start_local_roles(
         Arc::new(registry),
         &actix::Arbiter::current(),
@@ -252,35 +248,23 @@ impl<S: Play> Stored<S> {
     }
 }
 
-/// What a report read of a stored run ([`read_for_report`]).
-pub struct ForReport<S: Play> {
-    /// The scores and the page of the records folded.
-    pub results: Results<S>,
-    /// The records folded.
-    pub folded: usize,
-    /// The records left out, and why.
-    pub screened: sage_ports::store::Screened,
-}
-
-/// Reads the records of `run` once for a report, folded as read: a record not of the run
-/// (`jobs`) or repeating a dialogue id is left out, and noted.
+/// Reads the records of `run` once for a report, each as read to `add` with the offset of its
+/// line: a record not of the run (`jobs`) or repeating a dialogue id is left out, and noted.
+/// How many were added, and those left out.
 pub fn read_for_report<S: Play>(
     run: &RunDir,
     jobs: &sage_ports::store::RunJobs,
-) -> Result<ForReport<S>, sage_ports::store::StoreError> {
-    let mut read = ForReport {
-        results: Results::new(run),
-        folded: 0,
-        screened: Default::default(),
-    };
+    mut add: impl FnMut(&S::Record, u64),
+) -> Result<(usize, sage_ports::store::Screened), sage_ports::store::StoreError> {
+    let (mut added, mut screened) = (0, sage_ports::store::Screened::default());
     run.scan_jsonl_at(S::RECORDS, |at, record: Of<S>| {
-        if read.screened.admit(jobs, &record) {
-            read.results.add(&record.0, at);
-            read.folded += 1;
+        if screened.admit(jobs, &record) {
+            add(&record.0, at);
+            added += 1;
         }
         Ok::<(), sage_ports::store::StoreError>(())
     })?;
-    Ok(read)
+    Ok((added, screened))
 }
 
 /// A record of `S` as the store reads it back.

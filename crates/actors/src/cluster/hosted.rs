@@ -220,9 +220,8 @@ impl<S: Play> HostedRun for Run<S> {
         limiters: &sage_ports::llm::Limiters,
     ) -> Result<(Registry, Arc<dyn HostedDriver>), RunError> {
         let world = self.world().map_err(|e| RunError::Runtime(e.to_string()))?;
-        let mut registry =
-            crate::suite::registry::<S>(&self.spec.manifest.config, wanted, limiters)?;
-        S::serve(&world, &mut registry);
+        let registry =
+            crate::suite::registry::<S>(&self.spec.manifest.config, &world, wanted, limiters)?;
         Ok((registry, Arc::new(Driver::<S> { world })))
     }
     fn fold(&self, dir: &RunDir) -> Box<dyn HostedFold> {

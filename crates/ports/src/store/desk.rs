@@ -72,11 +72,6 @@ impl DeskPage {
         }
     }
 
-    /// Folds a record in, whose line starts at byte `at` of desk.jsonl.
-    pub fn add(&mut self, record: &DeskRecord, at: u64) {
-        self.fold.add(record, at);
-    }
-
     /// Writes the page to `out`, by default report.html in the folder, atomically (the
     /// conversations the explorer embeds read back from desk.jsonl); its path and what the
     /// explorer embeds.
@@ -94,7 +89,7 @@ impl DeskPage {
 
 impl super::suite::Page<DeskRecord> for DeskPage {
     fn add(&mut self, record: &DeskRecord, at: u64) {
-        DeskPage::add(self, record, at);
+        self.fold.add(record, at);
     }
 
     fn write(
